@@ -1,0 +1,73 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "mirror",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "MirrorKit", targets: ["MirrorKit"]),
+        .executable(name: "mirror", targets: ["mirror"]),
+        .executable(name: "fixture-server", targets: ["fixture-server"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(
+            name: "MirrorKit",
+            dependencies: [
+                "CCurl",
+                "CLibXML2",
+                "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "mirror",
+            dependencies: [
+                "MirrorKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "FixtureServer",
+            dependencies: [
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "fixture-server",
+            dependencies: [
+                "FixtureServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "MirrorKitTests",
+            dependencies: ["MirrorKit", "FixtureServer"],
+            resources: []
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

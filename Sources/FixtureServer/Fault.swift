@@ -1,0 +1,40 @@
+/// A misbehaviour the fixture server acts out on a request, to test the client's handling of it.
+public enum Fault: Sendable, Equatable {
+    /// Close the connection once this many body bytes are sent.
+    case dropAfter(bytes: Int)
+    /// Answer a ranged request with 200 and the whole body, as servers without Range support do.
+    case ignoreRange
+    /// Answer with this status, headers and body instead of the resource.
+    case respond(status: Int, headers: [String: String] = [:], body: String = "")
+    /// Send this many body bytes, then nothing for `seconds`, then close the connection.
+    case stall(afterBytes: Int, seconds: Double)
+    /// Send the body no faster than this.
+    case throttle(bytesPerSecond: Int)
+
+    /// A 429 as Imgur's API gateway sends it since 2019: an `errors` array and no `data` key.
+    public static func imgurGatewayTooManyRequests(retryAfter: Int? = nil) -> Fault {
+        .respond(
+            status: 429,
+            headers: retryAfter.map { ["Retry-After": String($0)] } ?? [:],
+            body: #"{"errors":[{"id":"legacy-api-fixture","code":"429","status":"Too Many Requests","detail":"Too Many Requests"}]}"#)
+    }
+
+    /// An error in Imgur's legacy envelope: `data.error` as a string.
+    public static func imgurLegacyError(status: Int, message: String, headers: [String: String] = [:]) -> Fault {
+        .respond(
+            status: status, headers: headers,
+            body: #"{"data":{"error":"\#(message)","request":"/3/fixture","method":"GET"},"success":false,"status":\#(status)}"#)
+    }
+}
+
+/// One request as the fixture server saw it.
+public struct RecordedRequest: Sendable {
+    public var method: String
+    public var path: String
+    public var headers: [String: String]
+
+    /// The value of a request header, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+}

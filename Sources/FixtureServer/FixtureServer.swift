@@ -1,0 +1,171 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A real HTTP/1.1 server on loopback that acts out the Imgur API, Imgur's media CDN and download
+/// feeds, with faults on demand and counters the tests can read.
+///
+/// Tests, the README demo and the benchmarks use it instead of the real services.
+public final class FixtureServer: Sendable {
+    let state: Mutex<ServerState>
+    let catalog: FixtureCatalog
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    public let baseURL: String
+    public let port: Int
+
+    /// Starts serving the fixtures in `fixtures` on `host`, on `port` (0 picks a free one).
+    public static func start(
+        fixtures: URL, host: String = "127.0.0.1", port: Int = 0, threads: Int = 1
+    ) async throws -> FixtureServer {
+        let catalog = try FixtureCatalog(directory: fixtures)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let state = Mutex(ServerState(media: catalog.media, removedIDs: catalog.removedIDs))
+        let box = ResponderBox()
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(RequestHandler(responder: box))
+                }
+            }
+        let channel = try await bootstrap.bind(host: host, port: port).get()
+        let server = FixtureServer(
+            state: state, catalog: catalog, group: group, channel: channel,
+            port: channel.localAddress?.port ?? port, host: host)
+        box.server.withLock { $0 = server }
+        return server
+    }
+
+    private init(
+        state: consuming Mutex<ServerState>, catalog: FixtureCatalog, group: MultiThreadedEventLoopGroup,
+        channel: any Channel, port: Int, host: String
+    ) {
+        self.state = state
+        self.catalog = catalog
+        self.group = group
+        self.channel = channel
+        self.port = port
+        baseURL = "http://\(host):\(port)"
+    }
+
+    /// Stops listening and closes every connection.
+    public func stop() async throws {
+        try? await channel.close()
+        try await group.shutdownGracefully()
+    }
+
+    // MARK: - Media
+
+    /// Serves `size` deterministic bytes at `path` from now on.
+    public func addMedia(path: String, size: Int, contentType: String = "application/octet-stream") {
+        state.withLock { $0.media[path] = MediaResource(size: size, contentType: contentType) }
+    }
+
+    /// Changes the bytes (and so the ETag and Last-Modified) served at `path`.
+    public func changeContent(path: String) {
+        state.withLock { $0.media[path]?.version += 1 }
+    }
+
+    /// Makes the media of image `id` answer with a redirect to /removed.png.
+    public func markRemoved(id: String) {
+        state.withLock { _ = $0.removedIDs.insert(id) }
+    }
+
+    /// The bytes served at `path` now, or nil if nothing is served there.
+    public func content(of path: String) -> [UInt8]? {
+        state.withLock { $0.content(for: path) }.map { Array($0.body.readableBytesView) }
+    }
+
+    /// The ETag served at `path` now.
+    public func etag(of path: String) -> String? {
+        state.withLock { $0.content(for: path)?.etag }
+    }
+
+    /// Every media path served, sorted.
+    public var mediaPaths: [String] {
+        state.withLock { $0.media.keys.sorted() }
+    }
+
+    // MARK: - Faults and counters
+
+    /// Acts out `fault` on the next `times` requests for `path`.
+    public func inject(_ fault: Fault, path: String, times: Int = 1) {
+        state.withLock { $0.faults[path, default: []].append(contentsOf: repeatElement(fault, count: times)) }
+    }
+
+    /// Drops faults not yet acted out.
+    public func clearFaults() {
+        state.withLock { $0.faults.removeAll() }
+    }
+
+    /// Requests received for `path` (query ignored).
+    public func requestCount(path: String) -> Int {
+        state.withLock { $0.requestCounts[path, default: 0] }
+    }
+
+    /// Body bytes written to the network for `path`.
+    public func bodyBytesSent(path: String) -> Int {
+        state.withLock { $0.bodyBytesSent[path, default: 0] }
+    }
+
+    /// Body bytes written for every path.
+    public var totalBodyBytesSent: Int {
+        state.withLock { $0.bodyBytesSent.values.reduce(0, +) }
+    }
+
+    /// Every request so far, oldest first.
+    public var requests: [RecordedRequest] {
+        state.withLock { $0.log }
+    }
+
+    /// Sets the API rate-limit budget reported in the X-RateLimit-* headers.
+    public func setRateLimit(userRemaining: Int, userReset: Int = 3600, clientRemaining: Int = 12_500) {
+        state.withLock {
+            $0.rateLimit.userRemaining = userRemaining
+            $0.rateLimit.userReset = userReset
+            $0.rateLimit.clientRemaining = clientRemaining
+        }
+    }
+
+    /// The client IDs the API accepts; nil (the default) accepts any non-empty one.
+    public func setAcceptedClientID(_ id: String?) {
+        state.withLock { $0.acceptedClientID = id }
+    }
+}
+
+/// Lets the channel initializer reach the server, which exists only once the channel is bound.
+final class ResponderBox: Sendable {
+    let server = Mutex<FixtureServer?>(nil)
+}
+
+/// Collects one request and hands it to the server's router off the event loop.
+final class RequestHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    private let responder: ResponderBox
+    private var head: HTTPRequestHead?
+
+    init(responder: ResponderBox) {
+        self.responder = responder
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+        case .body:
+            break
+        case .end:
+            guard let head, let server = responder.server.withLock({ $0 }) else { return }
+            self.head = nil
+            let channel = context.channel
+            Task { await server.respond(to: head, on: channel) }
+        }
+    }
+}

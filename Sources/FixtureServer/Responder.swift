@@ -1,0 +1,158 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+extension FixtureServer {
+    /// Answers one request: a fault if one is queued for the path, else the API, a feed or media.
+    func respond(to head: HTTPRequestHead, on channel: any Channel) async {
+        let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
+        let fault = state.withLock { state in
+            state.record(head, path: path)
+            return state.nextFault(for: path)
+        }
+        let writer = ResponseWriter(
+            server: self, channel: channel, path: path, keepAlive: head.isKeepAlive,
+            sendsBody: head.method != .HEAD, fault: fault)
+        if case .respond(let status, let headers, let body)? = fault {
+            var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
+            fields.add(name: "Content-Type", value: "application/json")
+            await writer.send(status: status, headers: fields, body: ByteBuffer(string: body))
+        } else if path.hasPrefix("/3/") {
+            await respondToAPI(head, path: path, writer: writer)
+        } else if path.hasPrefix("/feeds/") {
+            await respondWithFeed(path: path, writer: writer)
+        } else {
+            await respondWithMedia(head, path: path, writer: writer)
+        }
+    }
+
+    // MARK: - Imgur API
+
+    private func respondToAPI(_ head: HTTPRequestHead, path: String, writer: ResponseWriter) async {
+        let authorization = head.headers["Authorization"].first ?? ""
+        let clientID = authorization.hasPrefix("Client-ID ") ? String(authorization.dropFirst(10)) : ""
+        let (accepted, withinBudget, limit) = state.withLock { state in
+            let accepted = !clientID.isEmpty && (state.acceptedClientID.map { $0 == clientID } ?? true)
+            let withinBudget = accepted && state.spendAPICall()
+            return (accepted, withinBudget, state.rateLimit)
+        }
+        var headers = HTTPHeaders([("Content-Type", "application/json")])
+        headers.add(name: "X-RateLimit-UserLimit", value: String(limit.userLimit))
+        headers.add(name: "X-RateLimit-UserRemaining", value: String(limit.userRemaining))
+        headers.add(name: "X-RateLimit-UserReset", value: String(limit.userReset))
+        headers.add(name: "X-RateLimit-ClientLimit", value: String(limit.clientLimit))
+        headers.add(name: "X-RateLimit-ClientRemaining", value: String(limit.clientRemaining))
+        guard accepted else {
+            await writer.send(status: 403, headers: headers, body: apiError(403, "Authentication required", path))
+            return
+        }
+        guard withinBudget else {
+            await writer.send(status: 429, headers: headers, body: apiError(429, "User request limit exceeded", path))
+            return
+        }
+        let parts = path.split(separator: "/").map(String.init)
+        var file: String?
+        if parts.count >= 5, parts[1] == "gallery", parts[2] == "t", let page = Int(parts[parts.count - 1]) {
+            let tag = parts[3]
+            if fixtureFile("imgur/gallery-t-\(tag)-0.json") == nil {
+                await writer.send(status: 404, headers: headers, body: apiError(404, "No tag named \(tag)", path))
+                return
+            }
+            file = "imgur/gallery-t-\(tag)-\(page).json"
+            if fixtureFile(file!) == nil {
+                let empty = #"{"data":{"name":"\#(tag)","followers":0,"total_items":0,"following":false,"items":[]},"success":true,"status":200}"#
+                await writer.send(status: 200, headers: headers, body: ByteBuffer(string: empty))
+                return
+            }
+        } else if parts.count == 4, parts[1] == "album", parts[3] == "images" {
+            file = "imgur/album-\(parts[2])-images.json"
+        }
+        guard let file, let data = fixtureFile(file) else {
+            await writer.send(status: 404, headers: headers, body: apiError(404, "Not found", path))
+            return
+        }
+        await writer.send(status: 200, headers: headers, body: ByteBuffer(bytes: data))
+    }
+
+    private func apiError(_ status: Int, _ message: String, _ path: String) -> ByteBuffer {
+        ByteBuffer(string: #"{"data":{"error":"\#(message)","request":"\#(path)","method":"GET"},"success":false,"status":\#(status)}"#)
+    }
+
+    private func fixtureFile(_ relativePath: String) -> Data? {
+        try? Data(contentsOf: catalog.directory.appendingPathComponent(relativePath))
+    }
+
+    // MARK: - Feeds
+
+    private func respondWithFeed(path: String, writer: ResponseWriter) async {
+        guard let data = fixtureFile(String(path.dropFirst())) else {
+            await writer.send(status: 404, headers: HTTPHeaders(), body: ByteBuffer(string: "no such feed"))
+            return
+        }
+        // Feeds name their enclosures relative to wherever the server happens to listen.
+        let text = String(decoding: data, as: UTF8.self).replacingOccurrences(of: "{{base}}", with: baseURL)
+        let headers = HTTPHeaders([("Content-Type", "application/atom+xml; charset=utf-8")])
+        await writer.send(status: 200, headers: headers, body: ByteBuffer(string: text))
+    }
+
+    // MARK: - Media
+
+    private func respondWithMedia(_ head: HTTPRequestHead, path: String, writer: ResponseWriter) async {
+        let (removed, served) = state.withLock { state in
+            let id = FixtureCatalog.imageID(ofMediaPath: path)
+            let removed = path != "/removed.png" && id.map { state.removedIDs.contains($0) } ?? false
+            return (removed, removed ? nil : state.content(for: path))
+        }
+        if removed {
+            let headers = HTTPHeaders([("Location", baseURL + "/removed.png")])
+            await writer.send(status: 302, headers: headers, body: ByteBuffer())
+            return
+        }
+        guard let served else {
+            await writer.send(status: 404, headers: HTTPHeaders(), body: ByteBuffer(string: "not found"))
+            return
+        }
+        var headers = HTTPHeaders([
+            ("Content-Type", served.contentType), ("ETag", served.etag),
+            ("Last-Modified", served.lastModified), ("Accept-Ranges", "bytes"),
+        ])
+        let size = served.body.readableBytes
+        guard writer.fault != .ignoreRange, let range = head.headers["Range"].first.flatMap(ByteRange.init),
+              Self.validatorMatches(head.headers["If-Range"].first, served)
+        else {
+            await writer.send(status: 200, headers: headers, body: served.body)
+            return
+        }
+        guard range.first < size else {
+            headers.add(name: "Content-Range", value: "bytes */\(size)")
+            await writer.send(status: 416, headers: headers, body: ByteBuffer())
+            return
+        }
+        let last = min(range.last ?? size - 1, size - 1)
+        headers.add(name: "Content-Range", value: "bytes \(range.first)-\(last)/\(size)")
+        let part = served.body.getSlice(at: served.body.readerIndex + range.first, length: last - range.first + 1)!
+        await writer.send(status: 206, headers: headers, body: part)
+    }
+
+    /// If-Range as nginx applies it: a quoted value against the ETag, anything else against
+    /// Last-Modified, both byte for byte; no If-Range always matches.
+    private static func validatorMatches(_ ifRange: String?, _ served: ServedContent) -> Bool {
+        guard let ifRange else { return true }
+        return ifRange.hasPrefix("\"") ? ifRange == served.etag : ifRange == served.lastModified
+    }
+}
+
+/// The single range `bytes=FIRST-` or `bytes=FIRST-LAST` of a Range header.
+struct ByteRange {
+    var first: Int
+    var last: Int?
+
+    init?(_ header: String) {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let bounds = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Int(bounds[0]) else { return nil }
+        self.first = first
+        last = bounds[1].isEmpty ? nil : Int(bounds[1])
+        if let last, last < first { return nil }
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The bytes served at a media path for one version of it, with their validators.
+struct ServedContent: Sendable {
+    var version: Int
+    var body: ByteBuffer
+    var etag: String
+    var lastModified: String
+    var contentType: String
+}
+
+/// The API budget the server reports in X-RateLimit-* headers and enforces with 429s.
+struct RateLimit: Sendable {
+    var userLimit = 500
+    var userRemaining = 500
+    var userReset = 3600
+    var clientLimit = 12_500
+    var clientRemaining = 12_500
+}
+
+/// Everything mutable about the server, behind one lock.
+struct ServerState: Sendable {
+    var media: [String: MediaResource]
+    var removedIDs: Set<String>
+    var faults: [String: [Fault]] = [:]
+    var requestCounts: [String: Int] = [:]
+    var bodyBytesSent: [String: Int] = [:]
+    var log: [RecordedRequest] = []
+    var contentCache: [String: ServedContent] = [:]
+    var rateLimit = RateLimit()
+    var acceptedClientID: String?
+
+    /// The ETag Imgur's CDN sends for its removed-image placeholder.
+    static let removedETag = "\"d835884373f4d6c8f24742ceabe74946\""
+
+    mutating func record(_ head: HTTPRequestHead, path: String) {
+        requestCounts[path, default: 0] += 1
+        var headers: [String: String] = [:]
+        for (name, value) in head.headers { headers[name] = value }
+        log.append(RecordedRequest(method: head.method.rawValue, path: path, headers: headers))
+    }
+
+    mutating func nextFault(for path: String) -> Fault? {
+        guard var queue = faults[path], !queue.isEmpty else { return nil }
+        let fault = queue.removeFirst()
+        faults[path] = queue
+        return fault
+    }
+
+    mutating func content(for path: String) -> ServedContent? {
+        guard let resource = media[path] else { return nil }
+        if let cached = contentCache[path], cached.version == resource.version { return cached }
+        let body = DeterministicContent.make(path: path, version: resource.version, size: resource.size)
+        let modified = Date(timeIntervalSince1970: 1_451_606_400 + Double(resource.version) * 86_400)
+        let content = ServedContent(
+            version: resource.version,
+            body: body,
+            etag: path == "/removed.png" ? Self.removedETag : DeterministicContent.md5ETag(body),
+            lastModified: Self.httpDate(modified),
+            contentType: resource.contentType)
+        contentCache[path] = content
+        return content
+    }
+
+    /// Takes one API call from the budget; false once it is spent.
+    mutating func spendAPICall() -> Bool {
+        guard rateLimit.userRemaining > 0, rateLimit.clientRemaining > 0 else { return false }
+        rateLimit.userRemaining -= 1
+        rateLimit.clientRemaining -= 1
+        return true
+    }
+
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// A failure talking to the Imgur API, with the message the API gave where it gave one.
+public struct ImgurError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The API answered with an error status.
+        case status(Int)
+        /// The API answered 2xx with a body that is not the expected JSON.
+        case malformedResponse
+        /// The request never got an answer.
+        case unreachable
+    }
+
+    public var kind: Kind
+    /// The API path or URL concerned.
+    public var url: String
+    /// The API's own words, or what was wrong with its answer.
+    public var message: String
+    /// Seconds the API asked us to wait (Retry-After), if it did.
+    public var retryAfter: Int?
+
+    public var description: String {
+        switch kind {
+        case .status(let status): "Imgur API \(url): HTTP \(status): \(message)"
+        case .malformedResponse: "Imgur API \(url): unexpected response: \(message)"
+        case .unreachable: "Imgur API \(url) unreachable: \(message)"
+        }
+    }
+
+    /// Reads the error message out of any of the shapes Imgur uses: `data.error` as a string or
+    /// as an object with `message`, or a gateway `errors` array with `detail`. Falls back to the
+    /// start of the body for HTML pages and the like.
+    static func message(fromBody body: [UInt8]) -> String {
+        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            let text = String(decoding: body.prefix(120), as: UTF8.self)
+                .components(separatedBy: .newlines).joined(separator: " ")
+                .trimmingCharacters(in: .whitespaces)
+            return text.isEmpty ? "empty body" : "non-JSON body: \(text)"
+        }
+        if let data = json["data"] as? [String: Any] {
+            if let text = data["error"] as? String { return text }
+            if let object = data["error"] as? [String: Any], let text = object["message"] as? String { return text }
+        }
+        if let errors = json["errors"] as? [[String: Any]], let first = errors.first {
+            return (first["detail"] as? String) ?? (first["status"] as? String) ?? "unknown error"
+        }
+        return "no error message in the body"
+    }
+
+    /// An in-body status that differs from the HTTP one (1203, "over capacity", arrives as 403).
+    static func bodyStatus(_ body: [UInt8]) -> Int? {
+        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return nil }
+        if let status = json["status"] as? Int { return status }
+        if let errors = json["errors"] as? [[String: Any]], let code = errors.first?["code"] as? String {
+            return Int(code)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,87 @@
+/// Thumbnail sizes Imgur serves for every image, by suffix letter.
+public enum ThumbnailSize: String, Sendable, CaseIterable, Codable {
+    /// 90×90, cropped square.
+    case smallSquare = "s"
+    /// 160×160, cropped square.
+    case bigSquare = "b"
+    /// 160 px on the long side.
+    case small = "t"
+    /// 320 px on the long side.
+    case medium = "m"
+    /// 640 px on the long side.
+    case large = "l"
+    /// 1024 px on the long side.
+    case huge = "h"
+}
+
+/// One image to mirror: its thumbnail and its full-size file.
+public struct MediaItem: Sendable, Hashable {
+    public var id: String
+    public var previewURL: String
+    public var previewFileName: String
+    public var fullURL: String
+    public var fullFileName: String
+    /// The full-size file's size as the API states it, when it states it for that file.
+    public var expectedSize: Int64?
+}
+
+/// Builds media URLs from image ids, the way Imgur's CDN names files.
+public struct MediaURLBuilder: Sendable {
+    public var mediaBase: String
+    public var thumbnail: ThumbnailSize
+
+    public init(mediaBase: String = "https://i.imgur.com", thumbnail: ThumbnailSize = .medium) {
+        self.mediaBase = mediaBase.hasSuffix("/") ? String(mediaBase.dropLast()) : mediaBase
+        self.thumbnail = thumbnail
+    }
+
+    /// The item for `image`, or nil when its id is not a plain Imgur id (5 to 10 letters and
+    /// digits): such an id would make an unsafe file name and no valid CDN URL.
+    ///
+    /// The full-size URL comes from the id, never from `link`: for large GIFs the API points
+    /// `link` at a thumbnail. Animated images are fetched as `.mp4` (`.gifv` is an HTML page).
+    public func item(for image: ImgurImage) -> MediaItem? {
+        guard Self.isPlainID(image.id) else { return nil }
+        let ext: String
+        let expectedSize: Int64?
+        if image.animated || image.type == "video/mp4" {
+            ext = "mp4"
+            expectedSize = image.mp4Size ?? (image.type == "video/mp4" ? image.size : nil)
+        } else {
+            ext = Self.fileExtension(forMIMEType: image.type) ?? Self.fileExtension(ofLink: image.link) ?? "jpg"
+            expectedSize = image.size
+        }
+        let previewName = "\(image.id)\(thumbnail.rawValue).jpg"
+        return MediaItem(
+            id: image.id,
+            previewURL: "\(mediaBase)/\(previewName)",
+            previewFileName: previewName,
+            fullURL: "\(mediaBase)/\(image.id).\(ext)",
+            fullFileName: "\(image.id).\(ext)",
+            expectedSize: expectedSize)
+    }
+
+    static func isPlainID(_ id: String) -> Bool {
+        (5...10).contains(id.count) && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
+    }
+
+    static func fileExtension(forMIMEType type: String?) -> String? {
+        switch type {
+        case "image/jpeg": "jpg"
+        case "image/png": "png"
+        case "image/gif": "gif"
+        case "image/webp": "webp"
+        case "image/apng": "png"
+        case "image/tiff": "tiff"
+        case "video/mp4": "mp4"
+        default: nil
+        }
+    }
+
+    /// The extension of an `i.imgur.com/{id}.{ext}` link, when it is a plain one.
+    static func fileExtension(ofLink link: String?) -> String? {
+        guard let link, let dot = link.lastIndex(of: ".") else { return nil }
+        let ext = link[link.index(after: dot)...].lowercased()
+        return ["jpg", "jpeg", "png", "gif", "webp"].contains(ext) ? (ext == "jpeg" ? "jpg" : ext) : nil
+    }
+}

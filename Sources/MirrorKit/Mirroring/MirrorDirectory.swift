@@ -1,0 +1,105 @@
+import Foundation
+
+/// How a finished download is named when its file name is already taken.
+public enum DownloadMode: String, Sendable, CaseIterable, Codable {
+    /// Never overwrite: save as `name(1).ext`, `name(2).ext`, … (browser-like).
+    case newFile = "new-file"
+    /// Keep the file already there and drop the download; nothing is fetched for a name that exists.
+    case skipIfExists = "skip-if-exists"
+}
+
+/// The mirror's output directory: finished files under their final names, and mirror's own
+/// working state under `.mirror/`.
+///
+/// A file appears under its final name only once complete: it is synced to disk, then linked into
+/// place with `link(2)`, which fails rather than replace an existing file, so a concurrent writer
+/// or an earlier run's file is never overwritten.
+public struct MirrorDirectory: Sendable {
+    public let root: URL
+
+    /// Where mirror keeps partial downloads, the state database and the run lock.
+    public var stateDirectory: URL { root.appendingPathComponent(".mirror", isDirectory: true) }
+
+    public init(root: URL) throws(MirrorError) {
+        self.root = root.standardizedFileURL
+        try Self.createDirectory(self.root)
+        try Self.createDirectory(stateDirectory)
+    }
+
+    /// The absolute path of `relativePath`, which must be a plain relative path (no `..`, no
+    /// leading `/`): nothing is ever written outside the mirror directory.
+    public func path(of relativePath: String) throws(MirrorError) -> URL {
+        let components = relativePath.split(separator: "/", omittingEmptySubsequences: false)
+        guard !relativePath.hasPrefix("/"), !components.isEmpty,
+              components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && !$0.contains("\0") }),
+              components.first != ".mirror"
+        else { throw MirrorError.unsafePath(relativePath) }
+        return root.appendingPathComponent(relativePath)
+    }
+
+    public func fileExists(_ relativePath: String) throws(MirrorError) -> Bool {
+        FileManager.default.fileExists(atPath: try path(of: relativePath).path)
+    }
+
+    /// Moves a finished download into place under `relativePath` and returns the name it got.
+    ///
+    /// - Returns: nil when `mode` is ``DownloadMode/skipIfExists`` and the name was taken; the
+    ///   download is then discarded.
+    public func commit(
+        _ partialPath: String, as relativePath: String, mode: DownloadMode
+    ) throws(MirrorError) -> String? {
+        let target = try path(of: relativePath)
+        let parent = target.deletingLastPathComponent()
+        try Self.createDirectory(parent)
+        try Self.sync(path: partialPath)
+        var attempt = 0
+        while true {
+            let candidate = attempt == 0 ? relativePath : Self.numbered(relativePath, attempt)
+            let candidatePath = try path(of: candidate).path
+            if link(partialPath, candidatePath) == 0 {
+                unlink(partialPath)
+                try Self.sync(path: parent.path)
+                return candidate
+            }
+            let code = errno
+            guard code == EEXIST else { throw MirrorError.fileSystem(path: candidatePath, errno: code) }
+            if mode == .skipIfExists {
+                unlink(partialPath)
+                return nil
+            }
+            attempt += 1
+        }
+    }
+
+    /// `dir/name.ext` → `dir/name(n).ext`.
+    static func numbered(_ relativePath: String, _ number: Int) -> String {
+        let slash = relativePath.lastIndex(of: "/").map { relativePath.index(after: $0) } ?? relativePath.startIndex
+        let name = relativePath[slash...]
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
+            return relativePath[..<dot] + "(\(number))" + relativePath[dot...]
+        }
+        return relativePath + "(\(number))"
+    }
+
+    /// `mkdir -p`, reporting the errno of the component that failed.
+    static func createDirectory(_ url: URL) throws(MirrorError) {
+        var path = ""
+        for component in url.path.split(separator: "/") {
+            path += "/" + component
+            guard mkdir(path, 0o755) != 0 else { continue }
+            let code = errno
+            var info = stat()
+            guard code == EEXIST, stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw MirrorError.fileSystem(path: path, errno: code == EEXIST ? ENOTDIR : code)
+            }
+        }
+    }
+
+    /// fsync a file or directory, so a rename or link that follows survives a power cut.
+    static func sync(path: String) throws(MirrorError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw MirrorError.fileSystem(path: path, errno: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw MirrorError.fileSystem(path: path, errno: errno) }
+    }
+}

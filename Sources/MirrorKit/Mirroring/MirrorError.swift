@@ -1,0 +1,26 @@
+import Foundation
+
+/// A failure of the mirror as a whole (not of a single file): configuration, the output
+/// directory, the lock, the listing.
+public enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
+    case configuration(String)
+    case clientIDFile(path: String, problem: String)
+    case unsafePath(String)
+    case fileSystem(path: String, errno: Int32)
+    case locked(path: String)
+
+    public var description: String {
+        switch self {
+        case .configuration(let message):
+            return message
+        case .clientIDFile(let path, let problem):
+            return "client id file \(path): \(problem)"
+        case .unsafePath(let path):
+            return "refusing unsafe file name '\(path)' (it would land outside the mirror directory)"
+        case .fileSystem(let path, let code):
+            return "\(path): \(String(cString: strerror(code)))"
+        case .locked(let path):
+            return "another mirror run holds \(path); not starting a second one"
+        }
+    }
+}

@@ -1,0 +1,268 @@
+import CCurl
+import Foundation
+
+/// One transfer's libcurl easy handle and the state its callbacks build up.
+///
+/// Lives on the engine thread only: libcurl calls its callbacks from `curl_multi_perform` there, and
+/// the engine creates, drives and frees it there.
+final class CurlTransfer {
+    let id: TransferID
+    let request: TransferRequest
+    let easy: UnsafeMutableRawPointer
+    let continuation: CheckedContinuation<TransferResponse, any Error>
+    private let progress: (@Sendable (TransferProgress) -> Void)?
+    private var requestHeaders: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    private var headers = HTTPHeaders()
+    private var isBodyDecided = false
+    private var isBodyAccepted = false
+    private var sink: FileSink?
+    private var memory: [UInt8] = []
+    private var bodyOffset: Int64 = 0
+    private var bytesReceived: Int64 = 0
+    private var expectedTotal: Int64?
+    private var reportedAt: Int64 = 0
+    /// A failure found inside a callback; reported instead of curl's generic write error.
+    private var failure: TransferError.Reason?
+    var isPauseRequested = false
+
+    init(
+        id: TransferID,
+        request: TransferRequest,
+        configuration: TransferEngine.Configuration,
+        progress: (@Sendable (TransferProgress) -> Void)?,
+        continuation: CheckedContinuation<TransferResponse, any Error>
+    ) throws(TransferError) {
+        guard let easy = curl_easy_init() else {
+            throw TransferError(url: request.url, reason: .transport(code: 27, message: "curl_easy_init failed"))
+        }
+        self.id = id
+        self.request = request
+        self.easy = easy
+        self.progress = progress
+        self.continuation = continuation
+        errorBuffer[0] = 0
+        configure(configuration)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(requestHeaders)
+        errorBuffer.deallocate()
+    }
+
+    private func configure(_ configuration: TransferEngine.Configuration) {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        setLong(CURLOPT_NOSIGNAL, 1)
+        setString(CURLOPT_URL, request.url)
+        setString(CURLOPT_PROTOCOLS_STR, "http,https")
+        setString(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        setLong(CURLOPT_FOLLOWLOCATION, 1)
+        setLong(CURLOPT_MAXREDIRS, Int(configuration.maxRedirects))
+        setLong(CURLOPT_SSL_VERIFYPEER, 1)
+        setLong(CURLOPT_SSL_VERIFYHOST, 2)
+        setLong(CURLOPT_HTTP_VERSION, Int(mirror_curl_http_version_1_1))
+        setString(CURLOPT_USERAGENT, configuration.userAgent)
+        setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
+        setLong(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
+        setLong(CURLOPT_LOW_SPEED_TIME, configuration.lowSpeedSeconds)
+        setLong(CURLOPT_BUFFERSIZE, 128 << 10)
+        mirror_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        if let rate = request.maxBytesPerSecond, rate > 0 {
+            mirror_curl_easy_setopt_off_t(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(rate))
+        }
+
+        var headerLines = request.headers.map { "\($0.name): \($0.value)" }
+        switch request.destination {
+        case .memory:
+            // Let libcurl negotiate and undo compression: API bodies are JSON and compress well.
+            setString(CURLOPT_ACCEPT_ENCODING, "")
+        case .file(_, let offset) where offset > 0:
+            setString(CURLOPT_RANGE, "\(offset)-")
+            if let validator = request.ifRange { headerLines.append("If-Range: \(validator)") }
+        case .file:
+            break
+        }
+        for line in headerLines {
+            requestHeaders = curl_slist_append(requestHeaders, line)
+        }
+        if let requestHeaders { mirror_curl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, requestHeaders) }
+
+        mirror_curl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+            return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+        }
+        mirror_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        mirror_curl_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+            return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
+        }
+        mirror_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+    }
+
+    private func setLong(_ option: CURLoption, _ value: Int) {
+        mirror_curl_easy_setopt_long(easy, option, value)
+    }
+
+    private func setString(_ option: CURLoption, _ value: String) {
+        mirror_curl_easy_setopt_string(easy, option, value)
+    }
+
+    // MARK: - Callbacks
+
+    private func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let line = String(decoding: bytes, as: UTF8.self)
+        if line.hasPrefix("HTTP/") {
+            // A new response begins (after a redirect or a 100 Continue): only the last one counts.
+            headers = HTTPHeaders()
+        } else if let field = HTTPHeaders.parseField(line[...]) {
+            headers.append(name: field.name, value: field.value)
+        }
+        return bytes.count
+    }
+
+    private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if isPauseRequested { return Int(CURL_WRITEFUNC_PAUSE) }
+        if !isBodyDecided { decideBody() }
+        guard failure == nil else { return Int(mirror_curl_writefunc_error) }
+        guard isBodyAccepted else { return bytes.count }
+        do throws(TransferError.Reason) {
+            switch request.destination {
+            case .memory(let limit):
+                guard memory.count + bytes.count <= limit else { throw .bodyTooLarge(limit: limit) }
+                memory.append(contentsOf: bytes)
+            case .file:
+                try sink?.append(bytes)
+            }
+        } catch {
+            failure = error
+            return Int(mirror_curl_writefunc_error)
+        }
+        bytesReceived += Int64(bytes.count)
+        reportProgressIfDue()
+        return bytes.count
+    }
+
+    /// Decides, once the final response's head is in, whether its body is ours to keep and where
+    /// it starts. An error status never reaches a file; a 206 must start where we asked.
+    private func decideBody() {
+        isBodyDecided = true
+        let status = responseStatus
+        switch request.destination {
+        case .memory:
+            isBodyAccepted = true
+        case .file(let path, let offset):
+            guard (200..<300).contains(status) else { return }
+            var start: Int64 = 0
+            if status == 206 {
+                let header = headers["Content-Range"] ?? ""
+                guard let range = ContentRange(header: header), range.range?.lowerBound == offset else {
+                    failure = .rangeMismatch(requested: offset, received: header)
+                    return
+                }
+                start = offset
+                expectedTotal = range.total
+            } else if let length = headers["Content-Length"].flatMap({ Int64($0) }) {
+                expectedTotal = length
+            }
+            do throws(TransferError.Reason) {
+                sink = try FileSink(path: path, offset: start)
+            } catch {
+                failure = error
+                return
+            }
+            bodyOffset = start
+            isBodyAccepted = true
+            progress?(TransferProgress(completed: start, total: expectedTotal))
+        }
+    }
+
+    private func reportProgressIfDue() {
+        guard let progress, bytesReceived - reportedAt >= 256 << 10 else { return }
+        reportedAt = bytesReceived
+        progress(TransferProgress(completed: bodyOffset + bytesReceived, total: expectedTotal))
+    }
+
+    private var responseStatus: Int {
+        var status = 0
+        mirror_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        return status
+    }
+
+    // MARK: - Completion
+
+    /// Ends the transfer with libcurl's result: writes out what is buffered and resumes the caller.
+    func finish(code: CURLcode) {
+        if code == CURLE_OK && !isBodyDecided { decideBody() }
+        if let sink {
+            do throws(TransferError.Reason) { try sink.flush() } catch { failure = failure ?? error }
+        }
+        let response = makeResponse()
+        if let failure {
+            continuation.resume(throwing: TransferError(url: request.url, reason: failure, response: response))
+        } else if code != CURLE_OK {
+            continuation.resume(throwing: TransferError(
+                url: request.url, reason: .transport(code: Int32(code.rawValue), message: errorMessage(code)),
+                response: response))
+        } else if let response, let shortfall = bodyShortfall(response) {
+            continuation.resume(throwing: TransferError(
+                url: request.url, reason: .transport(code: 18, message: shortfall), response: response))
+        } else if let response {
+            if isBodyAccepted { progress?(TransferProgress(completed: bodyOffset + bytesReceived, total: expectedTotal)) }
+            continuation.resume(returning: response)
+        } else {
+            continuation.resume(throwing: TransferError(
+                url: request.url, reason: .transport(code: 52, message: "no response")))
+        }
+    }
+
+    /// Ends the transfer because its caller cancelled it, keeping what was written.
+    func cancel() {
+        if let sink { try? sink.flush() }
+        continuation.resume(throwing: TransferError(url: request.url, reason: .cancelled, response: makeResponse()))
+    }
+
+    private func makeResponse() -> TransferResponse? {
+        let status = responseStatus
+        guard status > 0 else { return nil }
+        var effective: UnsafeMutablePointer<CChar>?
+        mirror_curl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
+        return TransferResponse(
+            status: status,
+            headers: headers,
+            finalURL: effective.map { String(cString: $0) } ?? request.url,
+            body: memory,
+            bodyOffset: bodyOffset,
+            bytesReceived: bytesReceived,
+            fileLength: sink?.flushedLength ?? existingFileLength)
+    }
+
+    private var existingFileLength: Int64 {
+        guard case .file(let path, _) = request.destination else { return 0 }
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    /// libcurl already fails a body cut short of its Content-Length; this double-checks the count
+    /// for identity-encoded bodies, the only ones whose length the header states.
+    private func bodyShortfall(_ response: TransferResponse) -> String? {
+        guard isBodyAccepted, response.headers["Content-Encoding"] == nil,
+              let declared = response.headers["Content-Length"].flatMap({ Int64($0) }),
+              declared != bytesReceived
+        else { return nil }
+        return "body ended after \(bytesReceived) of \(declared) bytes"
+    }
+
+    private func errorMessage(_ code: CURLcode) -> String {
+        let detail = String(cString: errorBuffer)
+        return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,36 @@
+/// Why one file could not be mirrored.
+public struct DownloadError: Error, Sendable, CustomStringConvertible {
+    public enum Reason: Sendable, Equatable {
+        /// The server answered with a status other than 2xx.
+        case httpStatus(Int)
+        /// The transfer failed (network, timeout, disk).
+        case transfer(TransferError.Reason)
+        /// The file's size is not what the API or the server said.
+        case sizeMismatch(expected: Int64, actual: Int64)
+        /// The file's MD5 is not the one its ETag states.
+        case checksumMismatch(expected: String, actual: String)
+        /// The media was removed from the host (Imgur redirects it to removed.png).
+        case removed
+        /// Storing the file failed.
+        case storage(String)
+    }
+
+    public var url: String
+    public var reason: Reason
+
+    public init(url: String, reason: Reason) {
+        self.url = url
+        self.reason = reason
+    }
+
+    public var description: String {
+        switch reason {
+        case .httpStatus(let status): "\(url): HTTP \(status)"
+        case .transfer(let reason): TransferError(url: url, reason: reason).description
+        case .sizeMismatch(let expected, let actual): "\(url): expected \(expected) bytes, got \(actual)"
+        case .checksumMismatch(let expected, let actual): "\(url): MD5 \(actual) does not match ETag \(expected)"
+        case .removed: "\(url): removed from the server"
+        case .storage(let message): "\(url): \(message)"
+        }
+    }
+}

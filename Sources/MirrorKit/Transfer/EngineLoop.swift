@@ -1,0 +1,155 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// The multi handle, shared between the engine thread and the threads that post commands.
+///
+/// `@unchecked Sendable` is sound here: the only libcurl call made off the engine thread is
+/// `curl_multi_wakeup`, which libcurl documents as callable from any thread, and the mailbox makes
+/// it under the same lock the engine thread takes before `curl_multi_cleanup`, so no wakeup can
+/// reach a freed handle.
+struct MultiHandle: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer
+}
+
+/// The command inbox of the engine thread.
+final class EngineMailbox: Sendable {
+    private struct State {
+        var commands: [EngineCommand] = []
+        var isClosed = false
+    }
+
+    let multi: MultiHandle
+    private let state = Mutex(State())
+
+    init() {
+        guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed") }
+        multi = MultiHandle(pointer: pointer)
+    }
+
+    func post(_ command: EngineCommand) {
+        let rejected: EngineCommand? = state.withLock { state in
+            guard !state.isClosed else { return command }
+            state.commands.append(command)
+            curl_multi_wakeup(multi.pointer)
+            return nil
+        }
+        if case .start(let start)? = rejected {
+            start.continuation.resume(throwing: TransferError(url: start.request.url, reason: .cancelled))
+        }
+    }
+
+    func takeAll() -> [EngineCommand] {
+        state.withLock { state in
+            defer { state.commands.removeAll(keepingCapacity: true) }
+            return state.commands
+        }
+    }
+
+    /// Closes the inbox and frees the multi handle; returns commands that arrived meanwhile.
+    func close() -> [EngineCommand] {
+        state.withLock { state in
+            state.isClosed = true
+            curl_multi_cleanup(multi.pointer)
+            defer { state.commands.removeAll() }
+            return state.commands
+        }
+    }
+}
+
+/// The engine thread's loop: commands in, `curl_multi_perform`, completions out, `curl_multi_poll`.
+final class EngineLoop {
+    private let mailbox: EngineMailbox
+    private let configuration: TransferEngine.Configuration
+    private var multi: UnsafeMutableRawPointer { mailbox.multi.pointer }
+    private var transfers: [TransferID: CurlTransfer] = [:]
+    private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+
+    init(mailbox: EngineMailbox, configuration: TransferEngine.Configuration) {
+        self.mailbox = mailbox
+        self.configuration = configuration
+    }
+
+    func run() {
+        while true {
+            for command in mailbox.takeAll() where !handle(command) {
+                shutDown()
+                return
+            }
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            collectFinished()
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+    }
+
+    /// Carries out one command; false means shut down.
+    private func handle(_ command: EngineCommand) -> Bool {
+        switch command {
+        case .start(let start):
+            begin(start)
+        case .cancel(let id):
+            guard let transfer = transfers[id] else { break }
+            detach(transfer)
+            transfer.cancel()
+        case .pause(let id):
+            guard let transfer = transfers[id] else { break }
+            transfer.isPauseRequested = true
+            curl_easy_pause(transfer.easy, mirror_curlpause_recv)
+        case .resume(let id):
+            guard let transfer = transfers[id], transfer.isPauseRequested else { break }
+            transfer.isPauseRequested = false
+            curl_easy_pause(transfer.easy, mirror_curlpause_cont)
+        case .shutdown:
+            return false
+        }
+        return true
+    }
+
+    private func begin(_ start: EngineCommand.Start) {
+        if start.cancellation.isSet {
+            start.continuation.resume(throwing: TransferError(url: start.request.url, reason: .cancelled))
+            return
+        }
+        let transfer: CurlTransfer
+        do {
+            transfer = try CurlTransfer(
+                id: start.id, request: start.request, configuration: configuration,
+                progress: start.progress, continuation: start.continuation)
+        } catch {
+            start.continuation.resume(throwing: error)
+            return
+        }
+        transfers[start.id] = transfer
+        byHandle[transfer.easy] = transfer
+        curl_multi_add_handle(multi, transfer.easy)
+    }
+
+    private func collectFinished() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE,
+                  let transfer = byHandle[message.pointee.easy_handle]
+            else { continue }
+            let code = message.pointee.data.result
+            detach(transfer)
+            transfer.finish(code: code)
+        }
+    }
+
+    private func detach(_ transfer: CurlTransfer) {
+        curl_multi_remove_handle(multi, transfer.easy)
+        transfers[transfer.id] = nil
+        byHandle[transfer.easy] = nil
+    }
+
+    private func shutDown() {
+        for transfer in transfers.values {
+            detach(transfer)
+            transfer.cancel()
+        }
+        for case .start(let start) in mailbox.close() {
+            start.continuation.resume(throwing: TransferError(url: start.request.url, reason: .cancelled))
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+
+/// Writes a response body into a file at a given offset through one large buffer.
+///
+/// libcurl hands over at most 16 KiB per write callback; a `write(2)` per chunk costs more than the
+/// network on loopback, so chunks collect here and reach the file in writes of `capacity` bytes.
+/// `flushedLength` counts only bytes the kernel has taken, so a crash never leaves a hole that a
+/// later resume would take for data.
+final class FileSink {
+    let path: String
+    private let descriptor: Int32
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var buffered = 0
+    /// The file offset the next flushed byte goes to.
+    private(set) var flushedLength: Int64
+
+    init(path: String, offset: Int64, capacity: Int = 1 << 20) throws(TransferError.Reason) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .fileWrite(errno: errno) }
+        // Anything past the offset is not ours to keep: the request asked for bytes from `offset`.
+        guard ftruncate(fd, off_t(offset)) == 0 else {
+            let code = errno
+            close(fd)
+            throw .fileWrite(errno: code)
+        }
+        descriptor = fd
+        self.path = path
+        flushedLength = offset
+        buffer = .allocate(byteCount: capacity, alignment: 16)
+    }
+
+    deinit {
+        close(descriptor)
+        buffer.deallocate()
+    }
+
+    /// Bytes held, flushed or not.
+    var length: Int64 { flushedLength + Int64(buffered) }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws(TransferError.Reason) {
+        var remaining = bytes
+        while !remaining.isEmpty {
+            if buffered == buffer.count { try flush() }
+            let count = min(remaining.count, buffer.count - buffered)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[buffered..<(buffered + count)])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: remaining[0..<count]))
+            buffered += count
+            remaining = UnsafeRawBufferPointer(rebasing: remaining[count...])
+        }
+    }
+
+    /// Drops everything and starts the file again from byte 0 (the server sent a full 200).
+    func restartFromZero() throws(TransferError.Reason) {
+        buffered = 0
+        guard ftruncate(descriptor, 0) == 0 else { throw .fileWrite(errno: errno) }
+        flushedLength = 0
+    }
+
+    func flush() throws(TransferError.Reason) {
+        var written = 0
+        while written < buffered {
+            let result = pwrite(
+                descriptor, buffer.baseAddress! + written, buffered - written,
+                off_t(flushedLength) + off_t(written))
+            if result < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                // Keep what did reach the file countable; drop what did not.
+                flushedLength += Int64(written)
+                buffered = 0
+                throw .fileWrite(errno: code)
+            }
+            written += result
+        }
+        flushedLength += Int64(buffered)
+        buffered = 0
+    }
+}

@@ -1,0 +1,139 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// Identifies one transfer to ``TransferEngine/pause(_:)`` and ``TransferEngine/resume(_:)``.
+public struct TransferID: Hashable, Sendable, CustomStringConvertible {
+    let rawValue: UInt64
+    private static let counter = Atomic<UInt64>(0)
+
+    /// A new identifier, unique in this process.
+    public static func next() -> TransferID {
+        TransferID(rawValue: counter.add(1, ordering: .relaxed).newValue)
+    }
+
+    public var description: String { "#\(rawValue)" }
+}
+
+/// Runs HTTP transfers on libcurl's multi interface.
+///
+/// One thread owns the multi handle and every easy handle: libcurl allows a handle on one thread
+/// at a time, and pausing works only from the thread that drives the transfer. Callers talk to that
+/// thread through a locked command inbox and `curl_multi_wakeup`. Bodies stream to disk through a
+/// 1 MiB buffer, so memory stays flat whatever the size of the file.
+public final class TransferEngine: Sendable {
+    /// Settings shared by every transfer of one engine.
+    public struct Configuration: Sendable {
+        public var userAgent: String
+        public var connectTimeout: Duration
+        /// A transfer slower than `lowSpeedLimit` bytes per second for `lowSpeedSeconds` is
+        /// aborted as stalled (a paused transfer is exempt).
+        public var lowSpeedLimit: Int
+        public var lowSpeedSeconds: Int
+        public var maxRedirects: Int
+
+        public init(
+            userAgent: String = "mirror/\(MirrorVersion.current)",
+            connectTimeout: Duration = .seconds(15),
+            lowSpeedLimit: Int = 1024,
+            lowSpeedSeconds: Int = 30,
+            maxRedirects: Int = 5
+        ) {
+            self.userAgent = userAgent
+            self.connectTimeout = connectTimeout
+            self.lowSpeedLimit = lowSpeedLimit
+            self.lowSpeedSeconds = lowSpeedSeconds
+            self.maxRedirects = maxRedirects
+        }
+    }
+
+    public let configuration: Configuration
+    private let mailbox: EngineMailbox
+
+    public init(configuration: Configuration = Configuration()) {
+        CurlGlobal.initializeOnce()
+        self.configuration = configuration
+        mailbox = EngineMailbox()
+        let mailbox = self.mailbox
+        let thread = Thread {
+            EngineLoop(mailbox: mailbox, configuration: configuration).run()
+        }
+        thread.name = "mirror.transfer-engine"
+        thread.start()
+    }
+
+    deinit {
+        mailbox.post(.shutdown)
+    }
+
+    /// Performs `request` and returns the final response, whatever its status.
+    ///
+    /// - Throws: ``TransferError`` when no complete response arrived: a network fault, a body
+    ///   cut short, a mismatched range, a failed write, or cancellation of the calling task.
+    public func perform(
+        _ request: TransferRequest,
+        id: TransferID = .next(),
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) async throws -> TransferResponse {
+        let cancellation = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let start = EngineCommand.Start(
+                    id: id, request: request, progress: progress, continuation: continuation,
+                    cancellation: cancellation)
+                mailbox.post(.start(start))
+            }
+        } onCancel: {
+            cancellation.set()
+            mailbox.post(.cancel(id))
+        }
+    }
+
+    /// Stops receiving for a running transfer; it keeps its connection. Meant for short pauses:
+    /// a server drops a connection it cannot send on after a while (nginx: 60 s).
+    public func pause(_ id: TransferID) {
+        mailbox.post(.pause(id))
+    }
+
+    /// Lets a paused transfer receive again.
+    public func resume(_ id: TransferID) {
+        mailbox.post(.resume(id))
+    }
+}
+
+/// Set once when the caller's task is cancelled, so a start that reaches the engine after its
+/// cancel command still ends at once.
+final class CancellationFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
+}
+
+enum EngineCommand: Sendable {
+    struct Start: Sendable {
+        let id: TransferID
+        let request: TransferRequest
+        let progress: (@Sendable (TransferProgress) -> Void)?
+        let continuation: CheckedContinuation<TransferResponse, any Error>
+        let cancellation: CancellationFlag
+    }
+
+    case start(Start)
+    case cancel(TransferID)
+    case pause(TransferID)
+    case resume(TransferID)
+    case shutdown
+}
+
+enum CurlGlobal {
+    private static let initialized: Bool = {
+        // NOSIGNAL keeps libcurl from ignoring SIGPIPE itself, and OpenSSL can raise it on a
+        // closed socket: ignore it process-wide instead.
+        signal(SIGPIPE, SIG_IGN)
+        return curl_global_init(mirror_curl_global_all) == CURLE_OK
+    }()
+
+    static func initializeOnce() {
+        precondition(initialized, "curl_global_init failed")
+    }
+}

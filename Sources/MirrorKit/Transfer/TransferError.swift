@@ -1,0 +1,60 @@
+import Foundation
+
+/// Why a transfer ended without a complete response.
+public struct TransferError: Error, Sendable, CustomStringConvertible {
+    public enum Reason: Error, Sendable, Equatable {
+        /// libcurl gave up: connection refused or dropped, timeout, TLS, refused redirect, …
+        case transport(code: Int32, message: String)
+        /// The body would not fit the memory destination's limit.
+        case bodyTooLarge(limit: Int)
+        /// A 206 whose Content-Range does not start where we asked.
+        case rangeMismatch(requested: Int64, received: String)
+        /// Writing the body to disk failed.
+        case fileWrite(errno: Int32)
+        /// The transfer was cancelled by its caller.
+        case cancelled
+    }
+
+    public var url: String
+    public var reason: Reason
+    /// What the server had answered before the failure, if it answered.
+    public var response: TransferResponse?
+
+    public init(url: String, reason: Reason, response: TransferResponse? = nil) {
+        self.url = url
+        self.reason = reason
+        self.response = response
+    }
+
+    /// Whether trying again (from the bytes already on disk) may succeed.
+    public var isRetryable: Bool {
+        switch reason {
+        case .transport(let code, _):
+            return Self.retryableCurlCodes.contains(code)
+        case .rangeMismatch:
+            return true
+        case .bodyTooLarge, .fileWrite, .cancelled:
+            return false
+        }
+    }
+
+    /// curl codes for faults of the network or the peer, not of the request or this machine:
+    /// couldn't resolve (6) or connect (7), HTTP/2 (16), partial file (18), timeout (28),
+    /// TLS handshake (35), got nothing (52), send (55) and receive (56) errors, HTTP/2 stream (92).
+    static let retryableCurlCodes: Set<Int32> = [6, 7, 16, 18, 28, 35, 52, 55, 56, 92]
+
+    public var description: String {
+        switch reason {
+        case .transport(_, let message):
+            return "\(url): \(message)"
+        case .bodyTooLarge(let limit):
+            return "\(url): response larger than \(limit) bytes"
+        case .rangeMismatch(let requested, let received):
+            return "\(url): asked for bytes from \(requested), server sent Content-Range '\(received)'"
+        case .fileWrite(let code):
+            return "\(url): writing to disk failed: \(String(cString: strerror(code)))"
+        case .cancelled:
+            return "\(url): cancelled"
+        }
+    }
+}

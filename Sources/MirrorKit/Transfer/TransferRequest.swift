@@ -1,0 +1,80 @@
+import Foundation
+
+/// Where a transfer puts the body of a successful response.
+public enum TransferDestination: Sendable, Equatable {
+    /// Keep the body in memory, failing the transfer once it grows beyond `limit` bytes.
+    case memory(limit: Int)
+    /// Write the body into the file at `path`, asking the server for the bytes from `offset` on.
+    ///
+    /// With an `offset` above zero the request carries `Range: bytes=offset-`; a 206 whose
+    /// Content-Range starts at `offset` is appended there, a 200 replaces the file from byte 0,
+    /// and any other status leaves the file as it was.
+    case file(path: String, offset: Int64)
+}
+
+/// One HTTP GET for the ``TransferEngine``.
+public struct TransferRequest: Sendable {
+    public var url: String
+    /// Extra request headers, sent in this order.
+    public var headers: [(name: String, value: String)]
+    public var destination: TransferDestination
+    /// A validator for `If-Range`, sent only with a ranged request.
+    public var ifRange: String?
+    /// A cap on this transfer's receive rate, in bytes per second.
+    public var maxBytesPerSecond: Int64?
+
+    public init(
+        url: String,
+        headers: [(name: String, value: String)] = [],
+        destination: TransferDestination = .memory(limit: 16 << 20),
+        ifRange: String? = nil,
+        maxBytesPerSecond: Int64? = nil
+    ) {
+        self.url = url
+        self.headers = headers
+        self.destination = destination
+        self.ifRange = ifRange
+        self.maxBytesPerSecond = maxBytesPerSecond
+    }
+}
+
+/// What the server answered, as far as a transfer got.
+public struct TransferResponse: Sendable {
+    /// The HTTP status of the final response, after redirects.
+    public var status: Int
+    /// The headers of the final response.
+    public var headers: HTTPHeaders
+    /// The URL the final response came from.
+    public var finalURL: String
+    /// The body, for ``TransferDestination/memory(limit:)``.
+    public var body: [UInt8]
+    /// For a file destination: where this response's body began in the file (the requested offset
+    /// after a 206, 0 after a 200).
+    public var bodyOffset: Int64
+    /// Body bytes this response delivered.
+    public var bytesReceived: Int64
+    /// For a file destination: the file's length once the transfer ended, every byte written.
+    public var fileLength: Int64
+
+    public var isSuccess: Bool { (200..<300).contains(status) }
+    public var etag: String? { headers["ETag"] }
+    public var lastModified: String? { headers["Last-Modified"] }
+
+    /// The size of the whole resource: the Content-Range total after a 206 or 416, the
+    /// Content-Length after a 200.
+    public var entityLength: Int64? {
+        if let range = headers["Content-Range"].flatMap(ContentRange.init(header:)) {
+            return range.total
+        }
+        guard status == 200 else { return nil }
+        return headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+}
+
+/// Progress of one transfer, in bytes of the whole resource.
+public struct TransferProgress: Sendable, Equatable {
+    /// Bytes of the resource now held: the resumed prefix plus what this response delivered.
+    public var completed: Int64
+    /// The size of the resource, once the server has told it.
+    public var total: Int64?
+}
