@@ -11,6 +11,9 @@ import Synchronization
 public final class FixtureServer: Sendable {
     let state: Mutex<ServerState>
     let catalog: FixtureCatalog
+    /// Responses being written, so `stop()` can end them before the event loops go away.
+    private let responses = Mutex<[UInt64: Task<Void, Never>]>([:])
+    private let responseCounter = Mutex<UInt64>(0)
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
 
@@ -58,7 +61,29 @@ public final class FixtureServer: Sendable {
     /// Stops listening and closes every connection.
     public func stop() async throws {
         try? await channel.close()
+        let running = responses.withLock { responses in
+            defer { responses.removeAll() }
+            return Array(responses.values)
+        }
+        for task in running {
+            task.cancel()
+            await task.value
+        }
         try await group.shutdownGracefully()
+    }
+
+    /// Answers `head` in a task of its own, tracked until it ends.
+    func launchResponse(to head: HTTPRequestHead, on channel: any Channel) {
+        let key = responseCounter.withLock { counter in
+            counter += 1
+            return counter
+        }
+        responses.withLock { responses in
+            responses[key] = Task {
+                await self.respond(to: head, on: channel)
+                _ = self.responses.withLock { $0.removeValue(forKey: key) }
+            }
+        }
     }
 
     // MARK: - Media
@@ -165,7 +190,7 @@ final class RequestHandler: ChannelInboundHandler {
             guard let head, let server = responder.server.withLock({ $0 }) else { return }
             self.head = nil
             let channel = context.channel
-            Task { await server.respond(to: head, on: channel) }
+            server.launchResponse(to: head, on: channel)
         }
     }
 }

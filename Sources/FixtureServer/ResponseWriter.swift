@@ -26,7 +26,8 @@ struct ResponseWriter: Sendable {
             }
             try await channel.writeAndFlush(HTTPServerResponsePart.end(nil))
         } catch {
-            // The client went away; nothing to answer.
+            // The client went away, or the server is stopping: nothing more to answer.
+            guard !Task.isCancelled else { return }
             try? await channel.close()
         }
     }

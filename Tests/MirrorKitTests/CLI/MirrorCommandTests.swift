@@ -1,0 +1,133 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// Runs the real `mirror` executable, as cron would.
+@Suite("The mirror command")
+struct MirrorCommandTests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The `mirror` binary built beside this test bundle.
+    static let executable: URL = {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return testBinary.deletingLastPathComponent().appendingPathComponent("mirror")
+    }()
+
+    /// Runs `mirror` on a thread of its own: waiting for a child process must not hold one of
+    /// the few threads the in-process fixture server needs to answer it.
+    private func mirror(_ arguments: [String]) async throws -> Run {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let outPath = dir.appendingPathComponent("stdout").path
+            let errPath = dir.appendingPathComponent("stderr").path
+            _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+            let process = Process()
+            process.executableURL = Self.executable
+            process.arguments = arguments
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+            let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+                do { try process.run() } catch { continuation.resume(throwing: error) }
+            }
+            return Run(
+                status: status,
+                stdout: String(decoding: TestSupport.bytes(at: outPath) ?? [], as: UTF8.self),
+                stderr: String(decoding: TestSupport.bytes(at: errPath) ?? [], as: UTF8.self))
+        }
+    }
+
+    private func withClientID<T>(_ body: (URL, String) async throws -> T) async throws -> T {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let idFile = dir.appendingPathComponent("client-id").path
+            try TestSupport.write(Array("fixtureid\n".utf8), to: idFile)
+            return try await body(dir, idFile)
+        }
+    }
+
+    @Test func mirrorsTheTagByteForByteAndSaysSoInOneLine() async throws {
+        try await TestSupport.withServer { server in
+            try await withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let run = try await mirror([
+                    "cats", "--out", out, "--client-id-file", idFile,
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(run.stderr.isEmpty)
+                #expect(run.stdout.hasPrefix("cats: 26 files: 26 downloaded"))
+                #expect(run.stdout.split(separator: "\n").count == 1)
+                for id in TestSupport.catsImageIDs {
+                    let preview = "/\(id)m.jpg"
+                    #expect(TestSupport.digest(ofFile: out + "/preview" + preview) == TestSupport.digest(server.content(of: preview)))
+                    let full = try #require(server.mediaPaths.first { $0.hasPrefix("/\(id).") })
+                    #expect(TestSupport.digest(ofFile: out + "/full" + full) == TestSupport.digest(server.content(of: full)))
+                }
+                let quietAgain = try await mirror([
+                    "cats", "--out", out, "--client-id-file", idFile, "--quiet",
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                #expect(quietAgain.status == 0)
+                #expect(quietAgain.stdout.isEmpty && quietAgain.stderr.isEmpty)
+            }
+        }
+    }
+
+    @Test func aMissingClientIDFileExitsWithAConfigurationError() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let run = try await mirror(["cats", "--out", dir.path, "--client-id-file", "/nonexistent/client-id"])
+            #expect(run.status == 78)
+            #expect(run.stderr == "mirror: client id file /nonexistent/client-id: does not exist\n")
+        }
+    }
+
+    @Test func anUnreachableAPIExitsUnavailable() async throws {
+        try await withClientID { dir, idFile in
+            let run = try await mirror([
+                "cats", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile,
+                "--api-base", "http://127.0.0.1:9",
+            ])
+            #expect(run.status == 69)
+            #expect(run.stderr.contains("Imgur API http://127.0.0.1:9/3/gallery/t/cats/time/all/0 unreachable"))
+        }
+    }
+
+    @Test func aSecondRunOnALockedDirectoryExitsTryLater() async throws {
+        try await withClientID { dir, idFile in
+            let directory = try MirrorDirectory(root: dir.appendingPathComponent("out"))
+            let lock = try RunLock(directory: directory)
+            let run = try await mirror(["cats", "--out", directory.root.path, "--client-id-file", idFile])
+            #expect(run.status == 75)
+            #expect(run.stderr.contains("another mirror run holds"))
+            withExtendedLifetime(lock) {}
+        }
+    }
+
+    @Test func badOptionsAreUsageErrors() async throws {
+        let run = try await mirror(["cats", "--out", "/tmp/x", "--pages", "0"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("--pages must be at least 1"))
+        let badURL = try await mirror(["cats", "--out", "/tmp/x", "--api-base", "ftp://x", "--client-id-file", "/dev/null"])
+        #expect(badURL.status == 78)
+    }
+
+    @Test func someFailedFilesExitOne() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 404), path: "/aB3dE5f.jpg")
+            try await withClientID { dir, idFile in
+                let run = try await mirror([
+                    "cats", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile, "--quiet",
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                #expect(run.status == 1)
+                #expect(run.stdout.contains("1 failed"))
+                #expect(run.stderr.contains("/aB3dE5f.jpg: HTTP 404"))
+            }
+        }
+    }
+}

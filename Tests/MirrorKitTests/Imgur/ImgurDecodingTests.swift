@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Decoding Imgur API responses")
+struct ImgurDecodingTests {
+    static let fixtureFiles: [String] = {
+        let dir = TestSupport.fixtures.appendingPathComponent("imgur")
+        return ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [])
+            .filter { $0.hasSuffix(".json") }.sorted()
+    }()
+
+    private func load(_ url: URL) throws -> Data {
+        try Data(contentsOf: url)
+    }
+
+    @Test(arguments: fixtureFiles)
+    func decodesEveryBundledFixture(_ name: String) throws {
+        let data = try load(TestSupport.fixtures.appendingPathComponent("imgur/\(name)"))
+        if name.hasPrefix("gallery-t-") {
+            let page = try JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: data)
+            #expect(!page.data.items.isEmpty)
+        } else if name.hasPrefix("album-") {
+            let images = try JSONDecoder().decode(ImgurEnvelope<[ImgurImage]>.self, from: data)
+            #expect(!images.data.isEmpty)
+        }
+    }
+
+    @Test func bundledFixturesCoverBothAlbumShapes() throws {
+        let data = try load(TestSupport.fixtures.appendingPathComponent("imgur/gallery-t-cats-0.json"))
+        let items = try JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: data).data.items
+        let albums = items.compactMap { if case .album(let album) = $0 { album } else { nil } }
+        #expect(albums.contains { $0.images == nil })
+        #expect(albums.contains { $0.images != nil && $0.completeImages == nil })
+        #expect(albums.contains { $0.completeImages != nil })
+    }
+
+    @Test(.needsRealData) func decodesTheRealTagPage() throws {
+        let realData = try #require(TestSupport.realData)
+        let data = try load(realData.appendingPathComponent("imgur/gallery-tag-cats-page.json"))
+        let items = try JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: data).data.items
+        #expect(items.count == 60)
+        let albums = items.filter { if case .album = $0 { true } else { false } }
+        #expect(albums.count == 13)
+        // 2015-era albums carry no embedded images: all must come from the album endpoint.
+        for case .album(let album) in items {
+            #expect(album.completeImages == nil)
+            #expect((album.imagesCount ?? 0) > 0)
+        }
+    }
+
+    @Test(.needsRealData) func decodesTheRealAlbumPostAndAnimatedImage() throws {
+        let realData = try #require(TestSupport.realData)
+        let post = try JSONDecoder().decode(
+            ImgurEnvelope<GalleryItem>.self, from: load(realData.appendingPathComponent("imgur/gallery-album-post.json")))
+        guard case .album(let album) = post.data else {
+            Issue.record("expected an album")
+            return
+        }
+        #expect(album.completeImages?.isEmpty == false)
+        let image = try JSONDecoder().decode(
+            ImgurEnvelope<ImgurImage>.self, from: load(realData.appendingPathComponent("imgur/image-animated-mp4.json")))
+        #expect(image.data.animated)
+        #expect(image.data.mp4Size != nil)
+    }
+
+    @Test(.needsRealData) func readsEveryRealErrorShape() throws {
+        let realData = try #require(TestSupport.realData)
+        let expected = [
+            "error-403-over-capacity.json": "Imgur is temporarily over capacity. Please try again later.",
+            "error-429-daily-client-limit.json": "Daily client requests exceeded",
+            "error-429-errors-array.json": "Too Many Requests",
+        ]
+        for (file, message) in expected {
+            let body = try Array(load(realData.appendingPathComponent("imgur/\(file)")))
+            #expect(ImgurError.message(fromBody: body) == message, "\(file)")
+        }
+        let gateway = try Array(load(realData.appendingPathComponent("imgur/error-429-errors-array.json")))
+        #expect(ImgurError.bodyStatus(gateway) == 429)
+    }
+
+    /// Every file in ../shared/real-data/imgur either decodes as an API payload or yields an error message.
+    @Test(.needsRealData) func everyRealFileIsUnderstood() throws {
+        let realData = try #require(TestSupport.realData)
+        let dir = realData.appendingPathComponent("imgur")
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) where name.hasSuffix(".json") {
+            let data = try load(dir.appendingPathComponent(name))
+            if name.hasPrefix("error-") {
+                #expect(ImgurError.message(fromBody: Array(data)) != "no error message in the body", "\(name)")
+            } else {
+                #expect(throws: Never.self, "\(name)") {
+                    try JSONDecoder().decode(ImgurEnvelope<GalleryItemOrPage>.self, from: data)
+                }
+            }
+        }
+    }
+
+    @Test func readsAnErrorObjectAndNonJSONBodies() {
+        let object = #"{"data":{"error":{"code":500,"message":"Could not complete request","type":"ImgurException","exception":{}}},"success":false,"status":500}"#
+        #expect(ImgurError.message(fromBody: Array(object.utf8)) == "Could not complete request")
+        let overCapacity = #"{"data":{"error":"Imgur is over capacity. Please try again."},"success":false,"status":1203}"#
+        #expect(ImgurError.bodyStatus(Array(overCapacity.utf8)) == 1203)
+        #expect(ImgurError.message(fromBody: Array("<html>\n<b>429</b></html>".utf8)) == "non-JSON body: <html> <b>429</b></html>")
+        #expect(ImgurError.message(fromBody: []) == "empty body")
+    }
+
+    @Test func toleratesNullsAndOddTypesInImageFields() throws {
+        let json = #"{"id":"abcdefg","type":null,"animated":"yes","size":"big","nsfw":null,"edited":"0","datetime":1}"#
+        let image = try JSONDecoder().decode(ImgurImage.self, from: Data(json.utf8))
+        #expect(image.id == "abcdefg")
+        #expect(image.type == nil && image.size == nil && !image.animated)
+    }
+
+    @Test func namesTheFieldThatIsWrong() {
+        let json = #"{"data":{"items":[{"is_album":false,"title":"no id"}]}}"#
+        let error = #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: Data(json.utf8))
+        }
+        #expect(error.map(ImgurClient.describe) == "missing key 'id' at data.items[0]")
+    }
+}
+
+/// Whatever a non-error real sample holds: a tag page, an item or an image.
+private enum GalleryItemOrPage: Decodable {
+    case page(TagPage)
+    case item(GalleryItem)
+
+    init(from decoder: any Decoder) throws {
+        if let page = try? TagPage(from: decoder) {
+            self = .page(page)
+        } else {
+            self = .item(try GalleryItem(from: decoder))
+        }
+    }
+}

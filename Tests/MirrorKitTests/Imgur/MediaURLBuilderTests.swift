@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Media URLs from image ids")
+struct MediaURLBuilderTests {
+    let builder = MediaURLBuilder(mediaBase: "https://i.imgur.com/", thumbnail: .large)
+
+    @Test func buildsFullAndPreviewURLsFromTheID() throws {
+        let item = try #require(builder.item(for: ImgurImage(id: "abc1234", type: "image/png", size: 99)))
+        #expect(item.fullURL == "https://i.imgur.com/abc1234.png")
+        #expect(item.fullFileName == "abc1234.png")
+        #expect(item.previewURL == "https://i.imgur.com/abc1234l.jpg")
+        #expect(item.previewFileName == "abc1234l.jpg")
+        #expect(item.expectedSize == 99)
+    }
+
+    @Test func fetchesAnimatedImagesAsMP4NeverTrustingTheirLink() throws {
+        // A large GIF as the 2015 API listed it: `link` points at the huge thumbnail.
+        let gif = ImgurImage(
+            id: "gxGXwq6", type: "image/gif", animated: true, size: 62_506_070, mp4Size: 3_000_000,
+            link: "http://i.imgur.com/gxGXwq6h.gif")
+        let item = try #require(builder.item(for: gif))
+        #expect(item.fullURL == "https://i.imgur.com/gxGXwq6.mp4")
+        #expect(item.expectedSize == 3_000_000)
+    }
+
+    @Test func anAnimatedGIFWithoutAnMP4SizeHasNoExpectedSize() throws {
+        let item = try #require(builder.item(for: ImgurImage(id: "abcde", type: "image/gif", animated: true, size: 500)))
+        #expect(item.fullFileName == "abcde.mp4")
+        #expect(item.expectedSize == nil)
+    }
+
+    @Test(arguments: ["../../etc/passwd", "abc/def", "ab", "abcdefghijk", "abc d12", "äbcdefg", ""])
+    func rejectsIDsThatAreNotPlainImgurIDs(_ id: String) {
+        #expect(builder.item(for: ImgurImage(id: id, type: "image/jpeg")) == nil)
+    }
+
+    @Test(.needsRealData) func noRealImageIsFetchedAsAThumbnailOrAWebPage() throws {
+        let realData = try #require(TestSupport.realData)
+        let data = try Data(contentsOf: realData.appendingPathComponent("imgur/gallery-tag-cats-page.json"))
+        let items = try JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: data).data.items
+        var checked = 0
+        for case .image(let image) in items {
+            let item = try #require(builder.item(for: image))
+            #expect(item.fullURL == "https://i.imgur.com/\(image.id).\(item.fullFileName.split(separator: ".").last!)")
+            #expect(!item.fullURL.hasSuffix(".gifv"))
+            #expect(!item.fullURL.hasSuffix("h.gif"))
+            if image.animated { #expect(item.fullURL.hasSuffix(".mp4")) }
+            checked += 1
+        }
+        #expect(checked == 47)
+    }
+}

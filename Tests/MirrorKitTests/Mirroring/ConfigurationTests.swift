@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Configuration and client id files")
+struct ConfigurationTests {
+    @discardableResult
+    private func withFile<T>(_ text: String, _ body: (String) throws -> T) async throws -> T {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent("file").path
+            try TestSupport.write(Array(text.utf8), to: path)
+            return try body(path)
+        }
+    }
+
+    @Test func theExampleConfigLoads() throws {
+        let path = TestSupport.fixtures.deletingLastPathComponent().appendingPathComponent("config.example.json").path
+        let configuration = try MirrorConfiguration.load(from: path)
+        #expect(configuration.apiBase == "https://api.imgur.com")
+        #expect(configuration.mode == .skipIfExists)
+    }
+
+    @Test func anUnknownKeyIsNamed() async throws {
+        try await withFile(#"{"apiBase":"https://a.example","concurency":4}"#) { path in
+            #expect(throws: MirrorError.configuration("config file \(path): unknown key 'concurency'")) {
+                try MirrorConfiguration.load(from: path)
+            }
+        }
+    }
+
+    @Test func aValueOfTheWrongTypeIsNamed() async throws {
+        try await withFile(#"{"pages":"three"}"#) { path in
+            #expect(throws: MirrorError.configuration("config file \(path): expected Int at pages")) {
+                try MirrorConfiguration.load(from: path)
+            }
+        }
+    }
+
+    @Test func aBadEnumValueAndABadURLAreRefused() async throws {
+        try await withFile(#"{"sort":"sideways"}"#) { path in
+            #expect(throws: MirrorError.self) { try MirrorConfiguration.load(from: path) }
+        }
+        try await withFile(#"{"mediaBase":"file:///tmp"}"#) { path in
+            #expect(throws: MirrorError.configuration(
+                "config file \(path): 'mediaBase' must be an http or https URL, got 'file:///tmp'")) {
+                try MirrorConfiguration.load(from: path)
+            }
+        }
+    }
+
+    @Test func notJSONAtAll() async throws {
+        try await withFile("apiBase = 1") { path in
+            #expect(throws: MirrorError.configuration("config file \(path): not valid JSON")) {
+                try MirrorConfiguration.load(from: path)
+            }
+        }
+    }
+
+    @Test func readsAClientIDTrimmed() async throws {
+        let id = try await withFile("  abc123def\n") { path in try ClientIDFile.read(path) }
+        #expect(id == "abc123def")
+    }
+
+    @Test func anEmptyOrMissingClientIDFileIsAClearError() async throws {
+        try await withFile("\n") { path in
+            #expect(throws: MirrorError.clientIDFile(path: path, problem: "is empty")) { try ClientIDFile.read(path) }
+        }
+        #expect(throws: MirrorError.clientIDFile(path: "/nonexistent/id", problem: "does not exist")) {
+            try ClientIDFile.read("/nonexistent/id")
+        }
+        try await withFile("Client-ID: abc\n") { path in
+            #expect(throws: MirrorError.self) { try ClientIDFile.read(path) }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Mirror directory: naming, committing, locking")
+struct MirrorDirectoryTests {
+    private func partial(in directory: MirrorDirectory, _ text: String) throws -> String {
+        let path = directory.stateDirectory.appendingPathComponent(UUID().uuidString + ".part").path
+        try TestSupport.write(Array(text.utf8), to: path)
+        return path
+    }
+
+    @Test func commitsUnderTheFinalNameAndRemovesThePartial() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            let part = try partial(in: directory, "one")
+            #expect(try directory.commit(part, as: "full/a.jpg", mode: .skipIfExists) == "full/a.jpg")
+            #expect(TestSupport.bytes(at: root.appendingPathComponent("full/a.jpg").path) == Array("one".utf8))
+            #expect(!FileManager.default.fileExists(atPath: part))
+        }
+    }
+
+    @Test func newFileModeNeverOverwrites() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            for text in ["one", "two", "three"] {
+                _ = try directory.commit(try partial(in: directory, text), as: "full/a.jpg", mode: .newFile)
+            }
+            #expect(TestSupport.bytes(at: root.appendingPathComponent("full/a.jpg").path) == Array("one".utf8))
+            #expect(TestSupport.bytes(at: root.appendingPathComponent("full/a(1).jpg").path) == Array("two".utf8))
+            #expect(TestSupport.bytes(at: root.appendingPathComponent("full/a(2).jpg").path) == Array("three".utf8))
+        }
+    }
+
+    @Test func skipIfExistsKeepsTheOldFileAndDropsTheNewOne() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            _ = try directory.commit(try partial(in: directory, "old"), as: "a.jpg", mode: .skipIfExists)
+            let part = try partial(in: directory, "new")
+            #expect(try directory.commit(part, as: "a.jpg", mode: .skipIfExists) == nil)
+            #expect(TestSupport.bytes(at: root.appendingPathComponent("a.jpg").path) == Array("old".utf8))
+            #expect(!FileManager.default.fileExists(atPath: part))
+        }
+    }
+
+    @Test(arguments: ["../escape.jpg", "/etc/passwd", "a/../../b", ".mirror/lock", "", "a//b", "./a"])
+    func refusesPathsOutsideTheMirror(_ relative: String) async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            #expect(throws: MirrorError.unsafePath(relative)) { try directory.path(of: relative) }
+        }
+    }
+
+    @Test func numbersTheNameBeforeTheExtension() {
+        #expect(MirrorDirectory.numbered("full/a.b.jpg", 2) == "full/a.b(2).jpg")
+        #expect(MirrorDirectory.numbered("full/noext", 1) == "full/noext(1)")
+        #expect(MirrorDirectory.numbered("dir.x/.hidden", 1) == "dir.x/.hidden(1)")
+    }
+
+    @Test func aSecondRunCannotTakeTheLock() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            let lock = try RunLock(directory: directory)
+            #expect(throws: MirrorError.locked(path: lock.path)) { try RunLock(directory: directory) }
+            withExtendedLifetime(lock) {}
+        }
+    }
+
+    @Test func aReleasedLockCanBeTakenAgain() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            _ = try RunLock(directory: directory)
+            #expect(throws: Never.self) { _ = try RunLock(directory: directory) }
+        }
+    }
+
+    @Test func aFileWhereADirectoryShouldBeIsAClearError() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let blocker = root.appendingPathComponent("blocker")
+            try TestSupport.write([1], to: blocker.path)
+            #expect(throws: MirrorError.fileSystem(path: blocker.path, errno: ENOTDIR)) {
+                try MirrorDirectory(root: blocker.appendingPathComponent("out"))
+            }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Mirroring a tag from the fixture server")
+struct TagMirrorTests {
+    let engine = TransferEngine()
+
+    private func run(
+        _ server: FixtureServer, into dir: URL, clientID: String = "fixture", apiBase: String? = nil,
+        pages: Int? = nil, mode: DownloadMode = .skipIfExists
+    ) async throws -> MirrorSummary {
+        let directory = try MirrorDirectory(root: dir)
+        let client = ImgurClient(
+            apiBase: apiBase ?? server.baseURL, clientID: clientID, engine: engine, logger: TestSupport.logger)
+        let settings = TagMirror.Settings(
+            crawl: TagCrawler.Options(tag: "cats", maxPages: pages),
+            urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
+            mode: mode)
+        return try await TagMirror(
+            directory: directory, client: client, engine: engine, settings: settings, logger: TestSupport.logger
+        ).run()
+    }
+
+    /// The files a complete mirror of the fixture tag holds, relative path → server path.
+    private func expectedFiles(_ server: FixtureServer) -> [String: String] {
+        var files: [String: String] = [:]
+        for path in server.mediaPaths {
+            let name = String(path.dropFirst())
+            guard let id = name.split(separator: ".").first.map(String.init) else { continue }
+            if TestSupport.catsImageIDs.contains(id) {
+                files["full/\(name)"] = path
+            } else if name.hasSuffix("m.jpg"), TestSupport.catsImageIDs.contains(String(id.dropLast())) {
+                files["preview/\(name)"] = path
+            }
+        }
+        return files
+    }
+
+    @Test func mirrorsEveryPreviewAndFullSizeFileByteForByte() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, into: dir)
+                #expect(summary.isComplete)
+                let expected = expectedFiles(server)
+                #expect(expected.count == 2 * TestSupport.catsImageIDs.count)
+                #expect(summary.downloaded == expected.count)
+                for (relative, served) in expected {
+                    #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(relative).path) == TestSupport.digest(server.content(of: served)),
+                            "\(relative)")
+                }
+                let partials = try FileManager.default.contentsOfDirectory(
+                    atPath: dir.appendingPathComponent(".mirror/partials").path)
+                #expect(partials.isEmpty)
+            }
+        }
+    }
+
+    @Test func expandsAlbumsOnlyWhenTheirEmbeddedImagesAreIncomplete() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await run(server, into: dir)
+                #expect(server.requestCount(path: "/3/album/Ef1gH/images") == 1)  // no `images` at all
+                #expect(server.requestCount(path: "/3/album/St6uV/images") == 1)  // 1 of 2 embedded
+                #expect(server.requestCount(path: "/3/album/Qr5sT/images") == 0)  // complete
+                // Za8bC9d sits in two albums: fetched once.
+                #expect(server.requestCount(path: "/Za8bC9d.jpg") == 1)
+                // The listing ends at the first empty page.
+                #expect(server.requestCount(path: "/3/gallery/t/cats/time/all/2") == 1)
+                #expect(server.requestCount(path: "/3/gallery/t/cats/time/all/3") == 0)
+                #expect(server.requests.filter { $0.path.hasPrefix("/3/") }.allSatisfy {
+                    $0.header("Authorization") == "Client-ID fixture"
+                })
+            }
+        }
+    }
+
+    @Test func aSecondRunDownloadsNothing() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let first = try await run(server, into: dir)
+                let mediaRequests = server.requests.count { !$0.path.hasPrefix("/3/") }
+                let second = try await run(server, into: dir)
+                #expect(second.downloaded == 0)
+                #expect(second.alreadyPresent == first.downloaded)
+                #expect(server.requests.count { !$0.path.hasPrefix("/3/") } == mediaRequests)
+            }
+        }
+    }
+
+    @Test func stopsAfterTheRequestedNumberOfPages() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, into: dir, pages: 1)
+                #expect(summary.isComplete)
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("full/Qr5sT6u.jpg").path))
+                #expect(server.requestCount(path: "/3/gallery/t/cats/time/all/1") == 0)
+            }
+        }
+    }
+
+    @Test func aRejectedClientIDStopsWithTheAPIsMessage() async throws {
+        try await TestSupport.withServer { server in
+            server.setAcceptedClientID("the-right-one")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, into: dir, clientID: "wrong")
+                let error = try #require(summary.stoppedBy as? ImgurError)
+                #expect(error.kind == .status(403))
+                #expect(error.message == "Authentication required")
+                #expect(summary.wanted == 0)
+            }
+        }
+    }
+
+    @Test func aPageOfTheWrongShapeStopsWithTheFieldNamed() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(
+                .respond(status: 200, body: #"{"data":{"items":[{"is_album":false,"title":"no id"}]},"success":true}"#),
+                path: "/3/gallery/t/cats/time/all/0")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, into: dir)
+                let error = try #require(summary.stoppedBy as? ImgurError)
+                #expect(error.kind == .malformedResponse)
+                #expect(error.message == "missing key 'id' at data.items[0]")
+            }
+        }
+    }
+
+    @Test func aGatewayErrorMidListingKeepsWhatWasFound() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.imgurGatewayTooManyRequests(), path: "/3/gallery/t/cats/time/all/1")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, into: dir)
+                let error = try #require(summary.stoppedBy as? ImgurError)
+                #expect(error.kind == .status(429))
+                #expect(error.message == "Too Many Requests")
+                #expect(summary.downloaded == summary.wanted)
+                #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("full/aB3dE5f.jpg").path))
+            }
+        }
+    }
+
+    @Test func anUnreachableAPIIsReportedNotCrashedOn() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, into: dir, apiBase: "http://127.0.0.1:9")
+                let error = try #require(summary.stoppedBy as? ImgurError)
+                #expect(error.kind == .unreachable)
+            }
+        }
+    }
+
+    @Test func aMissingFileFailsAloneAndNeverAppearsUnderItsName() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 404, body: "gone"), path: "/aB3dE5f.jpg")
+            server.inject(.dropAfter(bytes: 1000), path: "/Lm3nO4p.jpg")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, into: dir)
+                #expect(summary.failures.count == 2)
+                #expect(summary.failures.contains { $0.reason == .httpStatus(404) })
+                #expect(summary.downloaded == summary.wanted - 2)
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("full/aB3dE5f.jpg").path))
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("full/Lm3nO4p.jpg").path))
+            }
+        }
+    }
+}

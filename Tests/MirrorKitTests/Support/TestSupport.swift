@@ -1,0 +1,79 @@
+import FixtureServer
+import Foundation
+import Logging
+@testable import MirrorKit
+
+enum TestSupport {
+    /// The repository's Fixtures/ directory.
+    static let fixtures: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+    /// ../shared/real-data beside the repository, when this checkout has it.
+    static let realData: URL? = {
+        let url = fixtures.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("shared/real-data")
+        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+    }()
+
+    static let logger: Logger = {
+        var logger = Logger(label: "mirror-tests") { _ in SwiftLogNoOpLogHandler() }
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    /// Runs `body` with a fixture server that is stopped afterwards, whatever happens.
+    static func withServer<T>(_ body: (FixtureServer) async throws -> T) async throws -> T {
+        let server = try await FixtureServer.start(fixtures: fixtures)
+        do {
+            let result = try await body(server)
+            try await server.stop()
+            return result
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+    }
+
+    /// A new empty directory, removed when `body` ends.
+    static func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("mirror-tests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: url) }
+        return try await body(url)
+    }
+
+    /// The MD5 of a file ("missing" when there is none): compared instead of whole byte arrays so
+    /// a failure prints two short strings, not megabytes.
+    static func digest(ofFile path: String) -> String {
+        Digest.md5Hex(ofFile: path) ?? "missing"
+    }
+
+    static func digest(_ bytes: [UInt8]?) -> String {
+        bytes.map(Digest.md5Hex) ?? "missing"
+    }
+
+    static func bytes(at path: String) -> [UInt8]? {
+        FileManager.default.contents(atPath: path).map { Array($0) }
+    }
+
+    static func write(_ bytes: some Sequence<UInt8>, to path: String) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// The images the bundled "cats" fixture tag holds, albums expanded, each once.
+    static let catsImageIDs: Set<String> = [
+        "aB3dE5f", "Gh7iJ9k", "Lm2nO4p", "Uv6wX7y", "Za8bC9d", "Ij2kL3m", "No4pQ5r", "Wx7yZ8a", "Bc9dE0f",
+        "Gh1iJ2k", "Lm3nO4p", "Qr5sT6u", "Vw7xY8z",
+    ]
+}
+
+import Testing
+
+extension Trait where Self == ConditionTrait {
+    /// Skips a test when ../shared/real-data is not beside the checkout.
+    static var needsRealData: Self {
+        .enabled(if: TestSupport.realData != nil, "../shared/real-data is absent")
+    }
+}

@@ -1,0 +1,259 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Transfer engine against the fixture server")
+struct TransferEngineTests {
+    let engine = TransferEngine()
+
+    @Test func downloadsAFileByteForByte() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/big.bin", size: 5 << 20 + 17)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("big.part").path
+                let response = try await engine.perform(
+                    TransferRequest(url: server.baseURL + "/big.bin", destination: .file(path: path, offset: 0)))
+                #expect(response.status == 200)
+                #expect(response.fileLength == 5 << 20 + 17)
+                #expect(response.etag == server.etag(of: "/big.bin"))
+                #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(server.content(of: "/big.bin")))
+            }
+        }
+    }
+
+    @Test func runsManyTransfersAtOnce() async throws {
+        try await TestSupport.withServer { server in
+            let paths = (0..<40).map { "/many-\($0).bin" }
+            for (index, path) in paths.enumerated() { server.addMedia(path: path, size: 10_000 + index * 997) }
+            try await TestSupport.withTemporaryDirectory { dir in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for path in paths {
+                        group.addTask {
+                            let file = dir.appendingPathComponent(String(path.dropFirst())).path
+                            _ = try await engine.perform(
+                                TransferRequest(url: server.baseURL + path, destination: .file(path: file, offset: 0)))
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                for path in paths {
+                    #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(String(path.dropFirst())).path) == TestSupport.digest(server.content(of: path)))
+                }
+            }
+        }
+    }
+
+    @Test func keepsAnErrorBodyInMemoryButNeverOnDisk() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/e.bin", size: 1000)
+            server.inject(.respond(status: 503, body: "busy"), path: "/e.bin", times: 2)
+            let inMemory = try await engine.perform(TransferRequest(url: server.baseURL + "/e.bin"))
+            #expect(inMemory.status == 503)
+            #expect(String(decoding: inMemory.body, as: UTF8.self) == "busy")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("e.part").path
+                let response = try await engine.perform(
+                    TransferRequest(url: server.baseURL + "/e.bin", destination: .file(path: path, offset: 0)))
+                #expect(response.status == 503)
+                #expect(!FileManager.default.fileExists(atPath: path))
+            }
+        }
+    }
+
+    @Test func aDroppedConnectionKeepsTheReceivedPrefixAndResumesWithRange() async throws {
+        try await TestSupport.withServer { server in
+            let size = 8 << 20
+            server.addMedia(path: "/drop.bin", size: size)
+            server.inject(.dropAfter(bytes: 3 << 20), path: "/drop.bin")
+            let content = try #require(server.content(of: "/drop.bin"))
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("drop.part").path
+                let url = server.baseURL + "/drop.bin"
+                let error = try await #require(throws: TransferError.self) {
+                    try await engine.perform(TransferRequest(url: url, destination: .file(path: path, offset: 0)))
+                }
+                #expect(error.isRetryable)
+                let kept = try #require(error.response?.fileLength)
+                #expect(kept == 3 << 20)
+                #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(Array(content.prefix(Int(kept)))))
+
+                let resumed = try await engine.perform(TransferRequest(
+                    url: url, destination: .file(path: path, offset: kept), ifRange: error.response?.etag))
+                #expect(resumed.status == 206)
+                #expect(resumed.bodyOffset == kept)
+                #expect(resumed.entityLength == Int64(size))
+                #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(content))
+                let lastRequest = try #require(server.requests.last)
+                #expect(lastRequest.header("Range") == "bytes=\(kept)-")
+                #expect(lastRequest.header("If-Range") == server.etag(of: "/drop.bin"))
+            }
+        }
+    }
+
+    @Test func aServerIgnoringRangeMakesTheFileStartOver() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/norange.bin", size: 300_000)
+            server.inject(.ignoreRange, path: "/norange.bin")
+            let content = try #require(server.content(of: "/norange.bin"))
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("n.part").path
+                try TestSupport.write(content.prefix(100_000), to: path)
+                let response = try await engine.perform(TransferRequest(
+                    url: server.baseURL + "/norange.bin", destination: .file(path: path, offset: 100_000)))
+                #expect(response.status == 200)
+                #expect(response.bodyOffset == 0)
+                #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(content))
+            }
+        }
+    }
+
+    @Test func changedContentFailsIfRangeAndReplacesTheStalePrefix() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/changing.bin", size: 200_000)
+            let old = try #require(server.content(of: "/changing.bin"))
+            let oldETag = server.etag(of: "/changing.bin")
+            server.changeContent(path: "/changing.bin")
+            let new = try #require(server.content(of: "/changing.bin"))
+            #expect(old != new)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("c.part").path
+                try TestSupport.write(old.prefix(50_000), to: path)
+                let response = try await engine.perform(TransferRequest(
+                    url: server.baseURL + "/changing.bin", destination: .file(path: path, offset: 50_000),
+                    ifRange: oldETag))
+                #expect(response.status == 200)
+                #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(new))
+            }
+        }
+    }
+
+    @Test func aRangeStartingElsewhereIsRefusedAndTheFileKept() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/r.bin", size: 100)
+            server.inject(
+                .respond(status: 206, headers: ["Content-Range": "bytes 0-9/100"], body: "0123456789"), path: "/r.bin")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("r.part").path
+                try TestSupport.write([UInt8](repeating: 7, count: 50), to: path)
+                let error = try await #require(throws: TransferError.self) {
+                    try await engine.perform(TransferRequest(
+                        url: server.baseURL + "/r.bin", destination: .file(path: path, offset: 50)))
+                }
+                #expect(error.reason == .rangeMismatch(requested: 50, received: "bytes 0-9/100"))
+                #expect(TestSupport.bytes(at: path) == [UInt8](repeating: 7, count: 50))
+            }
+        }
+    }
+
+    @Test func anUnsatisfiableRangeAnswers416AndLeavesTheFile() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/done.bin", size: 1000)
+            let content = try #require(server.content(of: "/done.bin"))
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("d.part").path
+                try TestSupport.write(content, to: path)
+                let response = try await engine.perform(TransferRequest(
+                    url: server.baseURL + "/done.bin", destination: .file(path: path, offset: 1000)))
+                #expect(response.status == 416)
+                #expect(response.entityLength == 1000)
+                #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(content))
+            }
+        }
+    }
+
+    @Test(arguments: ["ftp://127.0.0.1/file", "file:///etc/passwd", "gopher://127.0.0.1/"])
+    func refusesARedirectToANonHTTPScheme(_ location: String) async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 302, headers: ["Location": location]), path: "/hop")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("hop.part").path
+                let error = try await #require(throws: TransferError.self) {
+                    try await engine.perform(TransferRequest(
+                        url: server.baseURL + "/hop", destination: .file(path: path, offset: 0)))
+                }
+                guard case .transport(let code, _) = error.reason else {
+                    Issue.record("expected a transport error, got \(error)")
+                    return
+                }
+                #expect(code == 1)  // CURLE_UNSUPPORTED_PROTOCOL
+                #expect(!error.isRetryable)
+                #expect(!FileManager.default.fileExists(atPath: path))
+            }
+        }
+    }
+
+    @Test func followsAtMostFiveRedirects() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 302, headers: ["Location": "/loop"]), path: "/loop", times: 10)
+            let error = try await #require(throws: TransferError.self) {
+                try await engine.perform(TransferRequest(url: server.baseURL + "/loop"))
+            }
+            #expect(error.reason == .transport(code: 47, message: error.reasonText))
+            #expect(server.requestCount(path: "/loop") == 6)
+        }
+    }
+
+    @Test func detectsAStalledTransferAndKeepsItsPrefix() async throws {
+        let impatient = TransferEngine(configuration: .init(lowSpeedLimit: 10_000, lowSpeedSeconds: 1))
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/stall.bin", size: 2 << 20)
+            server.inject(.stall(afterBytes: 256 << 10, seconds: 10), path: "/stall.bin")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("s.part").path
+                let error = try await #require(throws: TransferError.self) {
+                    try await impatient.perform(TransferRequest(
+                        url: server.baseURL + "/stall.bin", destination: .file(path: path, offset: 0)))
+                }
+                guard case .transport(let code, _) = error.reason else {
+                    Issue.record("expected a timeout, got \(error)")
+                    return
+                }
+                #expect(code == 28)
+                #expect(error.isRetryable)
+                #expect(error.response?.fileLength == 256 << 10)
+            }
+        }
+    }
+
+    @Test func refusesABodyOverTheMemoryLimit() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/large.json", size: 100_000)
+            let error = try await #require(throws: TransferError.self) {
+                try await engine.perform(TransferRequest(
+                    url: server.baseURL + "/large.json", destination: .memory(limit: 10_000)))
+            }
+            #expect(error.reason == .bodyTooLarge(limit: 10_000))
+        }
+    }
+
+    @Test func cancellingTheCallerStopsTheTransferAndKeepsWhatArrived() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/slow.bin", size: 4 << 20)
+            server.inject(.throttle(bytesPerSecond: 512 << 10), path: "/slow.bin")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("slow.part").path
+                let task = Task {
+                    try await engine.perform(TransferRequest(
+                        url: server.baseURL + "/slow.bin", destination: .file(path: path, offset: 0)))
+                }
+                try await Task.sleep(for: .milliseconds(700))
+                task.cancel()
+                let error = try await #require(throws: TransferError.self) { try await task.value }
+                #expect(error.reason == .cancelled)
+                let kept = try #require(error.response?.fileLength)
+                #expect(kept > 0 && kept < 4 << 20)
+                let content = try #require(server.content(of: "/slow.bin"))
+                #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(Array(content.prefix(Int(kept)))))
+            }
+        }
+    }
+
+    @Test func anUnreachableServerIsARetryableTransportError() async throws {
+        let error = try await #require(throws: TransferError.self) {
+            try await engine.perform(TransferRequest(url: "http://127.0.0.1:9/nothing"))
+        }
+        #expect(error.reason == .transport(code: 7, message: error.reasonText))
+        #expect(error.isRetryable)
+    }
+}
