@@ -80,8 +80,9 @@ public enum ClientIDFile {
         }
         let id = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !id.isEmpty else { throw .clientIDFile(path: expanded, problem: "is empty") }
-        guard id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-            throw .clientIDFile(path: expanded, problem: "does not hold a Client-ID (letters and digits only)")
+        // It goes into a request header: nothing but a plain token may pass.
+        guard id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+            throw .clientIDFile(path: expanded, problem: "does not hold a Client-ID (letters, digits, - _ . only)")
         }
         return id
     }
