@@ -27,6 +27,32 @@ public enum Fault: Sendable, Equatable {
     }
 }
 
+extension Fault {
+    /// Parses the command-line form: `drop-after:BYTES`, `ignore-range`, `status:CODE[:RETRY_AFTER]`,
+    /// `stall:BYTES:SECONDS`, `throttle:BYTES_PER_SECOND`.
+    public init?(argument: String) {
+        let parts = argument.split(separator: ":").map(String.init)
+        switch (parts.first, parts.count) {
+        case ("drop-after", 2):
+            guard let bytes = Int(parts[1]) else { return nil }
+            self = .dropAfter(bytes: bytes)
+        case ("ignore-range", 1):
+            self = .ignoreRange
+        case ("status", 2), ("status", 3):
+            guard let status = Int(parts[1]) else { return nil }
+            self = .respond(status: status, headers: parts.count == 3 ? ["Retry-After": parts[2]] : [:])
+        case ("stall", 3):
+            guard let bytes = Int(parts[1]), let seconds = Double(parts[2]) else { return nil }
+            self = .stall(afterBytes: bytes, seconds: seconds)
+        case ("throttle", 2):
+            guard let rate = Int(parts[1]) else { return nil }
+            self = .throttle(bytesPerSecond: rate)
+        default:
+            return nil
+        }
+    }
+}
+
 /// One request as the fixture server saw it.
 public struct RecordedRequest: Sendable {
     public var method: String

@@ -150,11 +150,12 @@ public final class FixtureServer: Sendable {
         state.withLock { $0.log }
     }
 
-    /// Sets the API rate-limit budget reported in the X-RateLimit-* headers.
+    /// Sets the API budget reported in the X-RateLimit-* headers and enforced with 429s; the user
+    /// budget refills to its limit `userReset` seconds from now.
     public func setRateLimit(userRemaining: Int, userReset: Int = 3600, clientRemaining: Int = 12_500) {
         state.withLock {
             $0.rateLimit.userRemaining = userRemaining
-            $0.rateLimit.userReset = userReset
+            $0.rateLimit.userResetAt = Date().addingTimeInterval(Double(userReset))
             $0.rateLimit.clientRemaining = clientRemaining
         }
     }

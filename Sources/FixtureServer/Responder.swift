@@ -17,6 +17,8 @@ extension FixtureServer {
             var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
             fields.add(name: "Content-Type", value: "application/json")
             await writer.send(status: status, headers: fields, body: ByteBuffer(string: body))
+        } else if path == "/_fixture/stats" {
+            await respondWithStats(writer: writer)
         } else if path.hasPrefix("/3/") {
             await respondToAPI(head, path: path, writer: writer)
         } else if path.hasPrefix("/feeds/") {
@@ -80,6 +82,20 @@ extension FixtureServer {
 
     private func fixtureFile(_ relativePath: String) -> Data? {
         try? Data(contentsOf: catalog.directory.appendingPathComponent(relativePath))
+    }
+
+    // MARK: - Counters
+
+    /// Requests and body bytes per path, as JSON, for scripts that cannot call the Swift API.
+    private func respondWithStats(writer: ResponseWriter) async {
+        let (requests, bytes) = state.withLock { ($0.requestCounts, $0.bodyBytesSent) }
+        var paths: [String: [String: Int]] = [:]
+        for (path, count) in requests where path != "/_fixture/stats" {
+            paths[path] = ["requests": count, "bodyBytes": bytes[path, default: 0]]
+        }
+        let object: [String: Any] = ["paths": paths, "totalBodyBytes": bytes.values.reduce(0, +)]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        await writer.send(status: 200, headers: HTTPHeaders([("Content-Type", "application/json")]), body: ByteBuffer(bytes: data))
     }
 
     // MARK: - Feeds

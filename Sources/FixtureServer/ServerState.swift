@@ -15,9 +15,19 @@ struct ServedContent: Sendable {
 struct RateLimit: Sendable {
     var userLimit = 500
     var userRemaining = 500
-    var userReset = 3600
+    /// When the user budget refills, as Imgur does hourly.
+    var userResetAt = Date().addingTimeInterval(3600)
     var clientLimit = 12_500
     var clientRemaining = 12_500
+
+    /// Seconds until the user budget refills, as Imgur sends it in X-RateLimit-UserReset.
+    var userReset: Int { max(Int(userResetAt.timeIntervalSinceNow.rounded(.up)), 0) }
+
+    mutating func refillIfDue() {
+        guard Date() >= userResetAt else { return }
+        userRemaining = userLimit
+        userResetAt = Date().addingTimeInterval(3600)
+    }
 }
 
 /// Everything mutable about the server, behind one lock.
@@ -66,6 +76,7 @@ struct ServerState: Sendable {
 
     /// Takes one API call from the budget; false once it is spent.
     mutating func spendAPICall() -> Bool {
+        rateLimit.refillIfDue()
         guard rateLimit.userRemaining > 0, rateLimit.clientRemaining > 0 else { return false }
         rateLimit.userRemaining -= 1
         rateLimit.clientRemaining -= 1

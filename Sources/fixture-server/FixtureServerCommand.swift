@@ -20,6 +20,10 @@ struct FixtureServerCommand: AsyncParsableCommand {
     @Option(help: "Extra media to serve, as PATH=BYTES (repeatable), e.g. /big.bin=67108864.")
     var media: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "A fault for the next requests to PATH, as PATH=FAULT[@TIMES] (repeatable). FAULT is drop-after:BYTES, ignore-range, status:CODE[:RETRY_AFTER], stall:BYTES:SECONDS or throttle:BYTES_PER_SECOND; TIMES defaults to 1, * for every request."))
+    var fault: [String] = []
+
     @Option(help: "Event loop threads.")
     var threads = 1
 
@@ -32,6 +36,15 @@ struct FixtureServerCommand: AsyncParsableCommand {
                 throw ValidationError("--media takes PATH=BYTES, got '\(entry)'")
             }
             server.addMedia(path: String(parts[0]), size: size)
+        }
+        for entry in fault {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            let spec = parts.count == 2 ? parts[1].split(separator: "@", maxSplits: 1).map(String.init) : []
+            let times = spec.count == 2 ? (spec[1] == "*" ? 1_000_000 : Int(spec[1])) : 1
+            guard parts.count == 2, parts[0].hasPrefix("/"), let kind = spec.first.flatMap(Fault.init(argument:)),
+                  let times, times > 0
+            else { throw ValidationError("--fault takes PATH=FAULT[@TIMES], got '\(entry)'") }
+            server.inject(kind, path: parts[0], times: times)
         }
         if let urlFile {
             try Data((server.baseURL + "\n").utf8).write(to: URL(fileURLWithPath: urlFile), options: .atomic)

@@ -23,6 +23,7 @@ enum ExitStatus {
         switch error.kind {
         case .malformedResponse: dataError
         case .status, .unreachable: unavailable
+        case .rateLimited: tryLater
         }
     }
 }

@@ -45,10 +45,28 @@ struct TagCommand: AsyncParsableCommand {
     @Option(help: "Downloads at once (default 6).")
     var concurrency: Int?
 
+    @Option(help: "Most Imgur API calls per second (default: no limit beyond Imgur's own budget).")
+    var maxApiRate: Double?
+
+    @Option(help: "Most download bandwidth for all files together, e.g. 2M or 500k bytes per second.")
+    var maxBandwidth: String?
+
+    @Option(help: "Longest wait in seconds for a rate limit or an overloaded API before stopping with status 75 (default 300).")
+    var maxWait: Int?
+
+    @Option(help: "Attempts per file, the first included (default 6).")
+    var retries: Int?
+
     func validate() throws {
         guard !tag.isEmpty, tag.count <= 100 else { throw ValidationError("the tag must be 1 to 100 characters") }
         if let pages, pages < 1 { throw ValidationError("--pages must be at least 1") }
         if let concurrency, !(1...64).contains(concurrency) { throw ValidationError("--concurrency must be 1 to 64") }
+        if let maxApiRate, !(maxApiRate > 0) { throw ValidationError("--max-api-rate must be above 0") }
+        if let maxBandwidth, (ByteCount.parse(maxBandwidth) ?? 0) <= 0 {
+            throw ValidationError("--max-bandwidth takes a rate such as 2M or 500k, got '\(maxBandwidth)'")
+        }
+        if let maxWait, maxWait < 0 { throw ValidationError("--max-wait must be 0 or more seconds") }
+        if let retries, !(1...100).contains(retries) { throw ValidationError("--retries must be 1 to 100") }
     }
 
     func run() async throws {
@@ -63,9 +81,14 @@ struct TagCommand: AsyncParsableCommand {
             let clientID = try ClientIDFile.read(clientIdFile ?? file.clientIdFile ?? ClientIDFile.defaultPath)
             let directory = try MirrorDirectory(root: URL(fileURLWithPath: common.out))
             let lock = try RunLock(directory: directory)
-            let engine = TransferEngine()
+            let bandwidth = (maxBandwidth ?? file.maxBandwidth).flatMap(ByteCount.parse)
+            let engine = TransferEngine(configuration: .init(maxBytesPerSecond: bandwidth))
+            let politeness = ImgurClient.Politeness(
+                maxRequestsPerSecond: maxApiRate ?? file.maxApiRate,
+                maxWait: .seconds(maxWait ?? file.maxWait ?? 300))
             let client = ImgurClient(
-                apiBase: merged.apiBase ?? "https://api.imgur.com", clientID: clientID, engine: engine, logger: logger)
+                apiBase: merged.apiBase ?? "https://api.imgur.com", clientID: clientID, engine: engine,
+                politeness: politeness, logger: logger)
             let settings = TagMirror.Settings(
                 crawl: TagCrawler.Options(
                     tag: tag, sort: sort ?? file.sort ?? .time, window: window ?? file.window ?? .all,
@@ -74,12 +97,14 @@ struct TagCommand: AsyncParsableCommand {
                     mediaBase: merged.mediaBase ?? "https://i.imgur.com",
                     thumbnail: thumbnail ?? file.thumbnail ?? .medium),
                 mode: mode ?? file.mode ?? .skipIfExists,
-                concurrency: concurrency ?? file.concurrency ?? 6)
+                concurrency: concurrency ?? file.concurrency ?? 6,
+                retry: RetryPolicy(maxAttempts: retries ?? file.retries ?? 6))
             let mirror = try TagMirror(
                 directory: directory, client: client, engine: engine, settings: settings, logger: logger)
-            let summary = await mirror.run()
+            let (summary, signal) = await Interruption.cancelOnSignal { await mirror.run() }
             withExtendedLifetime(lock) {}
             try report(summary, logger: logger)
+            if let signal { throw ExitCode(128 + signal) }
         } catch let error as MirrorError {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
@@ -93,6 +118,11 @@ struct TagCommand: AsyncParsableCommand {
     }
 
     private func report(_ summary: MirrorSummary, logger: Logger) throws {
+        if summary.interrupted {
+            if !common.quiet { print("\(tag): \(summary.line)") }
+            logger.warning("interrupted: partial downloads are kept and the next run resumes them")
+            return
+        }
         for problem in summary.problems { logger.error("\(problem)") }
         if let stopped = summary.stoppedBy {
             logger.error("listing stopped early: \(stopped)")

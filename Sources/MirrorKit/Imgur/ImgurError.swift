@@ -9,6 +9,9 @@ public struct ImgurError: Error, Sendable, CustomStringConvertible {
         case malformedResponse
         /// The request never got an answer.
         case unreachable
+        /// The API budget is spent, or the API asks for a longer pause than allowed: stop now and
+        /// let a later run carry on.
+        case rateLimited
     }
 
     public var kind: Kind
@@ -24,6 +27,9 @@ public struct ImgurError: Error, Sendable, CustomStringConvertible {
         case .status(let status): "Imgur API \(url): HTTP \(status): \(message)"
         case .malformedResponse: "Imgur API \(url): unexpected response: \(message)"
         case .unreachable: "Imgur API \(url) unreachable: \(message)"
+        case .rateLimited:
+            "Imgur API rate limit at \(url): \(message)"
+                + (retryAfter.map { "; resets in \($0) s" } ?? "") + "; stopping so a later run can carry on"
         }
     }
 

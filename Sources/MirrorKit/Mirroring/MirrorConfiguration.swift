@@ -12,11 +12,20 @@ public struct MirrorConfiguration: Sendable, Equatable, Decodable {
     public var thumbnail: ThumbnailSize?
     public var mode: DownloadMode?
     public var concurrency: Int?
+    /// Most API calls per second.
+    public var maxApiRate: Double?
+    /// Most bytes per second for all downloads together, as `2M`, `500k` or a number.
+    public var maxBandwidth: String?
+    /// The longest wait, in seconds, for a rate limit before stopping with exit status 75.
+    public var maxWait: Int?
+    /// Attempts per file, the first included.
+    public var retries: Int?
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, mode, concurrency
+        case maxApiRate, maxBandwidth, maxWait, retries
     }
 
     /// Reads and checks a config file. Unknown keys are errors, not silently ignored: a typo in a
@@ -52,6 +61,14 @@ public struct MirrorConfiguration: Sendable, Equatable, Decodable {
         if let pages, pages < 1 { throw .configuration("\(source): 'pages' must be at least 1") }
         if let concurrency, !(1...64).contains(concurrency) {
             throw .configuration("\(source): 'concurrency' must be between 1 and 64")
+        }
+        if let maxApiRate, !(maxApiRate > 0) { throw .configuration("\(source): 'maxApiRate' must be above 0") }
+        if let maxBandwidth, (ByteCount.parse(maxBandwidth) ?? 0) <= 0 {
+            throw .configuration("\(source): 'maxBandwidth' must be a rate such as 2M or 500k, got '\(maxBandwidth)'")
+        }
+        if let maxWait, maxWait < 0 { throw .configuration("\(source): 'maxWait' must be 0 or more seconds") }
+        if let retries, !(1...100).contains(retries) {
+            throw .configuration("\(source): 'retries' must be between 1 and 100")
         }
         for (key, value) in [("apiBase", apiBase), ("mediaBase", mediaBase)] {
             if let value, !Self.isHTTPURL(value) {

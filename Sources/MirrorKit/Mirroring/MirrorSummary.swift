@@ -12,12 +12,14 @@ public struct MirrorSummary: Sendable {
     public var problems: [String] = []
     /// The error that ended the listing early, if any.
     public var stoppedBy: (any Error & Sendable)?
+    /// The run was cancelled (a signal) before it finished; partial downloads are kept.
+    public var interrupted = false
 
     public init() {}
 
     /// True when every wanted file is in the mirror and the whole listing was read.
     public var isComplete: Bool {
-        failures.isEmpty && problems.isEmpty && stoppedBy == nil
+        failures.isEmpty && problems.isEmpty && stoppedBy == nil && !interrupted
     }
 
     /// `12 files: 10 downloaded (1.2 MB), 2 already present, 0 failed`.
@@ -26,6 +28,7 @@ public struct MirrorSummary: Sendable {
         parts.append("\(alreadyPresent) already present")
         if !removed.isEmpty { parts.append("\(removed.count) removed upstream") }
         parts.append("\(failures.count) failed")
+        if interrupted { parts.append("interrupted (partial downloads kept)") }
         return parts.joined(separator: ", ")
     }
 

@@ -10,12 +10,18 @@ public struct TagMirror: Sendable {
         public var mode: DownloadMode
         /// Downloads running at once.
         public var concurrency: Int
+        /// Attempts and backoff for each file.
+        public var retry: RetryPolicy
 
-        public init(crawl: TagCrawler.Options, urls: MediaURLBuilder, mode: DownloadMode = .skipIfExists, concurrency: Int = 6) {
+        public init(
+            crawl: TagCrawler.Options, urls: MediaURLBuilder, mode: DownloadMode = .skipIfExists,
+            concurrency: Int = 6, retry: RetryPolicy = RetryPolicy()
+        ) {
             self.crawl = crawl
             self.urls = urls
             self.mode = mode
             self.concurrency = concurrency
+            self.retry = retry
         }
     }
 
@@ -29,11 +35,14 @@ public struct TagMirror: Sendable {
     enum Outcome: Sendable {
         case downloaded(bytes: Int64)
         case alreadyPresent
+        case removed(String)
+        case interrupted
         case failed(DownloadError)
     }
 
     let directory: MirrorDirectory
     let client: ImgurClient
+    let partials: PartialStore
     let downloader: Downloader
     let settings: Settings
     let logger: Logger
@@ -43,8 +52,8 @@ public struct TagMirror: Sendable {
         self.client = client
         self.settings = settings
         self.logger = logger
-        let partials = try PartialStore(directory: directory.stateDirectory.appendingPathComponent("partials"))
-        downloader = Downloader(engine: engine, partials: partials, logger: logger)
+        partials = try PartialStore(directory: directory.stateDirectory.appendingPathComponent("partials"))
+        downloader = Downloader(engine: engine, partials: partials, retry: settings.retry, logger: logger)
     }
 
     public func run() async -> MirrorSummary {
@@ -53,6 +62,10 @@ public struct TagMirror: Sendable {
         var summary = MirrorSummary()
         summary.problems = crawl.problems
         summary.stoppedBy = crawl.stoppedBy
+        if Task.isCancelled {
+            summary.interrupted = true
+            summary.stoppedBy = nil
+        }
         let jobs = crawl.items.flatMap { item in
             [
                 Job(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
@@ -73,6 +86,11 @@ public struct TagMirror: Sendable {
                     summary.bytesDownloaded += bytes
                 case .alreadyPresent:
                     summary.alreadyPresent += 1
+                case .removed(let url):
+                    logger.info("removed upstream: \(url)")
+                    summary.removed.append(url)
+                case .interrupted:
+                    summary.interrupted = true
                 case .failed(let error):
                     logger.error("\(error)")
                     summary.failures.append(error)
@@ -84,6 +102,7 @@ public struct TagMirror: Sendable {
     }
 
     private func mirror(_ job: Job) async -> Outcome {
+        guard !Task.isCancelled else { return .interrupted }
         do {
             if settings.mode == .skipIfExists, try directory.fileExists(job.relativePath) {
                 return .alreadyPresent
@@ -93,12 +112,14 @@ public struct TagMirror: Sendable {
         }
         do {
             let file = try await downloader.fetch(job.url, expectedSize: job.expectedSize)
-            guard let name = try directory.commit(file.path, as: job.relativePath, mode: settings.mode) else {
-                return .alreadyPresent
-            }
+            let committed = try directory.commit(file.path, as: job.relativePath, mode: settings.mode)
+            partials.remove(job.url)
+            guard let name = committed else { return .alreadyPresent }
             logger.info("saved \(name)")
-            return .downloaded(bytes: file.length)
+            return .downloaded(bytes: file.bytesReceived)
         } catch let error as DownloadError {
+            if error.reason == .removed { return .removed(job.url) }
+            if error.isCancellation { return .interrupted }
             return .failed(error)
         } catch {
             return .failed(DownloadError(url: job.url, reason: .storage("\(error)")))

@@ -11,6 +11,7 @@ final class CurlTransfer {
     let easy: UnsafeMutableRawPointer
     let continuation: CheckedContinuation<TransferResponse, any Error>
     private let progress: (@Sendable (TransferProgress) -> Void)?
+    private let onBodyStart: (@Sendable (TransferResponse) -> Void)?
     private var requestHeaders: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
@@ -32,6 +33,7 @@ final class CurlTransfer {
         request: TransferRequest,
         configuration: TransferEngine.Configuration,
         progress: (@Sendable (TransferProgress) -> Void)?,
+        onBodyStart: (@Sendable (TransferResponse) -> Void)?,
         continuation: CheckedContinuation<TransferResponse, any Error>
     ) throws(TransferError) {
         guard let easy = curl_easy_init() else {
@@ -41,6 +43,7 @@ final class CurlTransfer {
         self.request = request
         self.easy = easy
         self.progress = progress
+        self.onBodyStart = onBodyStart
         self.continuation = continuation
         errorBuffer[0] = 0
         configure(configuration)
@@ -69,9 +72,6 @@ final class CurlTransfer {
         setLong(CURLOPT_LOW_SPEED_TIME, configuration.lowSpeedSeconds)
         setLong(CURLOPT_BUFFERSIZE, 128 << 10)
         mirror_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
-        if let rate = request.maxBytesPerSecond, rate > 0 {
-            mirror_curl_easy_setopt_off_t(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(rate))
-        }
 
         var headerLines = request.headers.map { "\($0.name): \($0.value)" }
         switch request.destination {
@@ -99,6 +99,12 @@ final class CurlTransfer {
             return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
         }
         mirror_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+    }
+
+    /// Caps this transfer's receive rate (0 lifts the cap). libcurl reads the limit on every pass
+    /// of its state machine, so a running transfer follows a change.
+    func limitReceiveRate(_ bytesPerSecond: Int64) {
+        mirror_curl_easy_setopt_off_t(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(bytesPerSecond))
     }
 
     private func setLong(_ option: CURLoption, _ value: Int) {
@@ -157,7 +163,9 @@ final class CurlTransfer {
             var start: Int64 = 0
             if status == 206 {
                 let header = headers["Content-Range"] ?? ""
-                guard let range = ContentRange(header: header), range.range?.lowerBound == offset else {
+                guard let range = ContentRange(header: header), range.range?.lowerBound == offset,
+                      request.expectedEntityLength == nil || range.total == request.expectedEntityLength
+                else {
                     failure = .rangeMismatch(requested: offset, received: header)
                     return
                 }
@@ -174,6 +182,7 @@ final class CurlTransfer {
             }
             bodyOffset = start
             isBodyAccepted = true
+            if let onBodyStart, let response = makeResponse() { onBodyStart(response) }
             progress?(TransferProgress(completed: start, total: expectedTotal))
         }
     }

@@ -18,6 +18,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
     public var url: String
     public var reason: Reason
 
+    public var isCancellation: Bool { reason == .transfer(.cancelled) }
+
     public init(url: String, reason: Reason) {
         self.url = url
         self.reason = reason
@@ -31,6 +33,16 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         case .checksumMismatch(let expected, let actual): "\(url): MD5 \(actual) does not match ETag \(expected)"
         case .removed: "\(url): removed from the server"
         case .storage(let message): "\(url): \(message)"
+        }
+    }
+}
+
+extension DownloadError.Reason {
+    /// The file arrived but is not the file the server described.
+    var isVerificationFailure: Bool {
+        switch self {
+        case .sizeMismatch, .checksumMismatch: true
+        default: false
         }
     }
 }

@@ -115,7 +115,7 @@ final class EngineLoop {
         do {
             transfer = try CurlTransfer(
                 id: start.id, request: start.request, configuration: configuration,
-                progress: start.progress, continuation: start.continuation)
+                progress: start.progress, onBodyStart: start.onBodyStart, continuation: start.continuation)
         } catch {
             start.continuation.resume(throwing: error)
             return
@@ -123,6 +123,14 @@ final class EngineLoop {
         transfers[start.id] = transfer
         byHandle[transfer.easy] = transfer
         curl_multi_add_handle(multi, transfer.easy)
+        shareBandwidth()
+    }
+
+    /// Splits the bandwidth limit equally among the transfers now running.
+    private func shareBandwidth() {
+        guard let total = configuration.maxBytesPerSecond, !transfers.isEmpty else { return }
+        let share = max(total / Int64(transfers.count), 1)
+        for transfer in transfers.values { transfer.limitReceiveRate(share) }
     }
 
     private func collectFinished() {
@@ -141,6 +149,7 @@ final class EngineLoop {
         curl_multi_remove_handle(multi, transfer.easy)
         transfers[transfer.id] = nil
         byHandle[transfer.easy] = nil
+        shareBandwidth()
     }
 
     private func shutDown() {

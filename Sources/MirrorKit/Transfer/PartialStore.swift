@@ -1,8 +1,30 @@
 import COpenSSL
 import Foundation
 
-/// Where partial downloads live between attempts and between runs: one `.part` file per URL,
-/// named by the URL's MD5 so any URL maps to a safe, fixed-length file name.
+/// What is known about a partial download: enough to ask for the rest and to be sure the rest
+/// belongs to the same bytes.
+public struct PartialRecord: Sendable, Codable, Equatable {
+    public var url: String
+    public var etag: String?
+    public var lastModified: String?
+    /// The size of the whole resource, once a server has said it.
+    public var totalLength: Int64?
+
+    /// The validator for If-Range: a strong ETag, else Last-Modified (RFC 9110 §13.1.5 forbids
+    /// weak ETags there).
+    public var ifRangeValidator: String? {
+        if let etag, !etag.hasPrefix("W/"), etag.hasPrefix("\"") { return etag }
+        return lastModified
+    }
+}
+
+/// Where partial downloads live between attempts and between runs: for each URL a `.part` file
+/// with the bytes and a `.json` record of their validators, both named by the URL's MD5 so any URL
+/// maps to a safe, fixed-length name.
+///
+/// The record is written before the first byte of a body, and the `.part` file only ever grows
+/// by bytes already written, so whatever kills the process (even SIGKILL) leaves a prefix that the
+/// next attempt can resume with `Range` and check with `If-Range`.
 public struct PartialStore: Sendable {
     public let directory: URL
 
@@ -13,7 +35,15 @@ public struct PartialStore: Sendable {
 
     /// The `.part` file for `url`.
     public func partPath(for url: String) -> String {
-        directory.appendingPathComponent(Digest.md5Hex(Array(url.utf8)) + ".part").path
+        directory.appendingPathComponent(key(url) + ".part").path
+    }
+
+    private func recordPath(for url: String) -> String {
+        directory.appendingPathComponent(key(url) + ".json").path
+    }
+
+    private func key(_ url: String) -> String {
+        Digest.md5Hex(Array(url.utf8))
     }
 
     /// Bytes held for `url` (0 when nothing is).
@@ -22,9 +52,41 @@ public struct PartialStore: Sendable {
         return stat(partPath(for: url), &info) == 0 ? Int64(info.st_size) : 0
     }
 
+    public func record(for url: String) -> PartialRecord? {
+        guard let data = FileManager.default.contents(atPath: recordPath(for: url)),
+              let record = try? JSONDecoder().decode(PartialRecord.self, from: data), record.url == url
+        else { return nil }
+        return record
+    }
+
+    /// Writes the record atomically (a temporary file renamed over the old one).
+    public func save(_ record: PartialRecord) throws(MirrorError) {
+        let path = recordPath(for: record.url)
+        guard let data = try? JSONEncoder().encode(record) else { return }
+        do {
+            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw .fileSystem(path: path, errno: EIO)
+        }
+    }
+
+    /// Where to resume `url` from: the held length and the validator proving those bytes are
+    /// still current. Nil, and whatever was held is dropped, when there is no such validator:
+    /// appending to bytes of unknown origin could splice two different files.
+    public func resumePoint(for url: String) -> (offset: Int64, record: PartialRecord, validator: String)? {
+        let length = length(for: url)
+        guard length > 0 else { return nil }
+        guard let record = record(for: url), let validator = record.ifRangeValidator else {
+            remove(url)
+            return nil
+        }
+        return (length, record, validator)
+    }
+
     /// Deletes what is held for `url`.
     public func remove(_ url: String) {
         unlink(partPath(for: url))
+        unlink(recordPath(for: url))
     }
 }
 

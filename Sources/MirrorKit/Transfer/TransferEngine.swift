@@ -31,19 +31,24 @@ public final class TransferEngine: Sendable {
         public var lowSpeedLimit: Int
         public var lowSpeedSeconds: Int
         public var maxRedirects: Int
+        /// The most bytes per second all transfers together may receive; nil for no limit. The
+        /// budget is shared equally among the transfers running at the moment.
+        public var maxBytesPerSecond: Int64?
 
         public init(
             userAgent: String = "mirror/\(MirrorVersion.current)",
             connectTimeout: Duration = .seconds(15),
             lowSpeedLimit: Int = 1024,
             lowSpeedSeconds: Int = 30,
-            maxRedirects: Int = 5
+            maxRedirects: Int = 5,
+            maxBytesPerSecond: Int64? = nil
         ) {
             self.userAgent = userAgent
             self.connectTimeout = connectTimeout
             self.lowSpeedLimit = lowSpeedLimit
             self.lowSpeedSeconds = lowSpeedSeconds
             self.maxRedirects = maxRedirects
+            self.maxBytesPerSecond = maxBytesPerSecond
         }
     }
 
@@ -68,19 +73,24 @@ public final class TransferEngine: Sendable {
 
     /// Performs `request` and returns the final response, whatever its status.
     ///
+    /// - Parameters:
+    ///   - progress: called on the engine thread as the body arrives; keep it cheap.
+    ///   - onBodyStart: called on the engine thread once a file destination accepts the body, before
+    ///     its first byte is written: the moment to record the response's validators.
     /// - Throws: ``TransferError`` when no complete response arrived: a network fault, a body
     ///   cut short, a mismatched range, a failed write, or cancellation of the calling task.
     public func perform(
         _ request: TransferRequest,
         id: TransferID = .next(),
-        progress: (@Sendable (TransferProgress) -> Void)? = nil
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        onBodyStart: (@Sendable (TransferResponse) -> Void)? = nil
     ) async throws -> TransferResponse {
         let cancellation = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let start = EngineCommand.Start(
-                    id: id, request: request, progress: progress, continuation: continuation,
-                    cancellation: cancellation)
+                    id: id, request: request, progress: progress, onBodyStart: onBodyStart,
+                    continuation: continuation, cancellation: cancellation)
                 mailbox.post(.start(start))
             }
         } onCancel: {
@@ -114,6 +124,7 @@ enum EngineCommand: Sendable {
         let id: TransferID
         let request: TransferRequest
         let progress: (@Sendable (TransferProgress) -> Void)?
+        let onBodyStart: (@Sendable (TransferResponse) -> Void)?
         let continuation: CheckedContinuation<TransferResponse, any Error>
         let cancellation: CancellationFlag
     }

@@ -20,21 +20,22 @@ public struct TransferRequest: Sendable {
     public var destination: TransferDestination
     /// A validator for `If-Range`, sent only with a ranged request.
     public var ifRange: String?
-    /// A cap on this transfer's receive rate, in bytes per second.
-    public var maxBytesPerSecond: Int64?
+    /// For a ranged request: the size the whole resource had when the partial was started. A 206
+    /// whose Content-Range total differs is refused before a byte is written.
+    public var expectedEntityLength: Int64?
 
     public init(
         url: String,
         headers: [(name: String, value: String)] = [],
         destination: TransferDestination = .memory(limit: 16 << 20),
         ifRange: String? = nil,
-        maxBytesPerSecond: Int64? = nil
+        expectedEntityLength: Int64? = nil
     ) {
         self.url = url
         self.headers = headers
         self.destination = destination
         self.ifRange = ifRange
-        self.maxBytesPerSecond = maxBytesPerSecond
+        self.expectedEntityLength = expectedEntityLength
     }
 }
 

@@ -60,7 +60,8 @@ struct MirrorCommandTests {
                 ])
                 #expect(run.status == 0, "\(run.stderr)")
                 #expect(run.stderr.isEmpty)
-                #expect(run.stdout.hasPrefix("cats: 26 files: 26 downloaded"))
+                #expect(run.stdout.hasPrefix("cats: 28 files: 26 downloaded"))
+                #expect(run.stdout.contains("2 removed upstream, 0 failed"))
                 #expect(run.stdout.split(separator: "\n").count == 1)
                 for id in TestSupport.catsImageIDs {
                     let preview = "/\(id)m.jpg"

@@ -1,0 +1,208 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Resumable downloads: partials, retries, verification")
+struct ResumableDownloadTests {
+    let engine = TransferEngine()
+    let quickRetry = RetryPolicy(maxAttempts: 6, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
+
+    private func withDownloader<T>(
+        retry: RetryPolicy? = nil, engine: TransferEngine? = nil,
+        _ body: (FixtureServer, Downloader, PartialStore) async throws -> T
+    ) async throws -> T {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+                let downloader = Downloader(
+                    engine: engine ?? self.engine, partials: partials, retry: retry ?? quickRetry,
+                    logger: TestSupport.logger)
+                return try await body(server, downloader, partials)
+            }
+        }
+    }
+
+    @Test func aDropAtHalfOfA64MiBFileCompletesSendingAtMost1_02TimesItsSize() async throws {
+        try await withDownloader { server, downloader, _ in
+            let size = 64 << 20
+            server.addMedia(path: "/half.bin", size: size)
+            server.inject(.dropAfter(bytes: size / 2), path: "/half.bin")
+            let url = server.baseURL + "/half.bin"
+            let file = try await downloader.fetch(url)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/half.bin")))
+            #expect(server.requestCount(path: "/half.bin") == 2)
+            let sent = server.bodyBytesSent(path: "/half.bin")
+            #expect(Double(sent) <= 1.02 * Double(size), "sent \(sent) bytes for \(size)")
+            let resumed = try #require(server.requests.last)
+            #expect(resumed.header("Range") == "bytes=\(size / 2)-")
+            #expect(resumed.header("If-Range") == server.etag(of: "/half.bin"))
+        }
+    }
+
+    @Test func aServerThatIgnoresRangeYieldsTheCorrectFile() async throws {
+        try await withDownloader { server, downloader, _ in
+            server.addMedia(path: "/norange.bin", size: 3 << 20)
+            server.inject(.dropAfter(bytes: 1 << 20), path: "/norange.bin")
+            server.inject(.ignoreRange, path: "/norange.bin")
+            let file = try await downloader.fetch(server.baseURL + "/norange.bin")
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/norange.bin")))
+            #expect(server.requests.last?.header("Range") == "bytes=\(1 << 20)-")
+        }
+    }
+
+    @Test func contentChangedBetweenAttemptsYieldsTheNewFileNeverASplice() async throws {
+        try await withDownloader(retry: RetryPolicy(maxAttempts: 1)) { server, downloader, partials in
+            server.addMedia(path: "/changes.bin", size: 2 << 20)
+            server.inject(.dropAfter(bytes: 1 << 20), path: "/changes.bin")
+            let url = server.baseURL + "/changes.bin"
+            await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(partials.length(for: url) == 1 << 20)
+            server.changeContent(path: "/changes.bin")
+            let file = try await downloader.fetch(url)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/changes.bin")))
+            #expect(server.requests.last?.header("If-Range") != server.etag(of: "/changes.bin"))
+        }
+    }
+
+    @Test func burstsOf5xxAnd429AreSurvived() async throws {
+        try await withDownloader { server, downloader, _ in
+            server.addMedia(path: "/busy.bin", size: 100_000)
+            server.inject(.respond(status: 503), path: "/busy.bin", times: 2)
+            server.inject(.respond(status: 429), path: "/busy.bin", times: 2)
+            server.inject(.respond(status: 500), path: "/busy.bin")
+            let file = try await downloader.fetch(server.baseURL + "/busy.bin")
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/busy.bin")))
+            #expect(server.requestCount(path: "/busy.bin") == 6)
+        }
+    }
+
+    @Test func retryAfterIsHonoured() async throws {
+        try await withDownloader { server, downloader, _ in
+            server.addMedia(path: "/later.bin", size: 1000)
+            server.inject(.respond(status: 429, headers: ["Retry-After": "1"]), path: "/later.bin")
+            let start = ContinuousClock.now
+            _ = try await downloader.fetch(server.baseURL + "/later.bin")
+            #expect(ContinuousClock.now - start >= .milliseconds(950))
+        }
+    }
+
+    @Test func retriesAreBoundedAndNameTheLastFailure() async throws {
+        try await withDownloader(retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5))) { server, downloader, _ in
+            server.addMedia(path: "/down.bin", size: 1000)
+            server.inject(.respond(status: 502), path: "/down.bin", times: 10)
+            let error = await #expect(throws: DownloadError.self) {
+                try await downloader.fetch(server.baseURL + "/down.bin")
+            }
+            #expect(error?.reason == .httpStatus(502))
+            #expect(server.requestCount(path: "/down.bin") == 3)
+        }
+    }
+
+    @Test func otherClientErrorsFailFast() async throws {
+        try await withDownloader { server, downloader, _ in
+            let error = await #expect(throws: DownloadError.self) {
+                try await downloader.fetch(server.baseURL + "/nothing-here.jpg")
+            }
+            #expect(error?.reason == .httpStatus(404))
+            #expect(error?.description == "\(server.baseURL)/nothing-here.jpg: HTTP 404")
+            #expect(server.requestCount(path: "/nothing-here.jpg") == 1)
+        }
+    }
+
+    @Test func aStalledTransferIsDetectedAndResumed() async throws {
+        let impatient = TransferEngine(configuration: .init(lowSpeedLimit: 10_000, lowSpeedSeconds: 1))
+        try await withDownloader(engine: impatient) { server, downloader, _ in
+            server.addMedia(path: "/stall.bin", size: 1 << 20)
+            server.inject(.stall(afterBytes: 256 << 10, seconds: 30), path: "/stall.bin")
+            let file = try await downloader.fetch(server.baseURL + "/stall.bin")
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/stall.bin")))
+            #expect(server.requests.last?.header("Range") == "bytes=\(256 << 10)-")
+        }
+    }
+
+    @Test func removedMediaIsReportedAsRemovedNotSavedNotRetried() async throws {
+        try await withDownloader { server, downloader, partials in
+            let url = server.baseURL + "/Rm0vEd1.jpg"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .removed)
+            #expect(server.requestCount(path: "/Rm0vEd1.jpg") == 1)
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+
+    @Test func aBodyWhoseMD5DoesNotMatchItsETagIsFetchedAgain() async throws {
+        try await withDownloader { server, downloader, _ in
+            server.addMedia(path: "/md5.bin", size: 3)
+            server.inject(
+                .respond(status: 200, headers: ["ETag": "\"00000000000000000000000000000000\""], body: "abc"),
+                path: "/md5.bin")
+            let file = try await downloader.fetch(server.baseURL + "/md5.bin")
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/md5.bin")))
+            #expect(server.requestCount(path: "/md5.bin") == 2)
+        }
+    }
+
+    @Test func aSizeOtherThanTheAPIsFails() async throws {
+        try await withDownloader(retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5))) { server, downloader, partials in
+            server.addMedia(path: "/short.bin", size: 500)
+            let url = server.baseURL + "/short.bin"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url, expectedSize: 501) }
+            #expect(error?.reason == .sizeMismatch(expected: 501, actual: 500))
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+
+    @Test func aCompletePartialIsAcceptedOnA416() async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/whole.bin", size: 4000)
+            let url = server.baseURL + "/whole.bin"
+            try TestSupport.write(try #require(server.content(of: "/whole.bin")), to: partials.partPath(for: url))
+            try partials.save(PartialRecord(url: url, etag: server.etag(of: "/whole.bin"), totalLength: 4000))
+            let file = try await downloader.fetch(url)
+            #expect(file.bytesReceived == 0)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/whole.bin")))
+        }
+    }
+
+    @Test func aResourceThatChangedSizeStartsOverFromZero() async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/grown.bin", size: 8000)
+            let url = server.baseURL + "/grown.bin"
+            let content = try #require(server.content(of: "/grown.bin"))
+            try TestSupport.write(content.prefix(1000), to: partials.partPath(for: url))
+            // Same validator, other size: the server would splice a different file onto ours.
+            try partials.save(PartialRecord(url: url, etag: server.etag(of: "/grown.bin"), totalLength: 6000))
+            let file = try await downloader.fetch(url)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(content))
+            #expect(server.requests.last?.header("Range") == nil)
+        }
+    }
+
+    @Test func aPartialWithoutValidatorsIsNotTrusted() async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/orphan.bin", size: 5000)
+            let url = server.baseURL + "/orphan.bin"
+            try TestSupport.write([UInt8](repeating: 1, count: 1000), to: partials.partPath(for: url))
+            let file = try await downloader.fetch(url)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/orphan.bin")))
+            #expect(server.requests.last?.header("Range") == nil)
+        }
+    }
+
+    @Test func theIfRangeValidatorIsAStrongETagElseLastModified() {
+        #expect(PartialRecord(url: "u", etag: "\"abc\"", lastModified: "date").ifRangeValidator == "\"abc\"")
+        #expect(PartialRecord(url: "u", etag: "W/\"abc\"", lastModified: "date").ifRangeValidator == "date")
+        #expect(PartialRecord(url: "u", etag: nil, lastModified: nil).ifRangeValidator == nil)
+    }
+
+    @Test func backoffGrowsIsJitteredAndHonoursRetryAfter() {
+        let policy = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(8))
+        for attempt in 1...6 {
+            let delay = policy.delay(afterAttempt: attempt)
+            let ceiling = min(Duration.seconds(1 << (attempt - 1)), .seconds(8))
+            #expect(delay <= ceiling && delay >= ceiling / 2)
+        }
+        #expect(policy.delay(afterAttempt: 1, retryAfter: .seconds(30)) == .seconds(30))
+    }
+}
