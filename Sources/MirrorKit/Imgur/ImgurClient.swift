@@ -127,9 +127,11 @@ public struct ImgurClient: Sendable {
             throw ImgurError(kind: .unreachable, url: request.url, message: "\(error)")
         }
         await limiter.record(response.headers)
-        if response.isSuccess { return .success(response) }
+        // Imgur has sent "over capacity" as a 2xx whose envelope says status 1203.
+        let bodyStatus = ImgurError.bodyStatus(response.body)
+        if response.isSuccess, bodyStatus.map({ (200..<300).contains($0) }) ?? true { return .success(response) }
         let failure = ImgurError(
-            kind: .status(response.status), url: request.url,
+            kind: .status(response.isSuccess ? bodyStatus ?? response.status : response.status), url: request.url,
             message: ImgurError.message(fromBody: response.body),
             retryAfter: response.headers["Retry-After"].flatMap { Int($0) })
         guard Self.isTransient(response, message: failure.message) else { throw failure }

@@ -42,6 +42,44 @@ struct MirrorCommandTests {
         }
     }
 
+    /// Starts `mirror` without waiting for it; output goes to files in `dir`.
+    private func launch(_ arguments: [String], outputIn dir: URL) throws -> Process {
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        let errPath = dir.appendingPathComponent("launch-stderr").path
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        try process.run()
+        return process
+    }
+
+    /// Waits (off the cooperative pool) until `process` exits; returns its status.
+    private func exitStatus(of process: Process) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+        }
+    }
+
+    /// Polls until the one partial download under `out` holds at least `bytes`.
+    private func waitForPartial(in out: String, atLeast bytes: Int64) async throws {
+        let partials = URL(fileURLWithPath: out).appendingPathComponent(".mirror/partials")
+        for _ in 0..<400 {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: partials.path)) ?? []
+            let length = names.filter { $0.hasSuffix(".part") }.compactMap { name -> Int64? in
+                let attributes = try? FileManager.default.attributesOfItem(atPath: partials.appendingPathComponent(name).path)
+                return (attributes?[.size] as? NSNumber)?.int64Value
+            }.max() ?? 0
+            if length >= bytes { return }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        Issue.record("the partial never reached \(bytes) bytes")
+    }
+
     private func withClientID<T>(_ body: (URL, String) async throws -> T) async throws -> T {
         try await TestSupport.withTemporaryDirectory { dir in
             let idFile = dir.appendingPathComponent("client-id").path
@@ -128,6 +166,41 @@ struct MirrorCommandTests {
                 #expect(run.status == 1)
                 #expect(run.stdout.contains("1 failed"))
                 #expect(run.stderr.contains("/aB3dE5f.jpg: HTTP 404"))
+            }
+        }
+    }
+
+    /// A 64 MiB original interrupted at about half way, by SIGKILL or by SIGTERM, then mirrored again.
+    @Test(arguments: [SIGKILL, SIGTERM])
+    func anInterruptedRunResumesWhereItStopped(_ signal: Int32) async throws {
+        try await TestSupport.withServer { server in
+            let path = "/B1gF1le.jpg"
+            let size = 64 << 20
+            server.inject(.throttle(bytesPerSecond: 24 << 20), path: path)
+            try await withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let arguments = [
+                    "bigfile", "--out", out, "--client-id-file", idFile, "--quiet",
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ]
+                let first = try launch(arguments, outputIn: dir)
+                try await waitForPartial(in: out, atLeast: Int64(size / 2))
+                kill(first.processIdentifier, signal)
+                let firstStatus = await exitStatus(of: first)
+                if signal == SIGKILL {
+                    #expect(first.terminationReason == .uncaughtSignal && firstStatus == SIGKILL)
+                } else {
+                    // SIGTERM is caught: the run writes out what it has and exits 128 + 15.
+                    #expect(first.terminationReason == .exit && firstStatus == 143)
+                }
+                #expect(!FileManager.default.fileExists(atPath: out + "/full" + path))
+
+                let second = try await mirror(arguments)
+                #expect(second.status == 0, "\(second.stderr)")
+                #expect(TestSupport.digest(ofFile: out + "/full" + path) == TestSupport.digest(server.content(of: path)))
+                let sent = server.bodyBytesSent(path: path)
+                #expect(Double(sent) <= 1.05 * Double(size), "sent \(sent) bytes for \(size)")
+                #expect(server.requests.last { $0.path == path }?.header("Range") != nil)
             }
         }
     }

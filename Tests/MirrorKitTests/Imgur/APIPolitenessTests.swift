@@ -1,0 +1,105 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Politeness towards the Imgur API")
+struct APIPolitenessTests {
+    let engine = TransferEngine()
+
+    private func client(
+        _ server: FixtureServer, maxWait: Duration = .seconds(300), rate: Double? = nil
+    ) -> ImgurClient {
+        ImgurClient(
+            apiBase: server.baseURL, clientID: "fixture", engine: engine,
+            politeness: .init(
+                maxRequestsPerSecond: rate, maxWait: maxWait,
+                retry: RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(10))),
+            logger: TestSupport.logger)
+    }
+
+    private let page0 = "/3/gallery/t/cats/time/all/0"
+
+    @Test func stopsBeforeTheHourlyBudgetRunsOutWhenTheResetIsFarOff() async throws {
+        try await TestSupport.withServer { server in
+            server.setRateLimit(userRemaining: 7, userReset: 3600)
+            let api = client(server)
+            _ = try await api.tagPage("cats", sort: .time, window: .all, page: 0)
+            _ = try await api.tagPage("cats", sort: .time, window: .all, page: 1)
+            let error = await #expect(throws: ImgurError.self) {
+                try await api.tagPage("cats", sort: .time, window: .all, page: 2)
+            }
+            #expect(error?.kind == .rateLimited)
+            #expect((error?.retryAfter ?? 0) > 3000)
+            // Two calls went out; the budget (5 left) was never spent to the last call.
+            #expect(server.requests.count { $0.path.hasPrefix("/3/") } == 2)
+        }
+    }
+
+    @Test func waitsForANearResetAndCarriesOn() async throws {
+        try await TestSupport.withServer { server in
+            server.setRateLimit(userRemaining: 6, userReset: 1)
+            let api = client(server)
+            let start = ContinuousClock.now
+            _ = try await api.tagPage("cats", sort: .time, window: .all, page: 0)
+            _ = try await api.tagPage("cats", sort: .time, window: .all, page: 1)
+            #expect(ContinuousClock.now - start >= .milliseconds(900))
+        }
+    }
+
+    @Test func readsAUserResetGivenAsAnEpochTime() {
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        #expect(APIRateLimiter.secondsUntilReset(1_700_000_600, now: now) == .seconds(600))
+        #expect(APIRateLimiter.secondsUntilReset(3047, now: now) == .seconds(3047))
+        #expect(APIRateLimiter.secondsUntilReset(1_600_000_000, now: now) == .zero)
+    }
+
+    @Test(arguments: [
+        Fault.imgurGatewayTooManyRequests(retryAfter: 1),
+        .imgurLegacyError(status: 429, message: "User request limit exceeded", headers: ["Retry-After": "1"]),
+        .imgurLegacyError(status: 403, message: "Imgur is temporarily over capacity. Please try again later.", headers: ["Retry-After": "1"]),
+        .respond(status: 200, body: #"{"data":{"error":"Imgur is over capacity. Please try again."},"success":false,"status":1203}"#),
+        .respond(status: 503),
+    ])
+    func waitsOutRateLimitsAndOverCapacity(_ fault: Fault) async throws {
+        try await TestSupport.withServer { server in
+            server.inject(fault, path: page0)
+            let items = try await client(server).tagPage("cats", sort: .time, window: .all, page: 0)
+            #expect(!items.isEmpty)
+            #expect(server.requestCount(path: page0) == 2)
+        }
+    }
+
+    @Test func stopsWhenTheServerAsksForALongerPauseThanAllowed() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.imgurGatewayTooManyRequests(retryAfter: 900), path: page0)
+            let error = await #expect(throws: ImgurError.self) {
+                try await client(server, maxWait: .seconds(60)).tagPage("cats", sort: .time, window: .all, page: 0)
+            }
+            #expect(error?.kind == .rateLimited)
+            #expect(error?.message == "Too Many Requests")
+            #expect(server.requestCount(path: page0) == 1)
+        }
+    }
+
+    @Test func otherClientErrorsAreNotRetried() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.imgurLegacyError(status: 400, message: "Bad tag"), path: page0)
+            let error = await #expect(throws: ImgurError.self) {
+                try await client(server).tagPage("cats", sort: .time, window: .all, page: 0)
+            }
+            #expect(error?.kind == .status(400))
+            #expect(error?.message == "Bad tag")
+            #expect(server.requestCount(path: page0) == 1)
+        }
+    }
+
+    @Test func spacesCallsToTheMaximumRate() async throws {
+        try await TestSupport.withServer { server in
+            let api = client(server, rate: 5)
+            let start = ContinuousClock.now
+            for page in 0..<4 { _ = try await api.tagPage("cats", sort: .time, window: .all, page: page) }
+            #expect(ContinuousClock.now - start >= .milliseconds(590))
+        }
+    }
+}
