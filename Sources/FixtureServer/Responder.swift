@@ -19,6 +19,11 @@ extension FixtureServer {
             await writer.send(status: status, headers: fields, body: ByteBuffer(string: body))
         } else if path == "/_fixture/stats" {
             await respondWithStats(writer: writer)
+        } else if path == "/_fixture/change" {
+            // For scripts: change a file's content (and so its ETag), as a site replacing a file would.
+            let target = URLComponents(string: head.uri)?.queryItems?.first { $0.name == "path" }?.value ?? ""
+            changeContent(path: target)
+            await writer.send(status: 204, headers: HTTPHeaders(), body: ByteBuffer())
         } else if path.hasPrefix("/3/") {
             await respondToAPI(head, path: path, writer: writer)
         } else if path.hasPrefix("/feeds/") {
