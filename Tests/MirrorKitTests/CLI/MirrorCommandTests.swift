@@ -155,6 +155,23 @@ struct MirrorCommandTests {
         #expect(badURL.status == 78)
     }
 
+    @Test func aSpentAPIBudgetExitsTryLaterAfterMirroringWhatWasListed() async throws {
+        try await TestSupport.withServer { server in
+            server.setRateLimit(userRemaining: 8, userReset: 3600)
+            try await withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let run = try await mirror([
+                    "cats", "--out", out, "--client-id-file", idFile, "--quiet",
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                #expect(run.status == 75)
+                #expect(run.stderr.contains("Imgur API rate limit"))
+                #expect(run.stderr.contains("stopping so a later run can carry on"))
+                #expect(FileManager.default.fileExists(atPath: out + "/full/aB3dE5f.jpg"))
+            }
+        }
+    }
+
     @Test func someFailedFilesExitOne() async throws {
         try await TestSupport.withServer { server in
             server.inject(.respond(status: 404), path: "/aB3dE5f.jpg")
