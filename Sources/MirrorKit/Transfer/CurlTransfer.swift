@@ -26,12 +26,17 @@ final class CurlTransfer {
     private var reportedAt: Int64 = 0
     /// A failure found inside a callback; reported instead of curl's generic write error.
     private var failure: TransferError.Reason?
+    /// Paused by its caller (``TransferEngine/pause(_:)``).
     var isPauseRequested = false
+    /// Paused because the bandwidth budget ran dry; the engine loop unpauses it.
+    var isThrottled = false
+    private let bandwidth: BandwidthBudget?
 
     init(
         id: TransferID,
         request: TransferRequest,
         configuration: TransferEngine.Configuration,
+        bandwidth: BandwidthBudget?,
         progress: (@Sendable (TransferProgress) -> Void)?,
         onBodyStart: (@Sendable (TransferResponse) -> Void)?,
         continuation: CheckedContinuation<TransferResponse, any Error>
@@ -42,6 +47,7 @@ final class CurlTransfer {
         self.id = id
         self.request = request
         self.easy = easy
+        self.bandwidth = bandwidth
         self.progress = progress
         self.onBodyStart = onBodyStart
         self.continuation = continuation
@@ -101,12 +107,6 @@ final class CurlTransfer {
         mirror_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
     }
 
-    /// Caps this transfer's receive rate (0 lifts the cap). libcurl reads the limit on every pass
-    /// of its state machine, so a running transfer follows a change.
-    func limitReceiveRate(_ bytesPerSecond: Int64) {
-        mirror_curl_easy_setopt_off_t(easy, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(bytesPerSecond))
-    }
-
     private func setLong(_ option: CURLoption, _ value: Int) {
         mirror_curl_easy_setopt_long(easy, option, value)
     }
@@ -133,6 +133,10 @@ final class CurlTransfer {
         if !isBodyDecided { decideBody() }
         guard failure == nil else { return Int(mirror_curl_writefunc_error) }
         guard isBodyAccepted else { return bytes.count }
+        if let bandwidth, !bandwidth.take(bytes.count) {
+            isThrottled = true
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
         do throws(TransferError.Reason) {
             switch request.destination {
             case .memory(let limit):

@@ -64,10 +64,12 @@ final class EngineLoop {
     private var multi: UnsafeMutableRawPointer { mailbox.multi.pointer }
     private var transfers: [TransferID: CurlTransfer] = [:]
     private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private let bandwidth: BandwidthBudget?
 
     init(mailbox: EngineMailbox, configuration: TransferEngine.Configuration) {
         self.mailbox = mailbox
         self.configuration = configuration
+        bandwidth = configuration.maxBytesPerSecond.map(BandwidthBudget.init(bytesPerSecond:))
     }
 
     func run() {
@@ -79,7 +81,23 @@ final class EngineLoop {
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             collectFinished()
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            curl_multi_poll(multi, nil, 0, pollTimeoutMilliseconds(), nil)
+            unthrottle()
+        }
+    }
+
+    /// Sleep until the next command or socket event; while transfers wait for bandwidth, only
+    /// until the budget has tokens again.
+    private func pollTimeoutMilliseconds() -> Int32 {
+        guard let bandwidth, transfers.values.contains(where: \.isThrottled) else { return 1000 }
+        return Int32(clamping: min(max(bandwidth.waitUntilAvailable.milliseconds, 1), 1000))
+    }
+
+    private func unthrottle() {
+        guard let bandwidth, bandwidth.waitUntilAvailable == .zero else { return }
+        for transfer in transfers.values where transfer.isThrottled {
+            transfer.isThrottled = false
+            if !transfer.isPauseRequested { curl_easy_pause(transfer.easy, mirror_curlpause_cont) }
         }
     }
 
@@ -99,7 +117,7 @@ final class EngineLoop {
         case .resume(let id):
             guard let transfer = transfers[id], transfer.isPauseRequested else { break }
             transfer.isPauseRequested = false
-            curl_easy_pause(transfer.easy, mirror_curlpause_cont)
+            if !transfer.isThrottled { curl_easy_pause(transfer.easy, mirror_curlpause_cont) }
         case .shutdown:
             return false
         }
@@ -115,7 +133,7 @@ final class EngineLoop {
         do {
             transfer = try CurlTransfer(
                 id: start.id, request: start.request, configuration: configuration,
-                progress: start.progress, onBodyStart: start.onBodyStart, continuation: start.continuation)
+                bandwidth: bandwidth, progress: start.progress, onBodyStart: start.onBodyStart, continuation: start.continuation)
         } catch {
             start.continuation.resume(throwing: error)
             return
@@ -123,14 +141,6 @@ final class EngineLoop {
         transfers[start.id] = transfer
         byHandle[transfer.easy] = transfer
         curl_multi_add_handle(multi, transfer.easy)
-        shareBandwidth()
-    }
-
-    /// Splits the bandwidth limit equally among the transfers now running.
-    private func shareBandwidth() {
-        guard let total = configuration.maxBytesPerSecond, !transfers.isEmpty else { return }
-        let share = max(total / Int64(transfers.count), 1)
-        for transfer in transfers.values { transfer.limitReceiveRate(share) }
     }
 
     private func collectFinished() {
@@ -149,7 +159,6 @@ final class EngineLoop {
         curl_multi_remove_handle(multi, transfer.easy)
         transfers[transfer.id] = nil
         byHandle[transfer.easy] = nil
-        shareBandwidth()
     }
 
     private func shutDown() {

@@ -31,8 +31,7 @@ public final class TransferEngine: Sendable {
         public var lowSpeedLimit: Int
         public var lowSpeedSeconds: Int
         public var maxRedirects: Int
-        /// The most bytes per second all transfers together may receive; nil for no limit. The
-        /// budget is shared equally among the transfers running at the moment.
+        /// The most bytes per second all transfers together may receive; nil for no limit.
         public var maxBytesPerSecond: Int64?
 
         public init(
