@@ -1,0 +1,371 @@
+/// The two-tier download scheduler: unforced items share a limited number of slots; one forced
+/// item at a time takes the bandwidth for itself.
+///
+/// - Unforced items run concurrently, up to ``Configuration/maxConcurrent`` in all and
+///   ``Configuration/maxPerHost`` per host. Waiting items start newest first.
+/// - A forced item runs alone. Running unforced transfers are paused (they keep their connection)
+///   and resume when it is done; one paused longer than ``Configuration/pauseGrace`` is stopped,
+///   its partial data kept, and resumes later with a Range request. A newer forced item demotes the
+///   older one to waiting, unforced.
+/// - Requests for a URL already known join it: one transfer, every caller gets the file or the
+///   error. Joining with `forced` upgrades the item.
+/// - ``cancel(_:)`` suspends an item with its partial data kept; scheduling the URL again revives
+///   it from there. Suspended partials beyond a budget are purged, oldest first.
+public actor DownloadScheduler {
+    public struct Configuration: Sendable, Equatable {
+        public var maxConcurrent: Int
+        public var maxPerHost: Int
+        /// How long a transfer stays paused for a forced item before it is stopped instead:
+        /// a server drops a connection it cannot send on after a while (nginx: 60 s).
+        public var pauseGrace: Duration
+        /// Suspended partials kept at most, in bytes and in number.
+        public var suspendedBytesBudget: Int64
+        public var suspendedCountBudget: Int
+
+        public init(
+            maxConcurrent: Int = 6, maxPerHost: Int = 6, pauseGrace: Duration = .seconds(10),
+            suspendedBytesBudget: Int64 = 1 << 30, suspendedCountBudget: Int = 200
+        ) {
+            self.maxConcurrent = max(maxConcurrent, 1)
+            self.maxPerHost = max(maxPerHost, 1)
+            self.pauseGrace = pauseGrace
+            self.suspendedBytesBudget = suspendedBytesBudget
+            self.suspendedCountBudget = suspendedCountBudget
+        }
+    }
+
+    public let configuration: Configuration
+    private let transport: any DownloadTransport
+    private let hub = EventHub()
+
+    private var items: [String: ScheduledItem] = [:]
+    private var forced: ScheduledItem?
+    private var waiting = WaitingStacks()
+    /// Items downloading or paused.
+    private var active: [String: ScheduledItem] = [:]
+    private var slotsInUse = 0
+    private var slotsPerHost: [String: Int] = [:]
+    private var suspendedQueue: [(order: UInt64, item: ScheduledItem)] = []
+    private var suspendedQueueHead = 0
+    private var suspendedSequence: UInt64 = 0
+    private var suspendedBytes: Int64 = 0
+    private var suspendedCount = 0
+    private var finishedCounts: [DownloadState: Int] = [:]
+    private var nextWaiterKey: UInt64 = 0
+
+    public init(transport: any DownloadTransport, configuration: Configuration = Configuration()) {
+        self.transport = transport
+        self.configuration = configuration
+    }
+
+    /// A new stream of everything that happens from now on; any number of observers may listen.
+    public nonisolated func events() -> AsyncStream<SchedulerEvent> {
+        hub.stream()
+    }
+
+    /// Ends every event stream.
+    public nonisolated func finishEvents() {
+        hub.finish()
+    }
+
+    // MARK: - Scheduling
+
+    /// Downloads `url` (or joins the download already under way) and returns the complete file.
+    ///
+    /// - Parameters:
+    ///   - forced: run it alone, pausing everything else.
+    ///   - expectedSize: the size the file must have, when the caller knows it.
+    /// - Throws: ``DownloadError``; a cancelled item or caller gets `.transfer(.cancelled)`.
+    public func schedule(_ url: String, forced: Bool = false, expectedSize: Int64? = nil) async throws(DownloadError) -> FetchedFile {
+        nextWaiterKey += 1
+        let key = nextWaiterKey
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    join(url, forced: forced, expectedSize: expectedSize, key: key, continuation: continuation)
+                }
+            } onCancel: {
+                Task { await self.leave(url, key: key) }
+            }
+        } catch let error as DownloadError {
+            throw error
+        } catch {
+            throw Self.cancelled(url)
+        }
+    }
+
+    /// Soft-cancels `url`: its callers get a cancellation error, its partial data is kept, and it
+    /// waits, suspended, until scheduled again.
+    public func cancel(_ url: String) {
+        guard let item = items[url], [.ready, .waiting, .downloading, .paused].contains(item.state) else { return }
+        answerAll(item, with: .failure(Self.cancelled(url)))
+        if forced === item { forced = nil }
+        stop(item, to: .suspended)
+        suspendedSequence += 1
+        item.suspendedOrder = suspendedSequence
+        item.suspendedBytes = transport.partialLength(of: url)
+        suspendedQueue.append((suspendedSequence, item))
+        suspendedBytes += item.suspendedBytes
+        suspendedCount += 1
+        hub.emit(.suspended(url: url, bytes: item.suspendedBytes))
+        enforceSuspendedBudget()
+        pump()
+    }
+
+    /// Counts per state and every unfinished item.
+    public func status() -> SchedulerStatus {
+        var counts = finishedCounts
+        var list: [SchedulerStatus.Item] = []
+        for item in items.values {
+            counts[item.state, default: 0] += 1
+            let progress = item.progress.current
+            list.append(SchedulerStatus.Item(
+                url: item.url, state: item.state, isForced: item.isForced,
+                completedBytes: progress.completed, totalBytes: progress.total ?? item.expectedSize))
+        }
+        list.sort { ($0.isForced ? 0 : 1, $0.state.rawValue, $0.url) < ($1.isForced ? 0 : 1, $1.state.rawValue, $1.url) }
+        return SchedulerStatus(counts: counts, items: list)
+    }
+
+    private func join(
+        _ url: String, forced isForced: Bool, expectedSize: Int64?, key: UInt64,
+        continuation: CheckedContinuation<FetchedFile, any Error>
+    ) {
+        if Task.isCancelled {
+            continuation.resume(throwing: Self.cancelled(url))
+            return
+        }
+        if let item = items[url], !item.state.isTerminal {
+            item.waiters[key] = continuation
+            if item.state == .suspended {
+                revive(item)
+                hub.emit(.queued(url: url, forced: isForced))
+            } else {
+                hub.emit(.coalesced(url: url, callers: item.waiters.count, forced: isForced || item.isForced))
+            }
+            if isForced && !item.isForced {
+                makeForced(item)
+            } else if item.state == .waiting && !item.isQueued && item.task == nil && !item.isForced {
+                waiting.push(item)
+            }
+        } else {
+            let item = ScheduledItem(url: url, expectedSize: expectedSize)
+            items[url] = item
+            item.waiters[key] = continuation
+            hub.emit(.queued(url: url, forced: isForced))
+            transition(item, to: .waiting)
+            if isForced { makeForced(item) } else { waiting.push(item) }
+        }
+        pump()
+    }
+
+    /// A caller gave up: answer it, and suspend the item if nobody else waits for it.
+    private func leave(_ url: String, key: UInt64) {
+        guard let item = items[url], let continuation = item.waiters.removeValue(forKey: key) else { return }
+        continuation.resume(throwing: Self.cancelled(url))
+        if item.waiters.isEmpty { cancel(url) }
+    }
+
+    // MARK: - Tiers
+
+    private func makeForced(_ item: ScheduledItem) {
+        if let current = forced, current !== item { demote(current) }
+        item.isForced = true
+        forced = item
+    }
+
+    private func demote(_ item: ScheduledItem) {
+        item.isForced = false
+        forced = nil
+        hub.emit(.demoted(url: item.url))
+        switch item.state {
+        case .downloading, .paused:
+            stop(item, to: .waiting)
+        case .waiting where item.task == nil && !item.isQueued:
+            waiting.push(item)
+        default:
+            break
+        }
+    }
+
+    /// Starts, pauses and resumes to match the tiers: the forced item alone when there is one,
+    /// otherwise paused items first, then the newest waiting ones up to the limits.
+    private func pump() {
+        if let forced {
+            for item in active.values where item !== forced && item.state == .downloading { pause(item) }
+            if forced.state == .waiting && forced.task == nil {
+                start(forced)
+            } else if forced.state == .paused {
+                resume(forced)
+            }
+            return
+        }
+        for item in active.values where item.state == .paused { resume(item) }
+        while slotsInUse < configuration.maxConcurrent,
+              let next = waiting.popNewest(where: { slotsPerHost[$0, default: 0] < configuration.maxPerHost }) {
+            start(next)
+        }
+    }
+
+    private func start(_ item: ScheduledItem) {
+        let offset = transport.partialLength(of: item.url)
+        transition(item, to: .downloading)
+        if !item.isForced {
+            item.holdsSlot = true
+            slotsInUse += 1
+            slotsPerHost[item.host, default: 0] += 1
+        }
+        item.transferID = .next()
+        item.progress.current = TransferProgress(completed: offset, total: item.progress.current.total ?? item.expectedSize)
+        hub.emit(.started(url: item.url, forced: item.isForced, offset: offset))
+        let (url, id, size, transport, hub) = (item.url, item.transferID, item.expectedSize, transport, hub)
+        let progressBox = item.progress
+        item.task = Task {
+            let result: Result<FetchedFile, DownloadError>
+            do throws(DownloadError) {
+                result = .success(try await transport.fetch(url, id: id, expectedSize: size, progress: { progress in
+                    progressBox.current = progress
+                    hub.emit(.progress(url: url, completed: progress.completed, total: progress.total))
+                }))
+            } catch {
+                result = .failure(error)
+            }
+            self.finished(url, id: id, result: result)
+        }
+    }
+
+    private func pause(_ item: ScheduledItem) {
+        transition(item, to: .paused)
+        transport.pause(item.transferID)
+        hub.emit(.paused(url: item.url))
+        let (url, id, grace) = (item.url, item.transferID, configuration.pauseGrace)
+        item.pauseTimer = Task {
+            try? await Task.sleep(for: grace)
+            self.pauseExpired(url, id: id)
+        }
+    }
+
+    private func resume(_ item: ScheduledItem) {
+        transition(item, to: .downloading)
+        transport.resume(item.transferID)
+        hub.emit(.resumed(url: item.url))
+    }
+
+    /// A pause went on too long to keep the connection: stop the transfer; it resumes by Range.
+    private func pauseExpired(_ url: String, id: TransferID) {
+        guard let item = items[url], item.transferID == id, item.state == .paused else { return }
+        stop(item, to: .waiting)
+    }
+
+    /// Moves an item out of the active states, ending its transfer (which keeps its partial).
+    /// An item sent back to waiting is queued again once its transfer has wound down.
+    private func stop(_ item: ScheduledItem, to state: DownloadState) {
+        transition(item, to: state)
+        item.task?.cancel()
+        if state == .waiting && item.task == nil && !item.isForced && !item.isQueued { waiting.push(item) }
+    }
+
+    // MARK: - Completion
+
+    private func finished(_ url: String, id: TransferID, result: Result<FetchedFile, DownloadError>) {
+        guard let item = items[url], item.transferID == id else { return }
+        item.task = nil
+        switch (item.state, result) {
+        case (.downloading, .success(let file)), (.paused, .success(let file)), (.waiting, .success(let file)):
+            finish(item, as: .completed, answer: .success(file))
+            hub.emit(.completed(url: url, bytes: file.length))
+        case (.waiting, .failure(let error)) where error.isCancellation:
+            // Stopped for a forced item or demoted: queue it again to resume from its partial.
+            if !item.isForced && !item.isQueued { waiting.push(item) }
+        case (.downloading, .failure(let error)), (.paused, .failure(let error)), (.waiting, .failure(let error)):
+            finish(item, as: .failed, answer: .failure(error))
+            hub.emit(.failed(url: url, message: error.description))
+        case (.suspended, _):
+            // The stopped transfer has written out what it had: count the partial at its size now.
+            let length = transport.partialLength(of: url)
+            suspendedBytes += length - item.suspendedBytes
+            item.suspendedBytes = length
+            enforceSuspendedBudget()
+        case (.cancelled, _):
+            transport.discardPartial(of: url)
+            items[url] = nil
+        default:
+            break
+        }
+        pump()
+    }
+
+    private func finish(_ item: ScheduledItem, as state: DownloadState, answer: Result<FetchedFile, DownloadError>) {
+        transition(item, to: state)
+        answerAll(item, with: answer)
+        items[item.url] = nil
+        if forced === item { forced = nil }
+        finishedCounts[state, default: 0] += 1
+    }
+
+    private func answerAll(_ item: ScheduledItem, with answer: Result<FetchedFile, DownloadError>) {
+        let waiters = item.waiters.values
+        item.waiters.removeAll()
+        for waiter in waiters { waiter.resume(with: answer.mapError { $0 as any Error }) }
+    }
+
+    // MARK: - Suspended partials
+
+    private func revive(_ item: ScheduledItem) {
+        suspendedBytes -= item.suspendedBytes
+        suspendedCount -= 1
+        item.suspendedBytes = 0
+        item.suspendedOrder = 0
+        transition(item, to: .waiting)
+    }
+
+    /// Purges the oldest suspended partials while over the count or byte budget.
+    private func enforceSuspendedBudget() {
+        while suspendedCount > configuration.suspendedCountBudget || suspendedBytes > configuration.suspendedBytesBudget,
+              suspendedQueueHead < suspendedQueue.count {
+            let entry = suspendedQueue[suspendedQueueHead]
+            suspendedQueueHead += 1
+            let item = entry.item
+            guard item.state == .suspended, item.suspendedOrder == entry.order else { continue }
+            suspendedBytes -= item.suspendedBytes
+            suspendedCount -= 1
+            transition(item, to: .cancelled)
+            finishedCounts[.cancelled, default: 0] += 1
+            if item.task == nil {
+                transport.discardPartial(of: item.url)
+                items[item.url] = nil
+            }
+            hub.emit(.purged(url: item.url))
+        }
+        if suspendedQueueHead > 1024 && suspendedQueueHead * 2 > suspendedQueue.count {
+            suspendedQueue.removeFirst(suspendedQueueHead)
+            suspendedQueueHead = 0
+        }
+    }
+
+    // MARK: - State
+
+    /// The one place an item's state changes; an illegal move is a programming error.
+    private func transition(_ item: ScheduledItem, to next: DownloadState) {
+        DownloadState.checkTransition(from: item.state, to: next, url: item.url)
+        let wasActive = item.isActive
+        item.state = next
+        if item.isActive {
+            active[item.url] = item
+        } else if wasActive {
+            active[item.url] = nil
+            item.pauseTimer?.cancel()
+            item.pauseTimer = nil
+            if item.holdsSlot {
+                item.holdsSlot = false
+                slotsInUse -= 1
+                slotsPerHost[item.host, default: 1] -= 1
+                if slotsPerHost[item.host] == 0 { slotsPerHost[item.host] = nil }
+            }
+        }
+    }
+
+    private static func cancelled(_ url: String) -> DownloadError {
+        DownloadError(url: url, reason: .transfer(.cancelled))
+    }
+}

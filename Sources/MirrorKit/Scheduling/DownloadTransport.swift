@@ -1,0 +1,47 @@
+import Logging
+
+/// What the scheduler needs from the network and the disk: the seam where tests put a scripted
+/// fake and the tool puts libcurl.
+public protocol DownloadTransport: Sendable {
+    /// Downloads `url` into its partial, continuing from what the partial holds, and returns the
+    /// complete, verified file. Must end promptly with an error when the calling task is cancelled,
+    /// keeping what it received.
+    func fetch(
+        _ url: String, id: TransferID, expectedSize: Int64?,
+        progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws(DownloadError) -> FetchedFile
+
+    /// Holds a running transfer without dropping it.
+    func pause(_ id: TransferID)
+    /// Lets a held transfer go on.
+    func resume(_ id: TransferID)
+    /// Bytes of partial data held for `url`.
+    func partialLength(of url: String) -> Int64
+    /// Deletes the partial data held for `url`.
+    func discardPartial(of url: String)
+}
+
+/// The real transport: libcurl through ``TransferEngine``, partials in a ``PartialStore``.
+public struct EngineTransport: DownloadTransport {
+    let engine: TransferEngine
+    let downloader: Downloader
+    let partials: PartialStore
+
+    public init(engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), logger: Logger) {
+        self.engine = engine
+        self.partials = partials
+        downloader = Downloader(engine: engine, partials: partials, retry: retry, logger: logger)
+    }
+
+    public func fetch(
+        _ url: String, id: TransferID, expectedSize: Int64?,
+        progress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws(DownloadError) -> FetchedFile {
+        try await downloader.fetch(url, id: id, expectedSize: expectedSize, progress: progress)
+    }
+
+    public func pause(_ id: TransferID) { engine.pause(id) }
+    public func resume(_ id: TransferID) { engine.resume(id) }
+    public func partialLength(of url: String) -> Int64 { partials.length(for: url) }
+    public func discardPartial(of url: String) { partials.remove(url) }
+}

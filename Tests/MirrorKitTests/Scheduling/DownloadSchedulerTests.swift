@@ -1,0 +1,312 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import MirrorKit
+
+/// The scheduler's logic against a scripted transport.
+@Suite("Download scheduler")
+struct DownloadSchedulerTests {
+    let transport = FakeTransport()
+
+    private func scheduler(
+        maxConcurrent: Int = 3, maxPerHost: Int = 3, pauseGrace: Duration = .seconds(60),
+        suspendedBytes: Int64 = 1 << 40, suspendedCount: Int = 100
+    ) -> DownloadScheduler {
+        DownloadScheduler(transport: transport, configuration: .init(
+            maxConcurrent: maxConcurrent, maxPerHost: maxPerHost, pauseGrace: pauseGrace,
+            suspendedBytesBudget: suspendedBytes, suspendedCountBudget: suspendedCount))
+    }
+
+    private func url(_ name: String, host: String = "a.example") -> String { "http://\(host)/\(name)" }
+
+    /// Schedules `url` in a task of its own and returns the task.
+    private func request(
+        _ scheduler: DownloadScheduler, _ url: String, forced: Bool = false
+    ) -> Task<FetchedFile, any Error> {
+        Task { try await scheduler.schedule(url, forced: forced) }
+    }
+
+    private func state(_ scheduler: DownloadScheduler, _ url: String) async -> DownloadState? {
+        await scheduler.status().items.first { $0.url == url }?.state
+    }
+
+    // MARK: - Concurrency and order
+
+    @Test func runsUnforcedItemsUpToTheLimit() async throws {
+        let scheduler = scheduler(maxConcurrent: 2)
+        let tasks = (1...5).map { request(scheduler, url("\($0)")) }
+        try await eventually { transport.running.count == 2 }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(transport.running.count == 2)
+        for name in transport.running { transport.complete(name) }
+        try await eventually { transport.calls.count == 4 }
+        #expect(transport.running.count == 2)
+        tasks.forEach { $0.cancel() }
+    }
+
+    @Test func respectsThePerHostLimit() async throws {
+        let scheduler = scheduler(maxConcurrent: 4, maxPerHost: 1)
+        let tasks = ["a", "b"].flatMap { host in (1...3).map { request(scheduler, url("\($0)", host: "\(host).example")) } }
+        try await eventually { transport.running.count == 2 }
+        try await Task.sleep(for: .milliseconds(20))
+        let hosts = Set(transport.running.map { ScheduledItem.host(of: $0) })
+        #expect(hosts == ["a.example", "b.example"])
+        tasks.forEach { $0.cancel() }
+    }
+
+    @Test func waitingItemsStartNewestFirst() async throws {
+        let scheduler = scheduler(maxConcurrent: 1)
+        let first = request(scheduler, url("first"))
+        try await eventually { transport.running == [url("first")] }
+        var others: [Task<FetchedFile, any Error>] = []
+        for name in ["b", "c", "d"] {
+            others.append(request(scheduler, url(name)))
+            try await eventually { await state(scheduler, url(name)) == .waiting }
+        }
+        transport.complete(url("first"))
+        _ = try await first.value
+        for expected in ["d", "c", "b"] {
+            try await eventually("\(expected) runs") { transport.running == [url(expected)] }
+            transport.complete(url(expected))
+        }
+        for task in others { _ = try await task.value }
+        #expect(transport.calls.map(\.url) == ["first", "d", "c", "b"].map { url($0) })
+    }
+
+    // MARK: - Forced
+
+    @Test func aForcedItemPausesRunningItemsAndRunsAlone() async throws {
+        let scheduler = scheduler(maxConcurrent: 2)
+        let previews = ["p1", "p2"].map { request(scheduler, url($0)) }
+        try await eventually { transport.running.count == 2 }
+        let queued = request(scheduler, url("p3-later"))
+        try await eventually { await state(scheduler, url("p3-later")) == .waiting }
+        let forced = request(scheduler, url("big"), forced: true)
+        try await eventually { transport.running.contains(url("big")) }
+        #expect(Set(transport.pauses) == [url("p1"), url("p2")])
+        #expect(await state(scheduler, url("p1")) == .paused)
+        #expect(await state(scheduler, url("p3-later")) == .waiting)
+        #expect(!transport.running.contains(url("p3-later")))
+
+        transport.complete(url("big"))
+        _ = try await forced.value
+        try await eventually { Set(transport.resumes) == [url("p1"), url("p2")] }
+        #expect(await state(scheduler, url("p1")) == .downloading)
+        transport.complete(url("p1"))
+        try await eventually { transport.running.contains(url("p3-later")) }
+        previews.forEach { $0.cancel() }
+        queued.cancel()
+    }
+
+    @Test func aNewerForcedItemDemotesTheOlderOne() async throws {
+        let scheduler = scheduler()
+        let olderTask = request(scheduler, url("older"), forced: true)
+        try await eventually { transport.running == [url("older")] }
+        transport.receive(url("older"), bytes: 300)
+        let newer = request(scheduler, url("newer"), forced: true)
+        try await eventually { transport.running == [url("newer")] }
+        let status = await scheduler.status()
+        let older = status.items.first { $0.url == url("older") }
+        #expect(older?.state == .waiting)
+        #expect(older?.isForced == false)
+        #expect(status.items.first { $0.url == url("newer") }?.isForced == true)
+
+        transport.complete(url("newer"))
+        _ = try await newer.value
+        // The demoted item resumes from its partial once the forced one is done.
+        try await eventually { transport.running == [url("older")] }
+        #expect(transport.calls.last == FakeTransport.Call(url: url("older"), offset: 300))
+        transport.complete(url("older"))
+        #expect(try await olderTask.value.length == 300)
+    }
+
+    @Test func aLongPauseStopsTheTransferKeepingItsPartial() async throws {
+        let scheduler = scheduler(pauseGrace: .milliseconds(30))
+        let preview = request(scheduler, url("p"))
+        try await eventually { transport.running == [url("p")] }
+        transport.receive(url("p"), bytes: 1000)
+        let forced = request(scheduler, url("big"), forced: true)
+        try await eventually { transport.running == [url("big")] }
+        try await eventually { await state(scheduler, url("p")) == .waiting }
+        transport.complete(url("big"))
+        _ = try await forced.value
+        try await eventually { transport.running == [url("p")] }
+        #expect(transport.calls.last == FakeTransport.Call(url: url("p"), offset: 1000))
+        transport.complete(url("p"))
+        _ = try await preview.value
+    }
+
+    // MARK: - Coalescing
+
+    @Test func manyCallersShareOneTransferAndAllGetTheFile() async throws {
+        let scheduler = scheduler()
+        let callers = (1...5).map { _ in request(scheduler, url("same")) }
+        try await eventually { await scheduler.status().items.first?.state == .downloading }
+        try await Task.sleep(for: .milliseconds(10))
+        transport.receive(url("same"), bytes: 42)
+        transport.complete(url("same"))
+        for caller in callers { #expect(try await caller.value.length == 42) }
+        #expect(transport.fetchCount(url("same")) == 1)
+    }
+
+    @Test func manyCallersShareOneError() async throws {
+        let scheduler = scheduler()
+        let callers = (1...3).map { _ in request(scheduler, url("bad")) }
+        try await eventually { transport.running == [url("bad")] }
+        try await Task.sleep(for: .milliseconds(10))
+        transport.fail(url("bad"), .httpStatus(404))
+        for caller in callers {
+            await #expect(throws: DownloadError.self) { _ = try await caller.value }
+        }
+        #expect(transport.fetchCount(url("bad")) == 1)
+        #expect(await scheduler.status().counts[.failed] == 1)
+    }
+
+    @Test func joiningWithForcedUpgradesTheItem() async throws {
+        let scheduler = scheduler(maxConcurrent: 2)
+        let other = request(scheduler, url("other"))
+        let item = request(scheduler, url("item"))
+        try await eventually { transport.running.count == 2 }
+        let upgraded = request(scheduler, url("item"), forced: true)
+        try await eventually { transport.pauses == [url("other")] }
+        #expect(transport.fetchCount(url("item")) == 1)
+        #expect(await scheduler.status().items.first { $0.url == url("item") }?.isForced == true)
+        transport.complete(url("item"))
+        _ = try await (item.value, upgraded.value)
+        try await eventually { transport.resumes == [url("other")] }
+        other.cancel()
+    }
+
+    // MARK: - Soft cancel and purge
+
+    @Test func aCancelledItemIsSuspendedAndRevivedFromItsPartial() async throws {
+        let scheduler = scheduler()
+        let first = request(scheduler, url("f"))
+        try await eventually { transport.running == [url("f")] }
+        transport.receive(url("f"), bytes: 500)
+        await scheduler.cancel(url("f"))
+        let error = await #expect(throws: DownloadError.self) { _ = try await first.value }
+        #expect(error?.isCancellation == true)
+        #expect(await state(scheduler, url("f")) == .suspended)
+        try await eventually { transport.running.isEmpty }
+        #expect(transport.discarded.isEmpty)
+
+        let again = request(scheduler, url("f"))
+        try await eventually { transport.running == [url("f")] }
+        #expect(transport.calls.last == FakeTransport.Call(url: url("f"), offset: 500))
+        transport.receive(url("f"), bytes: 500)
+        transport.complete(url("f"))
+        #expect(try await again.value.length == 1000)
+    }
+
+    @Test func suspendedItemsNeverRestartOnTheirOwn() async throws {
+        let scheduler = scheduler(maxConcurrent: 1)
+        let running = request(scheduler, url("running"))
+        let waiting = request(scheduler, url("waiting"))
+        try await eventually { await state(scheduler, url("waiting")) == .waiting }
+        await scheduler.cancel(url("waiting"))
+        _ = try? await waiting.value
+        transport.complete(url("running"))
+        _ = try await running.value
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(transport.fetchCount(url("waiting")) == 0)
+        #expect(await state(scheduler, url("waiting")) == .suspended)
+    }
+
+    @Test func suspendedPartialsBeyondTheCountBudgetArePurgedOldestFirst() async throws {
+        let scheduler = scheduler(suspendedCount: 2)
+        for name in ["a", "b", "c"] {
+            let task = request(scheduler, url(name))
+            try await eventually { transport.running.contains(url(name)) }
+            transport.receive(url(name), bytes: 10)
+            await scheduler.cancel(url(name))
+            _ = try? await task.value
+        }
+        try await eventually { transport.discarded == [url("a")] }
+        #expect(await state(scheduler, url("a")) == nil)
+        #expect(await state(scheduler, url("b")) == .suspended)
+        #expect(await scheduler.status().counts[.cancelled] == 1)
+    }
+
+    @Test func suspendedPartialsBeyondTheByteBudgetArePurged() async throws {
+        let scheduler = scheduler(suspendedBytes: 1500)
+        for (name, bytes) in [("a", 1000), ("b", 1000)] as [(String, Int64)] {
+            let task = request(scheduler, url(name))
+            try await eventually { transport.running.contains(url(name)) }
+            transport.receive(url(name), bytes: bytes)
+            await scheduler.cancel(url(name))
+            _ = try? await task.value
+        }
+        try await eventually { transport.discarded == [url("a")] }
+        #expect(await state(scheduler, url("b")) == .suspended)
+    }
+
+    @Test func theLastCallerLeavingSuspendsTheItem() async throws {
+        let scheduler = scheduler()
+        let only = request(scheduler, url("lonely"))
+        try await eventually { transport.running == [url("lonely")] }
+        only.cancel()
+        try await eventually { await state(scheduler, url("lonely")) == .suspended }
+        #expect(transport.running.isEmpty)
+    }
+
+    @Test func oneCallerLeavingDoesNotStopTheOthers() async throws {
+        let scheduler = scheduler()
+        let leaving = request(scheduler, url("shared"))
+        let staying = request(scheduler, url("shared"))
+        try await eventually { transport.running == [url("shared")] }
+        try await Task.sleep(for: .milliseconds(10))
+        leaving.cancel()
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(transport.running == [url("shared")])
+        transport.complete(url("shared"))
+        _ = try await staying.value
+    }
+
+    // MARK: - Observability
+
+    @Test func everyObserverSeesEveryEvent() async throws {
+        let scheduler = scheduler()
+        let first = scheduler.events()
+        let second = scheduler.events()
+        let task = request(scheduler, url("e"))
+        try await eventually { transport.running == [url("e")] }
+        let joined = request(scheduler, url("e"))
+        try await eventually { await scheduler.status().items.first.map { _ in true } ?? false }
+        try await Task.sleep(for: .milliseconds(10))
+        transport.complete(url("e"))
+        _ = try await (task.value, joined.value)
+        scheduler.finishEvents()
+        var streams: [[SchedulerEvent]] = []
+        for stream in [first, second] {
+            var events: [SchedulerEvent] = []
+            for await event in stream { events.append(event) }
+            streams.append(events)
+        }
+        let expected: [SchedulerEvent] = [
+            .queued(url: url("e"), forced: false),
+            .started(url: url("e"), forced: false, offset: 0),
+            .coalesced(url: url("e"), callers: 2, forced: false),
+            .completed(url: url("e"), bytes: 0),
+        ]
+        #expect(streams == [expected, expected])
+    }
+
+    @Test func theStatusCountsEveryStateAndListsItems() async throws {
+        let scheduler = scheduler(maxConcurrent: 1)
+        let done = request(scheduler, url("done"))
+        try await eventually { transport.running == [url("done")] }
+        transport.complete(url("done"))
+        _ = try await done.value
+        let running = request(scheduler, url("running"))
+        try await eventually { transport.running == [url("running")] }
+        let waiting = request(scheduler, url("waiting"))
+        try await eventually { await state(scheduler, url("waiting")) == .waiting }
+        let status = await scheduler.status()
+        #expect(status.counts == [.completed: 1, .downloading: 1, .waiting: 1])
+        #expect(status.summaryLine == "waiting 1, downloading 1, completed 1")
+        #expect(status.items.map(\.url) == [url("running"), url("waiting")])
+        running.cancel()
+        waiting.cancel()
+    }
+}
