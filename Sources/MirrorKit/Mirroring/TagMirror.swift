@@ -43,7 +43,7 @@ public struct TagMirror: Sendable {
     let directory: MirrorDirectory
     let client: ImgurClient
     let partials: PartialStore
-    let downloader: Downloader
+    let scheduler: DownloadScheduler
     let settings: Settings
     let logger: Logger
 
@@ -53,9 +53,13 @@ public struct TagMirror: Sendable {
         self.settings = settings
         self.logger = logger
         partials = try PartialStore(directory: directory.stateDirectory.appendingPathComponent("partials"))
-        downloader = Downloader(engine: engine, partials: partials, retry: settings.retry, logger: logger)
+        let transport = EngineTransport(engine: engine, partials: partials, retry: settings.retry, logger: logger)
+        scheduler = DownloadScheduler(transport: transport, configuration: .init(
+            maxConcurrent: settings.concurrency, maxPerHost: settings.concurrency))
     }
 
+    /// Crawls the tag, then mirrors what it found: thumbnails as unforced items, all at once;
+    /// full-size files one at a time as forced items, each taking the bandwidth while it runs.
     public func run() async -> MirrorSummary {
         let crawler = TagCrawler(client: client, urls: settings.urls, logger: logger)
         let crawl = await crawler.crawl(settings.crawl)
@@ -66,42 +70,48 @@ public struct TagMirror: Sendable {
             summary.interrupted = true
             summary.stoppedBy = nil
         }
-        let jobs = crawl.items.flatMap { item in
-            [
-                Job(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
-                Job(url: item.fullURL, relativePath: "full/\(item.fullFileName)", expectedSize: item.expectedSize),
-            ]
+        let previews = crawl.items.map {
+            Job(url: $0.previewURL, relativePath: "preview/\($0.previewFileName)", expectedSize: nil)
         }
-        summary.wanted = jobs.count
-        await withTaskGroup(of: Outcome.self) { group in
-            var pending = jobs.makeIterator()
-            for _ in 0..<max(settings.concurrency, 1) {
-                guard let job = pending.next() else { break }
-                group.addTask { await mirror(job) }
+        let originals = crawl.items.map {
+            Job(url: $0.fullURL, relativePath: "full/\($0.fullFileName)", expectedSize: $0.expectedSize)
+        }
+        summary.wanted = previews.count + originals.count
+        await withTaskGroup(of: [Outcome].self) { group in
+            for job in previews {
+                group.addTask { [await mirror(job, forced: false)] }
             }
-            while let outcome = await group.next() {
-                switch outcome {
-                case .downloaded(let bytes):
-                    summary.downloaded += 1
-                    summary.bytesDownloaded += bytes
-                case .alreadyPresent:
-                    summary.alreadyPresent += 1
-                case .removed(let url):
-                    logger.info("removed upstream: \(url)")
-                    summary.removed.append(url)
-                case .interrupted:
-                    summary.interrupted = true
-                case .failed(let error):
-                    logger.error("\(error)")
-                    summary.failures.append(error)
-                }
-                if let job = pending.next() { group.addTask { await mirror(job) } }
+            group.addTask {
+                var outcomes: [Outcome] = []
+                for job in originals { outcomes.append(await mirror(job, forced: true)) }
+                return outcomes
+            }
+            for await outcomes in group {
+                for outcome in outcomes { record(outcome, in: &summary) }
             }
         }
         return summary
     }
 
-    private func mirror(_ job: Job) async -> Outcome {
+    private func record(_ outcome: Outcome, in summary: inout MirrorSummary) {
+        switch outcome {
+        case .downloaded(let bytes):
+            summary.downloaded += 1
+            summary.bytesDownloaded += bytes
+        case .alreadyPresent:
+            summary.alreadyPresent += 1
+        case .removed(let url):
+            logger.info("removed upstream: \(url)")
+            summary.removed.append(url)
+        case .interrupted:
+            summary.interrupted = true
+        case .failed(let error):
+            logger.error("\(error)")
+            summary.failures.append(error)
+        }
+    }
+
+    private func mirror(_ job: Job, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
         do {
             if settings.mode == .skipIfExists, try directory.fileExists(job.relativePath) {
@@ -111,7 +121,7 @@ public struct TagMirror: Sendable {
             return .failed(DownloadError(url: job.url, reason: .storage(error.description)))
         }
         do {
-            let file = try await downloader.fetch(job.url, expectedSize: job.expectedSize)
+            let file = try await scheduler.schedule(job.url, forced: forced, expectedSize: job.expectedSize)
             let committed = try directory.commit(file.path, as: job.relativePath, mode: settings.mode)
             partials.remove(job.url)
             guard let name = committed else { return .alreadyPresent }

@@ -1,0 +1,97 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// The scheduler over the real engine, against the fixture server.
+@Suite("Download scheduler against the fixture server")
+struct SchedulerIntegrationTests {
+    let engine = TransferEngine()
+
+    private func withScheduler<T>(
+        _ configuration: DownloadScheduler.Configuration = .init(),
+        _ body: (FixtureServer, DownloadScheduler, PartialStore) async throws -> T
+    ) async throws -> T {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+                let transport = EngineTransport(
+                    engine: engine, partials: partials, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)),
+                    logger: TestSupport.logger)
+                let scheduler = DownloadScheduler(transport: transport, configuration: configuration)
+                return try await body(server, scheduler, partials)
+            }
+        }
+    }
+
+    @Test func imagesListedInTwoAlbumsAreFetchedOnce() async throws {
+        try await withScheduler { server, scheduler, _ in
+            let urls = MediaURLBuilder(mediaBase: server.baseURL)
+            let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
+            let first = try await client.albumImages("Ef1gH")
+            let second = try await client.tagPage("cats", sort: .time, window: .all, page: 0)
+                .compactMap { if case .album(let album) = $0, album.id == "Qr5sT" { album.images } else { nil } }
+                .flatMap { $0 }
+            let listed = (first + second).compactMap(urls.item(for:)).map(\.fullURL)
+            #expect(listed.count(where: { $0.hasSuffix("/Za8bC9d.jpg") }) == 2)
+            let files = try await withThrowingTaskGroup(of: FetchedFile.self) { group in
+                for url in listed { group.addTask { try await scheduler.schedule(url) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(files.count == listed.count)
+            #expect(server.requestCount(path: "/Za8bC9d.jpg") == 1)
+            for file in files where file.url.hasSuffix("/Za8bC9d.jpg") {
+                #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/Za8bC9d.jpg")))
+            }
+        }
+    }
+
+    @Test func aRevivedItemResumesWithARangeRequest() async throws {
+        try await withScheduler { server, scheduler, partials in
+            server.addMedia(path: "/revive.bin", size: 8 << 20)
+            server.inject(.throttle(bytesPerSecond: 4 << 20), path: "/revive.bin")
+            let url = server.baseURL + "/revive.bin"
+            let first = Task { try await scheduler.schedule(url) }
+            try await eventually("partial grows", within: .seconds(5)) { partials.length(for: url) >= 1 << 20 }
+            await scheduler.cancel(url)
+            await #expect(throws: DownloadError.self) { _ = try await first.value }
+            try await eventually("transfer stops") { server.requests.count { $0.path == "/revive.bin" } == 1 }
+            let kept = partials.length(for: url)
+            #expect(kept >= 1 << 20)
+            #expect(await scheduler.status().items.first?.state == .suspended)
+
+            let file = try await scheduler.schedule(url)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/revive.bin")))
+            let resumed = try #require(server.requests.last { $0.path == "/revive.bin" })
+            #expect(resumed.header("Range") == "bytes=\(kept)-")
+            #expect(resumed.header("If-Range") == server.etag(of: "/revive.bin"))
+            #expect(Double(server.bodyBytesSent(path: "/revive.bin")) <= 1.02 * Double(8 << 20))
+        }
+    }
+
+    @Test func aForcedItemOvertakesRunningPreviewsAndEverythingCompletes() async throws {
+        try await withScheduler(.init(maxConcurrent: 4, pauseGrace: .milliseconds(200))) { server, scheduler, _ in
+            let previews = (0..<12).map { "/preview-\($0).bin" }
+            for path in previews {
+                server.addMedia(path: path, size: 2 << 20)
+                server.inject(.throttle(bytesPerSecond: 2 << 20), path: path)
+            }
+            server.addMedia(path: "/forced.bin", size: 4 << 20)
+            let events = scheduler.events()
+            let previewTasks = previews.map { path in Task { try await scheduler.schedule(server.baseURL + path) } }
+            try await eventually { await scheduler.status().counts[.downloading] == 4 }
+            let forced = try await scheduler.schedule(server.baseURL + "/forced.bin", forced: true)
+            #expect(TestSupport.digest(ofFile: forced.path) == TestSupport.digest(server.content(of: "/forced.bin")))
+            for (path, task) in zip(previews, previewTasks) {
+                let file = try await task.value
+                #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: path)))
+            }
+            scheduler.finishEvents()
+            var paused = 0
+            for await event in events {
+                if case .paused = event { paused += 1 }
+            }
+            #expect(paused == 4)
+        }
+    }
+}
