@@ -63,6 +63,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .executableTarget(
+            name: "scheduler-bench",
+            dependencies: ["MirrorKit", "FixtureServer"]
+        ),
         .testTarget(
             name: "MirrorKitTests",
             dependencies: ["MirrorKit", "FixtureServer"],

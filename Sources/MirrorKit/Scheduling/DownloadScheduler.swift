@@ -42,7 +42,7 @@ public actor DownloadScheduler {
     private var forced: ScheduledItem?
     private var waiting = WaitingStacks()
     /// Items downloading or paused.
-    private var active: [String: ScheduledItem] = [:]
+    private var active: [ObjectIdentifier: ScheduledItem] = [:]
     private var slotsInUse = 0
     private var slotsPerHost: [String: Int] = [:]
     private var suspendedQueue: [(order: UInt64, item: ScheduledItem)] = []
@@ -118,7 +118,7 @@ public actor DownloadScheduler {
         var list: [SchedulerStatus.Item] = []
         for item in items.values {
             counts[item.state, default: 0] += 1
-            let progress = item.progress.current
+            let progress = item.progress?.current ?? TransferProgress(completed: 0, total: nil)
             list.append(SchedulerStatus.Item(
                 url: item.url, state: item.state, isForced: item.isForced,
                 completedBytes: progress.completed, totalBytes: progress.total ?? item.expectedSize))
@@ -136,7 +136,7 @@ public actor DownloadScheduler {
             return
         }
         if let item = items[url], !item.state.isTerminal {
-            item.waiters[key] = continuation
+            item.waiters.add(continuation, key: key)
             if item.state == .suspended {
                 revive(item)
                 hub.emit(.queued(url: url, forced: isForced))
@@ -151,7 +151,7 @@ public actor DownloadScheduler {
         } else {
             let item = ScheduledItem(url: url, expectedSize: expectedSize)
             items[url] = item
-            item.waiters[key] = continuation
+            item.waiters.add(continuation, key: key)
             hub.emit(.queued(url: url, forced: isForced))
             transition(item, to: .waiting)
             if isForced { makeForced(item) } else { waiting.push(item) }
@@ -161,7 +161,7 @@ public actor DownloadScheduler {
 
     /// A caller gave up: answer it, and suspend the item if nobody else waits for it.
     private func leave(_ url: String, key: UInt64) {
-        guard let item = items[url], let continuation = item.waiters.removeValue(forKey: key) else { return }
+        guard let item = items[url], let continuation = item.waiters.remove(key: key) else { return }
         continuation.resume(throwing: Self.cancelled(url))
         if item.waiters.isEmpty { cancel(url) }
     }
@@ -201,8 +201,11 @@ public actor DownloadScheduler {
             return
         }
         for item in active.values where item.state == .paused { resume(item) }
+        let hostLimitBinds = configuration.maxPerHost < configuration.maxConcurrent
         while slotsInUse < configuration.maxConcurrent,
-              let next = waiting.popNewest(where: { slotsPerHost[$0, default: 0] < configuration.maxPerHost }) {
+              let next = waiting.popNewest(where: {
+                  !hostLimitBinds || slotsPerHost[$0, default: 0] < configuration.maxPerHost
+              }) {
             start(next)
         }
     }
@@ -216,11 +219,13 @@ public actor DownloadScheduler {
             slotsPerHost[item.host, default: 0] += 1
         }
         item.transferID = .next()
-        item.progress.current = TransferProgress(completed: offset, total: item.progress.current.total ?? item.expectedSize)
+        let progressBox = item.progress ?? ProgressBox()
+        item.progress = progressBox
+        progressBox.current = TransferProgress(completed: offset, total: progressBox.current.total ?? item.expectedSize)
         hub.emit(.started(url: item.url, forced: item.isForced, offset: offset))
         let (url, id, size, transport, hub) = (item.url, item.transferID, item.expectedSize, transport, hub)
-        let progressBox = item.progress
-        item.task = Task {
+        // Detached: the fetch runs off the actor from its first instruction, saving a hop per item.
+        item.task = Task.detached {
             let result: Result<FetchedFile, DownloadError>
             do throws(DownloadError) {
                 result = .success(try await transport.fetch(url, id: id, expectedSize: size, progress: { progress in
@@ -230,7 +235,7 @@ public actor DownloadScheduler {
             } catch {
                 result = .failure(error)
             }
-            self.finished(url, id: id, result: result)
+            await self.finished(url, id: id, result: result)
         }
     }
 
@@ -304,9 +309,7 @@ public actor DownloadScheduler {
     }
 
     private func answerAll(_ item: ScheduledItem, with answer: Result<FetchedFile, DownloadError>) {
-        let waiters = item.waiters.values
-        item.waiters.removeAll()
-        for waiter in waiters { waiter.resume(with: answer.mapError { $0 as any Error }) }
+        for waiter in item.waiters.takeAll() { waiter.resume(with: answer.mapError { $0 as any Error }) }
     }
 
     // MARK: - Suspended partials
@@ -351,9 +354,9 @@ public actor DownloadScheduler {
         let wasActive = item.isActive
         item.state = next
         if item.isActive {
-            active[item.url] = item
+            active[ObjectIdentifier(item)] = item
         } else if wasActive {
-            active[item.url] = nil
+            active[ObjectIdentifier(item)] = nil
             item.pauseTimer?.cancel()
             item.pauseTimer = nil
             if item.holdsSlot {

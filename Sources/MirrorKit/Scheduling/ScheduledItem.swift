@@ -8,8 +8,8 @@ final class ScheduledItem {
     let expectedSize: Int64?
     var state = DownloadState.ready
     var isForced = false
-    /// Callers waiting for the file, by key: every one is answered exactly once.
-    var waiters: [UInt64: CheckedContinuation<FetchedFile, any Error>] = [:]
+    /// Callers waiting for the file: every one is answered exactly once.
+    var waiters = Waiters()
     /// The transfer now running or winding down; nil when none is.
     var task: Task<Void, Never>?
     var transferID = TransferID.next()
@@ -21,7 +21,8 @@ final class ScheduledItem {
     var pauseTimer: Task<Void, Never>?
     var suspendedOrder: UInt64 = 0
     var suspendedBytes: Int64 = 0
-    let progress = ProgressBox()
+    /// Set when a transfer starts: most items never get that far while many wait.
+    var progress: ProgressBox?
 
     init(url: String, expectedSize: Int64?) {
         self.url = url
@@ -31,11 +32,61 @@ final class ScheduledItem {
 
     var isActive: Bool { state == .downloading || state == .paused }
 
-    /// The authority part of a URL, for per-host limits; cheap, since every schedule computes it.
+    /// The authority part of a URL, for per-host limits. A plain scan of the UTF-8 bytes: every
+    /// schedule computes it, and Foundation's string search costs more than the rest of a schedule.
     static func host(of url: String) -> String {
-        guard let schemeEnd = url.range(of: "://") else { return "" }
-        let rest = url[schemeEnd.upperBound...]
-        return String(rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" })
+        let bytes = url.utf8
+        var index = bytes.startIndex
+        var state = 0  // 0: scheme, 1 and 2: the slashes, 3: authority
+        var start = index
+        while index != bytes.endIndex {
+            let byte = bytes[index]
+            switch state {
+            case 0 where byte == UInt8(ascii: ":"): state = 1
+            case 1, 2:
+                guard byte == UInt8(ascii: "/") else { return "" }
+                state += 1
+                if state == 3 { start = bytes.index(after: index) }
+            case 3 where byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#"):
+                return String(url[start..<index])
+            default: break
+            }
+            index = bytes.index(after: index)
+        }
+        return state == 3 ? String(url[start...]) : ""
+    }
+}
+
+/// The callers of one item, by key. Almost every item has exactly one, kept inline: a dictionary
+/// per item would be one more allocation for each of (say) 100,000 queued items.
+struct Waiters {
+    typealias Continuation = CheckedContinuation<FetchedFile, any Error>
+    private var first: (key: UInt64, continuation: Continuation)?
+    private var others: [(key: UInt64, continuation: Continuation)] = []
+
+    var count: Int { (first == nil ? 0 : 1) + others.count }
+    var isEmpty: Bool { first == nil && others.isEmpty }
+
+    mutating func add(_ continuation: Continuation, key: UInt64) {
+        if first == nil { first = (key, continuation) } else { others.append((key, continuation)) }
+    }
+
+    mutating func remove(key: UInt64) -> Continuation? {
+        if first?.key == key {
+            defer { first = others.isEmpty ? nil : others.removeFirst() }
+            return first?.continuation
+        }
+        guard let index = others.firstIndex(where: { $0.key == key }) else { return nil }
+        return others.remove(at: index).continuation
+    }
+
+    /// Removes and returns every continuation.
+    mutating func takeAll() -> [Continuation] {
+        defer {
+            first = nil
+            others = []
+        }
+        return (first.map { [$0.continuation] } ?? []) + others.map(\.continuation)
     }
 }
 
@@ -55,23 +106,18 @@ struct WaitingStacks {
 
     /// Removes and returns the newest live waiting item whose host `accepts`.
     mutating func popNewest(where accepts: (String) -> Bool) -> ScheduledItem? {
-        var best: (host: String, order: UInt64)?
-        for host in Array(stacks.keys) {
-            dropStaleTop(of: host)
-            guard let top = stacks[host]?.last, accepts(host) else { continue }
-            if best.map({ top.order > $0.order }) ?? true { best = (host, top.order) }
+        var best: (index: Dictionary<String, [(order: UInt64, item: ScheduledItem)]>.Index, order: UInt64)?
+        for index in stacks.indices {
+            // Drop stale tops in place, through the values view, without copying any stack.
+            while let top = stacks.values[index].last, !Self.isLive(top) {
+                stacks.values[index].removeLast()
+            }
+            guard let top = stacks.values[index].last, accepts(stacks.keys[index]) else { continue }
+            if best.map({ top.order > $0.order }) ?? true { best = (index, top.order) }
         }
-        guard let best, let entry = stacks[best.host]?.popLast() else { return nil }
-        if stacks[best.host]?.isEmpty == true { stacks[best.host] = nil }
+        guard let best, let entry = stacks.values[best.index].popLast() else { return nil }
         entry.item.isQueued = false
         return entry.item
-    }
-
-    private mutating func dropStaleTop(of host: String) {
-        while let top = stacks[host]?.last, !Self.isLive(top) {
-            stacks[host]?.removeLast()
-        }
-        if stacks[host]?.isEmpty == true { stacks[host] = nil }
     }
 
     private static func isLive(_ entry: (order: UInt64, item: ScheduledItem)) -> Bool {

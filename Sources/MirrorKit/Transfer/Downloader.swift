@@ -8,6 +8,13 @@ public struct FetchedFile: Sendable {
     public var length: Int64
     /// Bytes this fetch received over the network (less than `length` after a resume).
     public var bytesReceived: Int64
+
+    public init(url: String, path: String, length: Int64, bytesReceived: Int64) {
+        self.url = url
+        self.path = path
+        self.length = length
+        self.bytesReceived = bytesReceived
+    }
 }
 
 /// Fetches one URL into the partial store, resuming what earlier attempts left, retrying what may
