@@ -6,6 +6,7 @@ import MirrorKit
 enum ExitStatus {
     static let someFilesFailed: Int32 = 1
     static let dataError: Int32 = 65
+    static let noInput: Int32 = 66
     static let unavailable: Int32 = 69
     static let cannotCreate: Int32 = 73
     static let tryLater: Int32 = 75

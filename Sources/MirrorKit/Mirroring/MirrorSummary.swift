@@ -32,7 +32,8 @@ public struct MirrorSummary: Sendable {
         return parts.joined(separator: ", ")
     }
 
-    static func formatBytes(_ bytes: Int64) -> String {
+    /// `1.2 MB`: decimal units, one decimal.
+    public static func formatBytes(_ bytes: Int64) -> String {
         let units = ["B", "KB", "MB", "GB", "TB"]
         var value = Double(bytes)
         var unit = 0

@@ -77,6 +77,12 @@ public struct TagMirror: Sendable {
             Job(url: $0.fullURL, relativePath: "full/\($0.fullFileName)", expectedSize: $0.expectedSize)
         }
         summary.wanted = previews.count + originals.count
+        let logger = logger
+        let reporter = Task {
+            await RunStatus.keepWriting(
+                source: "tag \(settings.crawl.tag)", scheduler: scheduler, directory: directory,
+                log: { logger.debug("downloads: \($0.summaryLine)") })
+        }
         await withTaskGroup(of: [Outcome].self) { group in
             for job in previews {
                 group.addTask { [await mirror(job, forced: false)] }
@@ -90,6 +96,8 @@ public struct TagMirror: Sendable {
                 for outcome in outcomes { record(outcome, in: &summary) }
             }
         }
+        reporter.cancel()
+        await reporter.value
         return summary
     }
 

@@ -83,6 +83,22 @@ public struct PartialStore: Sendable {
         return (length, record, validator)
     }
 
+    /// Every partial held, with its record and the bytes held, oldest first.
+    public func heldPartials() -> [(record: PartialRecord, length: Int64)] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        var found: [(record: PartialRecord, length: Int64, modified: Int)] = []
+        for name in names where name.hasSuffix(".json") {
+            let path = directory.appendingPathComponent(name).path
+            guard let data = FileManager.default.contents(atPath: path),
+                  let record = try? JSONDecoder().decode(PartialRecord.self, from: data)
+            else { continue }
+            var info = stat()
+            let modified = stat(path, &info) == 0 ? Int(info.st_mtim.tv_sec) : 0
+            found.append((record, length(for: record.url), modified))
+        }
+        return found.sorted { ($0.modified, $0.record.url) < ($1.modified, $1.record.url) }.map { ($0.record, $0.length) }
+    }
+
     /// Deletes what is held for `url`.
     public func remove(_ url: String) {
         unlink(partPath(for: url))

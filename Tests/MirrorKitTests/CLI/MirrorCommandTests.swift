@@ -221,4 +221,42 @@ struct MirrorCommandTests {
             }
         }
     }
+
+    @Test func statusShowsARunningMirrorThenThePartialItLeft() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.throttle(bytesPerSecond: 16 << 20), path: "/B1gF1le.jpg")
+            try await withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let running = try launch([
+                    "bigfile", "--out", out, "--client-id-file", idFile, "--quiet",
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ], outputIn: dir)
+                try await waitForPartial(in: out, atLeast: 8 << 20)
+                // The running mirror rewrites its status every second.
+                try await eventually("status names the file", within: .seconds(3)) {
+                    let status = (try? String(contentsOfFile: out + "/.mirror/status.json", encoding: .utf8)) ?? ""
+                    return status.contains("B1gF1le")
+                }
+                let live = try await mirror(["status", "--out", out])
+                #expect(live.status == 0)
+                #expect(live.stdout.contains("running: tag bigfile, pid \(running.processIdentifier)"))
+                #expect(live.stdout.contains("forced \(server.baseURL)/B1gF1le.jpg"))
+
+                kill(running.processIdentifier, SIGKILL)
+                _ = await exitStatus(of: running)
+                let after = try await mirror(["status", "--out", out])
+                #expect(after.stdout.hasPrefix("no run in progress\npartial downloads kept for the next run:\n"))
+                #expect(after.stdout.contains("% "))
+                #expect(after.stdout.contains("\(server.baseURL)/B1gF1le.jpg"))
+            }
+        }
+    }
+
+    @Test func statusOfADirectoryThatIsNoMirrorIsAnError() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let run = try await mirror(["status", "--out", dir.path])
+            #expect(run.status == 66)
+            #expect(run.stderr.contains("is not a mirror directory"))
+        }
+    }
 }
