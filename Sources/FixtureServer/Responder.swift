@@ -5,7 +5,8 @@ import NIOHTTP1
 extension FixtureServer {
     /// Answers one request: a fault if one is queued for the path, else the API, a feed or media.
     func respond(to head: HTTPRequestHead, on channel: any Channel) async {
-        let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
+        let rawPath = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
+        let path = rawPath.removingPercentEncoding ?? rawPath
         let fault = state.withLock { state in
             state.record(head, path: path)
             return state.nextFault(for: path)

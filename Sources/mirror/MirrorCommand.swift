@@ -16,7 +16,7 @@ struct MirrorCommand: AsyncParsableCommand {
             later); 78 configuration or client id problem.
             """,
         version: MirrorVersion.current,
-        subcommands: [TagCommand.self, StatusCommand.self],
+        subcommands: [TagCommand.self, FeedCommand.self, StatusCommand.self],
         defaultSubcommand: TagCommand.self)
 }
 

@@ -103,7 +103,7 @@ struct TagCommand: AsyncParsableCommand {
                 directory: directory, client: client, engine: engine, settings: settings, logger: logger)
             let (summary, signal) = await Interruption.cancelOnSignal { await mirror.run() }
             withExtendedLifetime(lock) {}
-            try report(summary, logger: logger)
+            try Report.finish(summary, label: tag, quiet: common.quiet, logger: logger)
             if let signal { throw ExitCode(128 + signal) }
         } catch let error as MirrorError {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
@@ -115,24 +115,5 @@ struct TagCommand: AsyncParsableCommand {
         guard MirrorConfiguration.isHTTPURL(value) else {
             throw .configuration("\(option) must be an http or https URL, got '\(value)'")
         }
-    }
-
-    private func report(_ summary: MirrorSummary, logger: Logger) throws {
-        if summary.interrupted {
-            if !common.quiet { print("\(tag): \(summary.line)") }
-            logger.warning("interrupted: partial downloads are kept and the next run resumes them")
-            return
-        }
-        for problem in summary.problems { logger.error("\(problem)") }
-        if let stopped = summary.stoppedBy {
-            logger.error("listing stopped early: \(stopped)")
-        }
-        if !common.quiet || !summary.isComplete {
-            print("\(tag): \(summary.line)")
-        }
-        if let stopped = summary.stoppedBy as? ImgurError {
-            throw ExitCode(ExitStatus.of(stopped))
-        }
-        if !summary.isComplete { throw ExitCode(ExitStatus.someFilesFailed) }
     }
 }

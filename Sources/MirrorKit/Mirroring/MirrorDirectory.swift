@@ -73,12 +73,21 @@ public struct MirrorDirectory: Sendable {
 
     /// `dir/name.ext` → `dir/name(n).ext`.
     static func numbered(_ relativePath: String, _ number: Int) -> String {
+        insert("(\(number))", beforeExtensionOf: relativePath)
+    }
+
+    /// `name.ext` → `name-tag.ext`.
+    static func tagged(_ name: String, _ tag: some StringProtocol) -> String {
+        insert("-\(tag)", beforeExtensionOf: name)
+    }
+
+    private static func insert(_ text: String, beforeExtensionOf relativePath: String) -> String {
         let slash = relativePath.lastIndex(of: "/").map { relativePath.index(after: $0) } ?? relativePath.startIndex
         let name = relativePath[slash...]
         if let dot = name.lastIndex(of: "."), dot != name.startIndex {
-            return relativePath[..<dot] + "(\(number))" + relativePath[dot...]
+            return relativePath[..<dot] + text + relativePath[dot...]
         }
-        return relativePath + "(\(number))"
+        return relativePath + text
     }
 
     /// `mkdir -p`, reporting the errno of the component that failed.

@@ -11,6 +11,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         case checksumMismatch(expected: String, actual: String)
         /// The media was removed from the host (Imgur redirects it to removed.png).
         case removed
+        /// The server answered 2xx with no bytes at all.
+        case emptyBody
         /// Storing the file failed.
         case storage(String)
     }
@@ -32,6 +34,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         case .sizeMismatch(let expected, let actual): "\(url): expected \(expected) bytes, got \(actual)"
         case .checksumMismatch(let expected, let actual): "\(url): MD5 \(actual) does not match ETag \(expected)"
         case .removed: "\(url): removed from the server"
+        case .emptyBody: "\(url): the server sent an empty body"
         case .storage(let message): "\(url): \(message)"
         }
     }

@@ -259,4 +259,21 @@ struct MirrorCommandTests {
             #expect(run.stderr.contains("is not a mirror directory"))
         }
     }
+
+    @Test func feedExitsZeroThenDataErrorThenUnavailable() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let out = dir.appendingPathComponent("out").path
+                let good = try await mirror(["feed", "\(server.baseURL)/feeds/docsets.atom", "--out", out, "--quiet"])
+                #expect(good.status == 0 && good.stdout.isEmpty && good.stderr.isEmpty, "\(good.stderr)")
+                #expect(FileManager.default.fileExists(atPath: out + "/enclosures/Alpha-2.1.docset.xar"))
+                let broken = try await mirror(["feed", "\(server.baseURL)/feeds/broken.atom", "--out", out])
+                #expect(broken.status == 65)
+                #expect(broken.stderr.contains("not well-formed XML at line 6"))
+                let missing = try await mirror(["feed", "\(server.baseURL)/feeds/none.atom", "--out", out])
+                #expect(missing.status == 69)
+                #expect(missing.stderr.contains("HTTP 404"))
+            }
+        }
+    }
 }

@@ -1,0 +1,101 @@
+import CLibXML2
+import Foundation
+
+/// A file a feed offers for download.
+public struct FeedEnclosure: Sendable, Equatable {
+    /// The URL to fetch, resolved against `xml:base` and the feed's own URL.
+    public var url: String
+    /// Other URLs of the same file (a Dash feed lists mirrors).
+    public var mirrors: [String] = []
+    /// The size the feed states. Advisory only (RFC 4287 §4.2.7.6); RSS feeds write 0 for unknown.
+    public var length: Int64?
+    public var type: String?
+    public var entryTitle: String?
+    public var version: String?
+}
+
+/// A parsed feed: its kind and every enclosure in document order.
+public struct Feed: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        case atom, rss, dash
+    }
+
+    public var kind: Kind
+    public var title: String?
+    public var enclosures: [FeedEnclosure]
+}
+
+/// Why a feed could not be read.
+public struct FeedError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var url: String
+    public var problem: String
+    /// The feed could not be fetched at all (as opposed to fetched and found wrong).
+    public var isFetchFailure = false
+
+    public var description: String { "feed \(url): \(problem)" }
+}
+
+/// Reads Atom 1.0, RSS 2.0 and Dash docset feeds with libxml2's pull parser.
+///
+/// The parser runs with `NONET` and without `NOENT`, `DTDLOAD` or `HUGE`, and refuses any feed
+/// with a DOCTYPE: entities are how XML files reach local files and the network. Elements are
+/// matched by namespace URI, never by prefix. Nothing is returned unless the whole document
+/// parsed: libxml2 streams nodes before it notices a document is malformed.
+public enum FeedReader {
+    static let atomNamespace = "http://www.w3.org/2005/Atom"
+    static let docsetNamespace = "http://developer.apple.com/rss/docset_extensions"
+
+    public static func parse(_ bytes: [UInt8], url: String) throws(FeedError) -> Feed {
+        guard !bytes.isEmpty else { throw FeedError(url: url, problem: "empty document") }
+        guard bytes.count < Int(Int32.max) else { throw FeedError(url: url, problem: "larger than 2 GiB") }
+        initializeParserOnce()
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
+        let reader: xmlTextReaderPtr? = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) {
+                xmlReaderForMemory($0.baseAddress, Int32($0.count), url, nil, options)
+            }
+        }
+        guard let reader else { throw FeedError(url: url, problem: "libxml2 could not start a reader") }
+        defer { xmlFreeTextReader(reader) }
+        let errors = ErrorCollector()
+        let context = Unmanaged.passUnretained(errors).toOpaque()
+        xmlTextReaderSetStructuredErrorHandler(reader, { context, error in
+            guard let context, let error else { return }
+            let collector = Unmanaged<ErrorCollector>.fromOpaque(context).takeUnretainedValue()
+            collector.record(line: Int(error.pointee.line), message: error.pointee.message.map { String(cString: $0) } ?? "")
+        }, context)
+
+        var walker = FeedWalker(reader: reader, url: url)
+        while true {
+            let result = xmlTextReaderRead(reader)
+            if result == 0 { break }
+            guard result == 1 else {
+                throw FeedError(url: url, problem: errors.summary ?? "not well-formed XML")
+            }
+            try walker.visit()
+        }
+        guard let feed = walker.feed else { throw FeedError(url: url, problem: "no root element") }
+        return feed
+    }
+
+    private static let parserInitialized: Bool = {
+        // Not reentrant, per libxml2's documentation: once, before any parsing thread starts.
+        xmlInitParser()
+        return true
+    }()
+
+    private static func initializeParserOnce() {
+        _ = parserInitialized
+    }
+}
+
+/// Collects the first error libxml2 reports, with its line.
+private final class ErrorCollector {
+    private(set) var summary: String?
+
+    func record(line: Int, message: String) {
+        guard summary == nil else { return }
+        let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
+        summary = "not well-formed XML at line \(line): \(text)"
+    }
+}

@@ -1,0 +1,161 @@
+import CLibXML2
+import Foundation
+
+/// The reader's cursor turned into feed structure, one node at a time.
+struct FeedWalker {
+    private let reader: xmlTextReaderPtr
+    private let url: String
+    private var kind: Feed.Kind?
+    private var title: String?
+    private var enclosures: [FeedEnclosure] = []
+    /// The entry (Atom `entry`, RSS `item`) being read, and its depth.
+    private var entry: (depth: Int32, title: String?, version: String?, found: [FeedEnclosure])?
+
+    init(reader: xmlTextReaderPtr, url: String) {
+        self.reader = reader
+        self.url = url
+    }
+
+    var feed: Feed? {
+        guard let kind else { return nil }
+        return Feed(kind: kind, title: title, enclosures: enclosures)
+    }
+
+    mutating func visit() throws(FeedError) {
+        switch xmlTextReaderNodeType(reader) {
+        case Int32(XML_READER_TYPE_DOCUMENT_TYPE.rawValue):
+            throw FeedError(url: url, problem: "has a DOCTYPE; feeds have none, and entities can reach local files")
+        case Int32(XML_READER_TYPE_ELEMENT.rawValue):
+            try element()
+        case Int32(XML_READER_TYPE_END_ELEMENT.rawValue):
+            if let entry, xmlTextReaderDepth(reader) == entry.depth { closeEntry() }
+        default:
+            break
+        }
+    }
+
+    private mutating func element() throws(FeedError) {
+        let name = string(xmlTextReaderConstLocalName(reader)) ?? ""
+        let namespace = string(xmlTextReaderConstNamespaceUri(reader))
+        let depth = xmlTextReaderDepth(reader)
+        guard let kind else {
+            switch (name, namespace) {
+            case ("feed", FeedReader.atomNamespace?): kind = .atom
+            case ("rss", nil): kind = .rss
+            case ("entry", nil):
+                kind = .dash
+                entry = (depth, nil, nil, [])
+            default: throw FeedError(url: url, problem: "not an Atom, RSS or Dash feed (root element <\(name)>)")
+            }
+            return
+        }
+        switch kind {
+        case .atom: atomElement(name, namespace, depth)
+        case .rss: rssElement(name, namespace, depth)
+        case .dash: dashElement(name, depth)
+        }
+        if xmlTextReaderIsEmptyElement(reader) == 1, let entry, entry.depth == depth { closeEntry() }
+    }
+
+    private mutating func atomElement(_ name: String, _ namespace: String?, _ depth: Int32) {
+        let isAtom = namespace == FeedReader.atomNamespace
+        if isAtom && name == "entry" {
+            entry = (depth, nil, nil, [])
+        } else if isAtom && name == "title" {
+            let value = text()
+            if let open = entry, depth == open.depth + 1 { entry?.title = value } else if depth == 1 { title = value }
+        } else if isAtom && name == "link", entry != nil {
+            // A link without rel is an alternate link (RFC 4287 §4.2.7.2).
+            guard attribute("rel") == "enclosure", let href = attribute("href") else { return }
+            addEnclosure(href: href, length: attribute("length"), type: attribute("type"))
+        } else if namespace == FeedReader.docsetNamespace && name == "version", entry != nil {
+            let value = text()
+            entry?.version = value
+        }
+    }
+
+    private mutating func rssElement(_ name: String, _ namespace: String?, _ depth: Int32) {
+        guard namespace == nil else { return }
+        switch name {
+        case "item":
+            entry = (depth, nil, nil, [])
+        case "title":
+            let value = text()
+            if let open = entry, depth == open.depth + 1 { entry?.title = value } else if entry == nil && title == nil { title = value }
+        case "enclosure" where entry != nil:
+            guard let href = attribute("url") else { return }
+            addEnclosure(href: href, length: attribute("length"), type: attribute("type"))
+        default:
+            break
+        }
+    }
+
+    /// Dash: `<version>` and the mirror `<url>`s of one archive, directly under the root.
+    private mutating func dashElement(_ name: String, _ depth: Int32) {
+        guard let open = entry, depth == open.depth + 1 else { return }
+        switch name {
+        case "version":
+            let value = text()
+            entry?.version = value
+        case "url":
+            guard let href = text(), let resolved = resolve(href) else { return }
+            if entry?.found.isEmpty == true {
+                entry?.found.append(FeedEnclosure(url: resolved))
+            } else {
+                entry?.found[0].mirrors.append(resolved)
+            }
+        default:
+            break
+        }
+    }
+
+    private mutating func addEnclosure(href: String, length: String?, type: String?) {
+        guard let resolved = resolve(href) else { return }
+        let size = length.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 > 0 ? $0 : nil }
+        entry?.found.append(FeedEnclosure(url: resolved, length: size, type: type))
+    }
+
+    private mutating func closeEntry() {
+        guard let open = entry else { return }
+        for var enclosure in open.found {
+            enclosure.entryTitle = open.title
+            enclosure.version = open.version
+            enclosures.append(enclosure)
+        }
+        entry = nil
+    }
+
+    // MARK: - libxml2 access
+
+    /// `href` resolved against the element's base URI (`xml:base`, else the feed's URL); escapes
+    /// are kept as written.
+    private func resolve(_ href: String) -> String? {
+        let trimmed = href.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { return nil }
+        let base = xmlTextReaderConstBaseUri(reader)
+        let built: UnsafeMutablePointer<xmlChar>? = trimmed.withCString { href in
+            href.withMemoryRebound(to: xmlChar.self, capacity: trimmed.utf8.count + 1) { xmlBuildURI($0, base) }
+        }
+        guard let built else { return nil }
+        defer { mirror_xml_free(built) }
+        return String(cString: built)
+    }
+
+    private func attribute(_ name: String) -> String? {
+        guard let value = xmlTextReaderGetAttribute(reader, name) else { return nil }
+        defer { mirror_xml_free(value) }
+        return String(cString: value)
+    }
+
+    /// The element's text content, trimmed; nil when empty.
+    private func text() -> String? {
+        guard let value = xmlTextReaderReadString(reader) else { return nil }
+        defer { mirror_xml_free(value) }
+        let text = String(cString: value).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? nil : text
+    }
+
+    private func string(_ pointer: UnsafePointer<xmlChar>?) -> String? {
+        pointer.map { String(cString: $0) }
+    }
+}

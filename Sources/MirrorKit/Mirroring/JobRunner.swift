@@ -1,0 +1,115 @@
+import Foundation
+import Logging
+
+/// One file to put into the mirror.
+struct MirrorJob: Sendable {
+    var url: String
+    var relativePath: String
+    var expectedSize: Int64?
+}
+
+/// Takes jobs through the scheduler and into the mirror directory, and tallies what happened:
+/// the part every kind of mirror (tag, feed) shares.
+struct JobRunner: Sendable {
+    enum Outcome: Sendable {
+        case downloaded(bytes: Int64)
+        case alreadyPresent
+        case removed(String)
+        case interrupted
+        case failed(DownloadError)
+    }
+
+    let directory: MirrorDirectory
+    let partials: PartialStore
+    let scheduler: DownloadScheduler
+    let mode: DownloadMode
+    let logger: Logger
+
+    init(
+        directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, concurrency: Int, retry: RetryPolicy,
+        logger: Logger
+    ) throws(MirrorError) {
+        self.directory = directory
+        self.mode = mode
+        self.logger = logger
+        partials = try PartialStore(directory: directory.stateDirectory.appendingPathComponent("partials"))
+        let transport = EngineTransport(engine: engine, partials: partials, retry: retry, logger: logger)
+        scheduler = DownloadScheduler(transport: transport, configuration: .init(
+            maxConcurrent: concurrency, maxPerHost: concurrency))
+    }
+
+    /// Runs `unforced` jobs all at once and `forced` ones one after another, each forced job taking
+    /// the bandwidth while it runs; keeps `.mirror/status.json` current meanwhile.
+    func run(unforced: [MirrorJob], forced: [MirrorJob], source: String, into summary: inout MirrorSummary) async {
+        summary.wanted += unforced.count + forced.count
+        let (logger, scheduler, directory) = (logger, scheduler, directory)
+        let reporter = Task {
+            await RunStatus.keepWriting(
+                source: source, scheduler: scheduler, directory: directory,
+                log: { logger.debug("downloads: \($0.summaryLine)") })
+        }
+        await withTaskGroup(of: [Outcome].self) { group in
+            for job in unforced {
+                group.addTask { [await mirror(job, forced: false)] }
+            }
+            group.addTask {
+                var outcomes: [Outcome] = []
+                for job in forced { outcomes.append(await mirror(job, forced: true)) }
+                return outcomes
+            }
+            for await outcomes in group {
+                for outcome in outcomes { record(outcome, in: &summary) }
+            }
+        }
+        reporter.cancel()
+        await reporter.value
+    }
+
+    private func record(_ outcome: Outcome, in summary: inout MirrorSummary) {
+        switch outcome {
+        case .downloaded(let bytes):
+            summary.downloaded += 1
+            summary.bytesDownloaded += bytes
+        case .alreadyPresent:
+            summary.alreadyPresent += 1
+        case .removed(let url):
+            logger.info("removed upstream: \(url)")
+            summary.removed.append(url)
+        case .interrupted:
+            summary.interrupted = true
+        case .failed(let error):
+            logger.error("\(error)")
+            summary.failures.append(error)
+        }
+    }
+
+    private func mirror(_ job: MirrorJob, forced: Bool) async -> Outcome {
+        guard !Task.isCancelled else { return .interrupted }
+        do {
+            if mode == .skipIfExists, try directory.fileExists(job.relativePath) {
+                return .alreadyPresent
+            }
+        } catch {
+            return .failed(DownloadError(url: job.url, reason: .storage(error.description)))
+        }
+        do {
+            let file = try await scheduler.schedule(job.url, forced: forced, expectedSize: job.expectedSize)
+            guard file.length > 0 else {
+                // A 200 with nothing in it is a broken server, not an empty file worth keeping.
+                partials.remove(job.url)
+                return .failed(DownloadError(url: job.url, reason: .emptyBody))
+            }
+            let committed = try directory.commit(file.path, as: job.relativePath, mode: mode)
+            partials.remove(job.url)
+            guard let name = committed else { return .alreadyPresent }
+            logger.info("saved \(name)")
+            return .downloaded(bytes: file.bytesReceived)
+        } catch let error as DownloadError {
+            if error.reason == .removed { return .removed(job.url) }
+            if error.isCancellation { return .interrupted }
+            return .failed(error)
+        } catch {
+            return .failed(DownloadError(url: job.url, reason: .storage("\(error)")))
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Mirroring feed enclosures from the fixture server")
+struct FeedMirrorTests {
+    let engine = TransferEngine()
+
+    private func run(_ server: FixtureServer, feed: String, into dir: URL) async throws -> MirrorSummary {
+        let mirror = try FeedMirror(
+            directory: try MirrorDirectory(root: dir), engine: engine,
+            settings: .init(feedURL: "\(server.baseURL)/feeds/\(feed)", retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5))),
+            logger: TestSupport.logger)
+        return await mirror.run()
+    }
+
+    @Test(arguments: [
+        ("docsets.atom", ["Alpha-2.1.docset.xar": "/files/Alpha-2.1.docset.xar", "Beta 1.0.xar": "/files/beta/Beta 1.0.xar"]),
+        ("podcast.rss", ["episode-1.mp3": "/files/episode-1.mp3", "episode-2.mp3": "/files/episode-2.mp3"]),
+        ("Python.xml", ["Python.tgz": "/files/Python.tgz"]),
+    ])
+    func mirrorsEveryEnclosureByteForByte(_ feed: String, _ expected: [String: String]) async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, feed: feed, into: dir)
+                #expect(summary.isComplete)
+                #expect(summary.downloaded == expected.count)
+                for (name, path) in expected {
+                    #expect(TestSupport.digest(ofFile: dir.appendingPathComponent("enclosures/\(name)").path)
+                        == TestSupport.digest(server.content(of: path)), "\(name)")
+                }
+                // Dash mirrors are the same file: only the first is fetched.
+                #expect(server.requestCount(path: "/mirror-b/Python.tgz") == 0)
+            }
+        }
+    }
+
+    @Test func aMalformedFeedMirrorsNothing() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, feed: "broken.atom", into: dir)
+                let error = try #require(summary.stoppedBy as? FeedError)
+                #expect(!error.isFetchFailure)
+                #expect(server.requestCount(path: "/files/Alpha-2.1.docset.xar") == 0)
+            }
+        }
+    }
+
+    @Test func aDroppedEnclosureResumesAndAnEmptyOneFails() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.dropAfter(bytes: 2 << 20), path: "/files/Alpha-2.1.docset.xar")
+            server.inject(.respond(status: 200, body: ""), path: "/files/beta/Beta 1.0.xar", times: 2)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, feed: "docsets.atom", into: dir)
+                #expect(summary.downloaded == 1)
+                #expect(summary.failures.map(\.reason) == [.emptyBody])
+                #expect(server.requests.last { $0.path == "/files/Alpha-2.1.docset.xar" }?.header("Range") == "bytes=\(2 << 20)-")
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("enclosures/Beta 1.0.xar").path))
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Reading Atom, RSS and Dash feeds with libxml2")
+struct FeedReaderTests {
+    static let base = "http://fixture.invalid"
+
+    private func fixture(_ name: String) throws -> Feed {
+        let text = try String(contentsOf: TestSupport.fixtures.appendingPathComponent("feeds/\(name)"), encoding: .utf8)
+            .replacingOccurrences(of: "{{base}}", with: Self.base)
+        return try FeedReader.parse(Array(text.utf8), url: "\(Self.base)/feeds/\(name)")
+    }
+
+    private func real(_ name: String) throws -> Feed {
+        let realData = try #require(TestSupport.realData)
+        let bytes = try Array(Data(contentsOf: realData.appendingPathComponent("feeds/\(name)")))
+        return try FeedReader.parse(bytes, url: "https://feeds.example/\(name)")
+    }
+
+    @Test func readsAtomEnclosuresResolvingXMLBase() throws {
+        let feed = try fixture("docsets.atom")
+        #expect(feed.kind == .atom)
+        #expect(feed.title == "Fixture docsets")
+        #expect(feed.enclosures == [
+            FeedEnclosure(url: "\(Self.base)/files/Alpha-2.1.docset.xar", length: 6_291_456,
+                          type: "application/octet-stream", entryTitle: "Alpha", version: "2.1"),
+            FeedEnclosure(url: "\(Self.base)/files/beta/Beta%201.0.xar", length: 3_145_728,
+                          type: "application/octet-stream", entryTitle: "Beta (relative link, xml:base)", version: "1.0"),
+        ])
+    }
+
+    @Test func readsRSSEnclosuresTakingLengthZeroAsUnknown() throws {
+        let feed = try fixture("podcast.rss")
+        #expect(feed.kind == .rss)
+        #expect(feed.enclosures.map(\.url) == [
+            "\(Self.base)/files/episode-2.mp3?source=feed&v=2", "\(Self.base)/files/episode-1.mp3",
+        ])
+        #expect(feed.enclosures.map(\.length) == [nil, 1_048_576])
+        #expect(feed.enclosures.first?.entryTitle == "Episode 2")
+    }
+
+    @Test func readsADashFeedAsOneArchiveWithMirrors() throws {
+        let feed = try fixture("Python.xml")
+        #expect(feed.kind == .dash)
+        #expect(feed.enclosures == [FeedEnclosure(
+            url: "\(Self.base)/files/Python.tgz", mirrors: ["\(Self.base)/mirror-b/Python.tgz"], version: "3.14.6")])
+    }
+
+    @Test func aMalformedFeedYieldsNothingButAnErrorWithItsLine() {
+        let error = #expect(throws: FeedError.self) { try fixture("broken.atom") }
+        #expect(error?.problem == "not well-formed XML at line 6: Extra content at the end of the document")
+    }
+
+    @Test func refusesAnExternalEntity() {
+        let xml = #"<?xml version="1.0"?><!DOCTYPE feed [<!ENTITY x SYSTEM "file:///etc/passwd">]><feed xmlns="http://www.w3.org/2005/Atom"><title>&x;</title></feed>"#
+        let error = #expect(throws: FeedError.self) { try FeedReader.parse(Array(xml.utf8), url: "https://x/feed") }
+        #expect(error?.problem == "has a DOCTYPE; feeds have none, and entities can reach local files")
+    }
+
+    @Test func refusesAnEntityBomb() {
+        let xml = #"<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><rss><channel><title>&c;</title></channel></rss>"#
+        #expect(throws: FeedError.self) { try FeedReader.parse(Array(xml.utf8), url: "https://x/feed") }
+    }
+
+    @Test(arguments: ["<html><body>not a feed</body></html>", "{\"json\": true}", "\u{1F}\u{8B}binary"])
+    func refusesWhatIsNoFeed(_ text: String) {
+        #expect(throws: FeedError.self) { try FeedReader.parse(Array(text.utf8), url: "https://x/feed") }
+    }
+
+    @Test func namesEnclosureFilesSafely() {
+        #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/a/Beta%201.0.xar")) == "Beta 1.0.xar")
+        #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/a/..%2F..%2Fetc%2Fpasswd")) == "_.._etc_passwd")
+        #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/")).hasPrefix("enclosure-"))
+        #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/f.mp3?x=1")) == "f.mp3")
+    }
+
+    // MARK: - Real feeds
+
+    @Test(.needsRealData) func readsRealAppleDocsetFeeds() throws {
+        let fastpdf = try real("apple-docset-fastpdfkit.atom")
+        #expect(fastpdf.enclosures == [FeedEnclosure(
+            url: "http://doc.fastpdfkit.com/docset.xar", length: 134_254, type: "application/octet-stream",
+            entryTitle: "FastPdfKit", version: "3.1.3")])
+        let mapbox = try real("apple-docset-mapbox-ios-sdk.atom")
+        #expect(mapbox.enclosures.count == 1)
+        #expect(mapbox.enclosures.first?.length == 210_049)
+    }
+
+    @Test(.needsRealData) func readsRealDashFeeds() throws {
+        let python = try real("dash-kapeli-Python.xml")
+        #expect(python.enclosures.first?.url == "http://sanfrancisco.kapeli.com/feeds/Python.tgz")
+        #expect(python.enclosures.first?.mirrors.count == 4)
+        #expect(python.enclosures.first?.version == "3.14.6")
+        #expect(try real("dash-kapeli-Apple_Guides_and_Sample_Code.xml").enclosures.first?.version == "/1.35")
+        let android = try real("dash-kapeli-Android-2013.xml")
+        #expect(android.enclosures.map(\.url) == ["http://kapeli.com/feeds/Android.tgz"])
+        #expect(android.enclosures.first?.version == "4.2.2/3")
+    }
+
+    @Test(.needsRealData) func readsRealRSSAndAtomWithManyEnclosures() throws {
+        let podcast = try real("rss-podcast-enclosures-length0.xml")
+        #expect(podcast.enclosures.count == 21)
+        #expect(podcast.enclosures.allSatisfy { $0.length == nil && $0.url.hasPrefix("http") })
+        let nasa = try real("atom-nasa-mirador-opensearch-enclosures.xml")
+        #expect(nasa.enclosures.count == 8)
+    }
+
+    @Test(.needsRealData) func refusesTheRealMalformedFeed() {
+        let error = #expect(throws: FeedError.self) { try real("dash-ros_docsets-full-MALFORMED.xml") }
+        #expect(error?.problem.hasPrefix("not well-formed XML at line") == true)
+    }
+}
