@@ -34,3 +34,36 @@ struct CommonOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log every request and file.")
     var verbose = false
 }
+
+/// How files are fetched and named: options the tag and feed commands share.
+struct DownloadOptions: ParsableArguments {
+    @Option(help: "When a file name is taken: new-file saves name(1).ext, skip-if-exists keeps the old file (default).")
+    var mode: DownloadMode?
+
+    @Option(help: "Most download bandwidth for all files together, e.g. 2M or 500k bytes per second.")
+    var maxBandwidth: String?
+
+    @Option(help: "Attempts per file, the first included (default 6).")
+    var retries: Int?
+
+    func validate() throws {
+        if let maxBandwidth, (ByteCount.parse(maxBandwidth) ?? 0) <= 0 {
+            throw ValidationError("--max-bandwidth takes a rate such as 2M or 500k, got '\(maxBandwidth)'")
+        }
+        if let retries, !(1...100).contains(retries) { throw ValidationError("--retries must be 1 to 100") }
+    }
+
+    /// The engine these options (over the config file's) ask for.
+    func engine(_ file: MirrorConfiguration) -> TransferEngine {
+        let bandwidth = (maxBandwidth ?? file.maxBandwidth).flatMap(ByteCount.parse)
+        return TransferEngine(configuration: .init(maxBytesPerSecond: bandwidth))
+    }
+
+    func downloadMode(_ file: MirrorConfiguration) -> DownloadMode {
+        mode ?? file.mode ?? .skipIfExists
+    }
+
+    func retryPolicy(_ file: MirrorConfiguration) -> RetryPolicy {
+        RetryPolicy(maxAttempts: retries ?? file.retries ?? 6)
+    }
+}

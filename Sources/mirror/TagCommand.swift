@@ -39,34 +39,23 @@ struct TagCommand: AsyncParsableCommand {
     @Option(help: "Thumbnail size letter: s b t m l h (default m, 320 px).")
     var thumbnail: ThumbnailSize?
 
-    @Option(help: "When a file name is taken: new-file saves name(1).ext, skip-if-exists keeps the old file (default).")
-    var mode: DownloadMode?
-
     @Option(help: "Downloads at once (default 6).")
     var concurrency: Int?
 
     @Option(help: "Most Imgur API calls per second (default: no limit beyond Imgur's own budget).")
     var maxApiRate: Double?
 
-    @Option(help: "Most download bandwidth for all files together, e.g. 2M or 500k bytes per second.")
-    var maxBandwidth: String?
-
     @Option(help: "Longest wait in seconds for a rate limit or an overloaded API before stopping with status 75 (default 300).")
     var maxWait: Int?
 
-    @Option(help: "Attempts per file, the first included (default 6).")
-    var retries: Int?
+    @OptionGroup var download: DownloadOptions
 
     func validate() throws {
         guard !tag.isEmpty, tag.count <= 100 else { throw ValidationError("the tag must be 1 to 100 characters") }
         if let pages, pages < 1 { throw ValidationError("--pages must be at least 1") }
         if let concurrency, !(1...64).contains(concurrency) { throw ValidationError("--concurrency must be 1 to 64") }
         if let maxApiRate, !(maxApiRate > 0) { throw ValidationError("--max-api-rate must be above 0") }
-        if let maxBandwidth, (ByteCount.parse(maxBandwidth) ?? 0) <= 0 {
-            throw ValidationError("--max-bandwidth takes a rate such as 2M or 500k, got '\(maxBandwidth)'")
-        }
         if let maxWait, maxWait < 0 { throw ValidationError("--max-wait must be 0 or more seconds") }
-        if let retries, !(1...100).contains(retries) { throw ValidationError("--retries must be 1 to 100") }
     }
 
     func run() async throws {
@@ -81,8 +70,7 @@ struct TagCommand: AsyncParsableCommand {
             let clientID = try ClientIDFile.read(clientIdFile ?? file.clientIdFile ?? ClientIDFile.defaultPath)
             let directory = try MirrorDirectory(root: URL(fileURLWithPath: common.out))
             let lock = try RunLock(directory: directory)
-            let bandwidth = (maxBandwidth ?? file.maxBandwidth).flatMap(ByteCount.parse)
-            let engine = TransferEngine(configuration: .init(maxBytesPerSecond: bandwidth))
+            let engine = download.engine(file)
             let politeness = ImgurClient.Politeness(
                 maxRequestsPerSecond: maxApiRate ?? file.maxApiRate,
                 maxWait: .seconds(maxWait ?? file.maxWait ?? 300))
@@ -96,9 +84,9 @@ struct TagCommand: AsyncParsableCommand {
                 urls: MediaURLBuilder(
                     mediaBase: merged.mediaBase ?? "https://i.imgur.com",
                     thumbnail: thumbnail ?? file.thumbnail ?? .medium),
-                mode: mode ?? file.mode ?? .skipIfExists,
+                mode: download.downloadMode(file),
                 concurrency: concurrency ?? file.concurrency ?? 6,
-                retry: RetryPolicy(maxAttempts: retries ?? file.retries ?? 6))
+                retry: download.retryPolicy(file))
             let mirror = try TagMirror(
                 directory: directory, client: client, engine: engine, settings: settings, logger: logger)
             let (summary, signal) = await Interruption.cancelOnSignal { await mirror.run() }
