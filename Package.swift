@@ -30,12 +30,18 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(
             name: "MirrorKit",
             dependencies: [
                 "CCurl",
                 "CLibXML2",
                 "COpenSSL",
+                "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -21,6 +21,7 @@ struct JobRunner: Sendable {
 
     let directory: MirrorDirectory
     let partials: PartialStore
+    let state: StateDatabase
     let scheduler: DownloadScheduler
     let mode: DownloadMode
     let logger: Logger
@@ -33,6 +34,7 @@ struct JobRunner: Sendable {
         self.mode = mode
         self.logger = logger
         partials = try PartialStore(directory: directory.stateDirectory.appendingPathComponent("partials"))
+        state = try StateDatabase(directory: directory) { logger.warning("\($0)") }
         let transport = EngineTransport(engine: engine, partials: partials, retry: retry, logger: logger)
         scheduler = DownloadScheduler(transport: transport, configuration: .init(
             maxConcurrent: concurrency, maxPerHost: concurrency))
@@ -86,12 +88,16 @@ struct JobRunner: Sendable {
     private func mirror(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
         do {
+            if let known = await state.mirroredPath(of: job.url), try directory.fileExists(known) {
+                return .alreadyPresent
+            }
             if mode == .skipIfExists, try directory.fileExists(job.relativePath) {
                 return .alreadyPresent
             }
         } catch {
             return .failed(DownloadError(url: job.url, reason: .storage(error.description)))
         }
+        if await state.isRemoved(job.url) { return .removed(job.url) }
         do {
             let file = try await scheduler.schedule(job.url, forced: forced, expectedSize: job.expectedSize)
             guard file.length > 0 else {
@@ -102,10 +108,14 @@ struct JobRunner: Sendable {
             let committed = try directory.commit(file.path, as: job.relativePath, mode: mode)
             partials.remove(job.url)
             guard let name = committed else { return .alreadyPresent }
+            await state.recordMirrored(job.url, as: name, bytes: file.length)
             logger.info("saved \(name)")
             return .downloaded(bytes: file.bytesReceived)
         } catch let error as DownloadError {
-            if error.reason == .removed { return .removed(job.url) }
+            if error.reason == .removed {
+                await state.recordRemoved(job.url)
+                return .removed(job.url)
+            }
             if error.isCancellation { return .interrupted }
             return .failed(error)
         } catch {

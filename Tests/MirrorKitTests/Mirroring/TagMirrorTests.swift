@@ -84,15 +84,59 @@ struct TagMirrorTests {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 let first = try await run(server, into: dir)
-                func mediaRequests() -> Int {
-                    // Removed media is looked at again each run: it is never saved, so never "present".
-                    server.requests.count { !$0.path.hasPrefix("/3/") && !$0.path.contains("Rm0vEd1") && $0.path != "/removed.png" }
-                }
+                func mediaRequests() -> Int { server.requests.count { !$0.path.hasPrefix("/3/") } }
                 let before = mediaRequests()
                 let second = try await run(server, into: dir)
                 #expect(second.downloaded == 0)
                 #expect(second.alreadyPresent == first.downloaded)
+                // Removed media is remembered too: nothing at all goes to the media host.
+                #expect(second.removed.count == 2)
                 #expect(mediaRequests() == before)
+            }
+        }
+    }
+
+    @Test func newFileModeDoesNotCopyWhatItAlreadyMirrored() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await run(server, into: dir, mode: .newFile)
+                let second = try await run(server, into: dir, mode: .newFile)
+                #expect(second.downloaded == 0)
+                let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("full").path)
+                #expect(!names.contains { $0.contains("(1)") })
+            }
+        }
+    }
+
+    @Test func newFileModeKeepsAFileThatIsNotOurs() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let full = dir.appendingPathComponent("full")
+                try FileManager.default.createDirectory(at: full, withIntermediateDirectories: true)
+                try TestSupport.write(Array("mine".utf8), to: full.appendingPathComponent("aB3dE5f.jpg").path)
+                _ = try await run(server, into: dir, mode: .newFile)
+                #expect(TestSupport.bytes(at: full.appendingPathComponent("aB3dE5f.jpg").path) == Array("mine".utf8))
+                #expect(TestSupport.digest(ofFile: full.appendingPathComponent("aB3dE5f(1).jpg").path)
+                    == TestSupport.digest(server.content(of: "/aB3dE5f.jpg")))
+            }
+        }
+    }
+
+    @Test func aDamagedStateDatabaseIsSetAsideAndNothingMirroredIsLost() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await run(server, into: dir)
+                let database = dir.appendingPathComponent(".mirror/state.sqlite3").path
+                unlink(database + "-wal")
+                unlink(database + "-shm")
+                try TestSupport.write(Array("this is not a database, just bytes".utf8), to: database)
+                let second = try await run(server, into: dir)
+                #expect(second.isComplete)
+                #expect(second.downloaded == 0)
+                let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent(".mirror").path)
+                #expect(names.contains { $0.hasPrefix("state.sqlite3.damaged-") })
+                #expect(TestSupport.digest(ofFile: dir.appendingPathComponent("full/aB3dE5f.jpg").path)
+                    == TestSupport.digest(server.content(of: "/aB3dE5f.jpg")))
             }
         }
     }
