@@ -99,14 +99,14 @@ public actor DownloadScheduler {
     public func cancel(_ url: String) {
         guard let item = items[url], [.ready, .waiting, .downloading, .paused].contains(item.state) else { return }
         answerAll(item, with: .failure(Self.cancelled(url)))
+        // A suspended item belongs to no tier; whoever revives it decides whether it is forced.
         if forced === item { forced = nil }
+        item.isForced = false
         stop(item, to: .suspended)
         suspendedSequence += 1
         item.suspendedOrder = suspendedSequence
-        item.suspendedBytes = transport.partialLength(of: url)
         suspendedQueue.append((suspendedSequence, item))
-        suspendedBytes += item.suspendedBytes
-        suspendedCount += 1
+        account(item, suspendedBytes: transport.partialLength(of: url))
         hub.emit(.suspended(url: url, bytes: item.suspendedBytes))
         enforceSuspendedBudget()
         pump()
@@ -240,6 +240,7 @@ public actor DownloadScheduler {
     }
 
     private func pause(_ item: ScheduledItem) {
+        item.pauseTimer?.cancel()
         transition(item, to: .paused)
         transport.pause(item.transferID)
         hub.emit(.paused(url: item.url))
@@ -251,6 +252,8 @@ public actor DownloadScheduler {
     }
 
     private func resume(_ item: ScheduledItem) {
+        item.pauseTimer?.cancel()
+        item.pauseTimer = nil
         transition(item, to: .downloading)
         transport.resume(item.transferID)
         hub.emit(.resumed(url: item.url))
@@ -287,9 +290,7 @@ public actor DownloadScheduler {
             hub.emit(.failed(url: url, message: error.description))
         case (.suspended, _):
             // The stopped transfer has written out what it had: count the partial at its size now.
-            let length = transport.partialLength(of: url)
-            suspendedBytes += length - item.suspendedBytes
-            item.suspendedBytes = length
+            account(item, suspendedBytes: transport.partialLength(of: url))
             enforceSuspendedBudget()
         case (.cancelled, _):
             transport.discardPartial(of: url)
@@ -315,23 +316,30 @@ public actor DownloadScheduler {
     // MARK: - Suspended partials
 
     private func revive(_ item: ScheduledItem) {
-        suspendedBytes -= item.suspendedBytes
-        suspendedCount -= 1
-        item.suspendedBytes = 0
+        account(item, suspendedBytes: 0)
         item.suspendedOrder = 0
         transition(item, to: .waiting)
     }
 
-    /// Purges the oldest suspended partials while over the count or byte budget.
+    /// Sets the partial bytes a suspended item holds, keeping the budget's totals: the bytes, and
+    /// the number of suspended items that hold any.
+    private func account(_ item: ScheduledItem, suspendedBytes bytes: Int64) {
+        suspendedBytes += bytes - item.suspendedBytes
+        suspendedCount += (bytes > 0 ? 1 : 0) - (item.suspendedBytes > 0 ? 1 : 0)
+        item.suspendedBytes = bytes
+    }
+
+    /// Purges the oldest suspended partials while over the count or byte budget. Items that hold
+    /// no bytes cost nothing and do not count; the item suspended last is never purged, so that a
+    /// single file larger than the budget (or a run stopped by Ctrl-C) keeps what it received.
     private func enforceSuspendedBudget() {
         while suspendedCount > configuration.suspendedCountBudget || suspendedBytes > configuration.suspendedBytesBudget,
-              suspendedQueueHead < suspendedQueue.count {
+              suspendedQueueHead < suspendedQueue.count - 1 {
             let entry = suspendedQueue[suspendedQueueHead]
             suspendedQueueHead += 1
             let item = entry.item
-            guard item.state == .suspended, item.suspendedOrder == entry.order else { continue }
-            suspendedBytes -= item.suspendedBytes
-            suspendedCount -= 1
+            guard item.state == .suspended, item.suspendedOrder == entry.order, item.suspendedBytes > 0 else { continue }
+            account(item, suspendedBytes: 0)
             transition(item, to: .cancelled)
             finishedCounts[.cancelled, default: 0] += 1
             if item.task == nil {

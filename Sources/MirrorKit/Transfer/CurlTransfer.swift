@@ -173,6 +173,11 @@ final class CurlTransfer {
                     failure = .rangeMismatch(requested: offset, received: header)
                     return
                 }
+                // A server that honours Range but not If-Range would splice a changed file onto ours.
+                if let validator = request.ifRange, !Self.validator(validator, matches: headers) {
+                    failure = .rangeMismatch(requested: offset, received: "a 206 for another version (\(validator) no longer matches)")
+                    return
+                }
                 start = offset
                 expectedTotal = range.total
             } else if let length = headers["Content-Length"].flatMap({ Int64($0) }) {
@@ -189,6 +194,15 @@ final class CurlTransfer {
             if let onBodyStart, let response = makeResponse() { onBodyStart(response) }
             progress?(TransferProgress(completed: start, total: expectedTotal))
         }
+    }
+
+    /// Whether the response's own validator is the one If-Range named (absent counts as a match:
+    /// only a contradiction is proof of another version).
+    static func validator(_ validator: String, matches headers: HTTPHeaders) -> Bool {
+        if validator.hasPrefix("\"") {
+            return headers["ETag"].map { $0 == validator } ?? true
+        }
+        return headers["Last-Modified"].map { $0 == validator } ?? true
     }
 
     private func reportProgressIfDue() {

@@ -64,6 +64,9 @@ final class EngineLoop {
     private var multi: UnsafeMutableRawPointer { mailbox.multi.pointer }
     private var transfers: [TransferID: CurlTransfer] = [:]
     private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Transfers asked to pause, known or not yet: a pause can arrive before its transfer starts,
+    /// or between two attempts of one download (which share the id).
+    private var pausedIDs: Set<TransferID> = []
     private let bandwidth: BandwidthBudget?
 
     init(mailbox: EngineMailbox, configuration: TransferEngine.Configuration) {
@@ -107,14 +110,17 @@ final class EngineLoop {
         case .start(let start):
             begin(start)
         case .cancel(let id):
+            pausedIDs.remove(id)
             guard let transfer = transfers[id] else { break }
             detach(transfer)
             transfer.cancel()
         case .pause(let id):
+            pausedIDs.insert(id)
             guard let transfer = transfers[id] else { break }
             transfer.isPauseRequested = true
             curl_easy_pause(transfer.easy, mirror_curlpause_recv)
         case .resume(let id):
+            pausedIDs.remove(id)
             guard let transfer = transfers[id], transfer.isPauseRequested else { break }
             transfer.isPauseRequested = false
             if !transfer.isThrottled { curl_easy_pause(transfer.easy, mirror_curlpause_cont) }
@@ -140,6 +146,8 @@ final class EngineLoop {
         }
         transfers[start.id] = transfer
         byHandle[transfer.easy] = transfer
+        // Held from its first byte: its write callback pauses it until resumed.
+        transfer.isPauseRequested = pausedIDs.contains(start.id)
         curl_multi_add_handle(multi, transfer.easy)
     }
 

@@ -17,6 +17,13 @@ final class FileSink {
     init(path: String, offset: Int64, capacity: Int = 1 << 20) throws(TransferError.Reason) {
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .fileWrite(errno: errno) }
+        var info = stat()
+        if offset > 0, fstat(fd, &info) == 0, Int64(info.st_size) < offset {
+            // The partial shrank (or vanished) since the offset was taken: appending at `offset`
+            // would leave a hole of zeros in the file.
+            close(fd)
+            throw .rangeMismatch(requested: offset, received: "a local partial of only \(info.st_size) bytes")
+        }
         // Anything past the offset is not ours to keep: the request asked for bytes from `offset`.
         guard ftruncate(fd, off_t(offset)) == 0 else {
             let code = errno

@@ -199,6 +199,43 @@ struct DownloadSchedulerTests {
         #expect(try await again.value.length == 1000)
     }
 
+    @Test(arguments: [false, true])
+    func aCancelledForcedItemRunsWhenScheduledAgain(_ forcedAgain: Bool) async throws {
+        let scheduler = scheduler()
+        let first = request(scheduler, url("big"), forced: true)
+        try await eventually { transport.running == [url("big")] }
+        transport.receive(url("big"), bytes: 64)
+        await scheduler.cancel(url("big"))
+        _ = try? await first.value
+        try await eventually { transport.running.isEmpty }
+        let again = request(scheduler, url("big"), forced: forcedAgain)
+        try await eventually { transport.running == [url("big")] }
+        #expect(await scheduler.status().items.first?.isForced == forcedAgain)
+        transport.complete(url("big"))
+        #expect(try await again.value.length == 64)
+    }
+
+    @Test func aFreshPauseIsNotCutShortByAnEarlierOnesTimer() async throws {
+        let scheduler = scheduler(pauseGrace: .milliseconds(150))
+        let preview = request(scheduler, url("p"))
+        try await eventually { transport.running == [url("p")] }
+        let first = request(scheduler, url("f1"), forced: true)
+        try await eventually { transport.running.contains(url("f1")) }
+        try await Task.sleep(for: .milliseconds(60))
+        transport.complete(url("f1"))
+        _ = try await first.value
+        try await eventually { transport.resumes == [url("p")] }
+        let second = request(scheduler, url("f2"), forced: true)
+        try await eventually { transport.pauses.count == 2 }
+        // The first pause's timer would have fired by now; the second pause is only ~100 ms old.
+        try await Task.sleep(for: .milliseconds(110))
+        #expect(await state(scheduler, url("p")) == .paused)
+        #expect(transport.fetchCount(url("p")) == 1)
+        transport.complete(url("f2"))
+        _ = try await second.value
+        preview.cancel()
+    }
+
     @Test func suspendedItemsNeverRestartOnTheirOwn() async throws {
         let scheduler = scheduler(maxConcurrent: 1)
         let running = request(scheduler, url("running"))
@@ -239,6 +276,21 @@ struct DownloadSchedulerTests {
         }
         try await eventually { transport.discarded == [url("a")] }
         #expect(await state(scheduler, url("b")) == .suspended)
+    }
+
+    @Test func itemsWithoutBytesDoNotCountAndTheNewestIsNeverPurged() async throws {
+        let scheduler = scheduler(suspendedBytes: 1500, suspendedCount: 1)
+        for (name, bytes) in [("empty", 0), ("a", 10), ("huge", 4000)] as [(String, Int64)] {
+            let task = request(scheduler, url(name))
+            try await eventually { transport.running.contains(url(name)) }
+            transport.receive(url(name), bytes: bytes)
+            await scheduler.cancel(url(name))
+            _ = try? await task.value
+        }
+        // "a" goes; "huge" is over the byte budget alone but is the newest; "empty" holds nothing.
+        try await eventually { transport.discarded == [url("a")] }
+        #expect(await state(scheduler, url("huge")) == .suspended)
+        #expect(await state(scheduler, url("empty")) == .suspended)
     }
 
     @Test func theLastCallerLeavingSuspendsTheItem() async throws {

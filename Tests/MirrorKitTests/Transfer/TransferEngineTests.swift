@@ -272,4 +272,57 @@ struct TransferEngineTests {
             #expect(ContinuousClock.now - start >= .seconds(3))
         }
     }
+
+    @Test func aPauseSentBeforeTheTransferStartsHoldsIt() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/held.bin", size: 1 << 20)
+            let id = TransferID.next()
+            engine.pause(id)
+            let task = Task {
+                try await engine.perform(TransferRequest(url: server.baseURL + "/held.bin", destination: .memory(limit: 2 << 20)), id: id)
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(server.requestCount(path: "/held.bin") == 1)
+            engine.resume(id)
+            #expect(try await task.value.body.count == 1 << 20)
+        }
+    }
+
+    @Test func a206ForAnotherVersionIsRefused() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(
+                .respond(status: 206, headers: ["Content-Range": "bytes 50-99/100", "ETag": "\"theirs\""],
+                         body: String(repeating: "x", count: 50)),
+                path: "/v.bin")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("v.part").path
+                try TestSupport.write([UInt8](repeating: 1, count: 50), to: path)
+                let error = try await #require(throws: TransferError.self) {
+                    try await engine.perform(TransferRequest(
+                        url: server.baseURL + "/v.bin", destination: .file(path: path, offset: 50), ifRange: "\"ours\""))
+                }
+                guard case .rangeMismatch = error.reason else {
+                    Issue.record("expected a range mismatch, got \(error)")
+                    return
+                }
+                #expect(TestSupport.bytes(at: path) == [UInt8](repeating: 1, count: 50))
+            }
+        }
+    }
+
+    @Test func neverAppendsPastTheEndOfAShorterPartial() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/short.bin", size: 100)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("s.part").path
+                try TestSupport.write([UInt8](repeating: 1, count: 10), to: path)
+                let error = try await #require(throws: TransferError.self) {
+                    try await engine.perform(TransferRequest(
+                        url: server.baseURL + "/short.bin", destination: .file(path: path, offset: 50)))
+                }
+                #expect(error.reason == .rangeMismatch(requested: 50, received: "a local partial of only 10 bytes"))
+                #expect(TestSupport.bytes(at: path)?.count == 10)
+            }
+        }
+    }
 }
