@@ -27,6 +27,8 @@ public struct TagCrawler: Sendable {
         public var problems: [String] = []
         /// The error that stopped the listing early, if one did.
         public var stoppedBy: ImgurError?
+        /// The listing was read to its end, or to a page with nothing new in it.
+        public var reachedEnd = false
     }
 
     let client: ImgurClient
@@ -39,15 +41,21 @@ public struct TagCrawler: Sendable {
         self.logger = logger
     }
 
-    public func crawl(_ options: Options) async -> Result {
+    /// Reads the listing page by page. `isPageKnown`, when given, ends the walk at the first page
+    /// whose images it has all seen before: in a newest-first listing, everything after is older.
+    public func crawl(
+        _ options: Options, isPageKnown: (@Sendable ([MediaItem]) async -> Bool)? = nil
+    ) async -> Result {
         var result = Result()
         var seen = Set<String>()
-        func add(_ image: ImgurImage) {
+        /// Adds the image once; returns its item (for the page's own list) even when seen before.
+        func add(_ image: ImgurImage) -> [MediaItem] {
             guard let item = urls.item(for: image) else {
                 result.problems.append("skipped image with unusable id '\(image.id)'")
-                return
+                return []
             }
             if seen.insert(item.id).inserted { result.items.append(item) }
+            return [item]
         }
         var page = 0
         while options.maxPages.map({ page < $0 }) ?? true {
@@ -58,18 +66,27 @@ public struct TagCrawler: Sendable {
                 result.stoppedBy = error
                 break
             }
-            if entries.isEmpty { break }
+            if entries.isEmpty {
+                result.reachedEnd = true
+                break
+            }
             result.pagesRead += 1
             logger.debug("tag \(options.tag) page \(page): \(entries.count) items")
+            var pageItems: [MediaItem] = []
             for entry in entries {
                 switch entry {
                 case .image(let image):
-                    add(image)
+                    pageItems += add(image)
                 case .album(let album):
-                    for image in await images(of: album, problems: &result.problems) { add(image) }
+                    for image in await images(of: album, problems: &result.problems) { pageItems += add(image) }
                 }
             }
             page += 1
+            if let isPageKnown, !pageItems.isEmpty, await isPageKnown(pageItems) {
+                logger.debug("tag \(options.tag) page \(page - 1) holds nothing new: stopping")
+                result.reachedEnd = true
+                break
+            }
         }
         return result
     }

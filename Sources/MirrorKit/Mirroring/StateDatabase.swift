@@ -61,6 +61,25 @@ public actor StateDatabase {
         execute("INSERT OR IGNORE INTO removed (url, seen_at) VALUES (?1, ?2)", [url, Self.now()])
     }
 
+    /// Whether a run has read `source`'s whole listing before (see ``recordListingComplete(_:)``).
+    public func isListingComplete(_ source: String) -> Bool {
+        !query("SELECT source FROM listings WHERE source = ?1", [source]).isEmpty
+    }
+
+    /// Notes that a run read `source`'s listing to its end and mirrored all of it: from then on a
+    /// newest-first listing can stop at the first page that holds nothing new.
+    public func recordListingComplete(_ source: String) {
+        execute(
+            "INSERT INTO listings (source, completed_at) VALUES (?1, ?2) "
+                + "ON CONFLICT(source) DO UPDATE SET completed_at = excluded.completed_at",
+            [source, Self.now()])
+    }
+
+    /// Whether `url` is mirrored or known to be removed.
+    public func isKnown(_ url: String) -> Bool {
+        mirroredPath(of: url) != nil || isRemoved(url)
+    }
+
     // MARK: - SQLite
 
     private struct SQLiteError: Error, CustomStringConvertible {
@@ -86,6 +105,7 @@ public actor StateDatabase {
                     CREATE TABLE IF NOT EXISTS mirrored (
                         url TEXT PRIMARY KEY, path TEXT NOT NULL, bytes INTEGER NOT NULL, mirrored_at TEXT NOT NULL);
                     CREATE TABLE IF NOT EXISTS removed (url TEXT PRIMARY KEY, seen_at TEXT NOT NULL);
+                    CREATE TABLE IF NOT EXISTS listings (source TEXT PRIMARY KEY, completed_at TEXT NOT NULL);
                     PRAGMA user_version = \(schemaVersion);
                     """)
             } else if version != schemaVersion {

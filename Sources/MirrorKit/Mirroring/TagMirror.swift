@@ -41,9 +41,24 @@ public struct TagMirror: Sendable {
 
     /// Crawls the tag, then mirrors what it found: thumbnails as unforced items, all at once;
     /// full-size files one at a time as forced items, each taking the bandwidth while it runs.
+    ///
+    /// Once one run has mirrored the whole of a newest-first (`time`) listing, later runs stop
+    /// reading it at the first page with nothing new, which spares Imgur's hourly budget. Until
+    /// then (a first run cut short, a failed file) every run reads the listing to its end.
     public func run() async -> MirrorSummary {
         let crawler = TagCrawler(client: client, urls: settings.urls, logger: logger)
-        let crawl = await crawler.crawl(settings.crawl)
+        let source = "imgur tag \(settings.crawl.tag)"
+        let state = jobs.state
+        var isPageKnown: (@Sendable ([MediaItem]) async -> Bool)?
+        if settings.crawl.sort == .time, await state.isListingComplete(source) {
+            isPageKnown = { items in
+                for item in items {
+                    guard await state.isKnown(item.fullURL) else { return false }
+                }
+                return true
+            }
+        }
+        let crawl = await crawler.crawl(settings.crawl, isPageKnown: isPageKnown)
         var summary = MirrorSummary()
         summary.problems = crawl.problems
         summary.stoppedBy = crawl.stoppedBy
@@ -58,6 +73,7 @@ public struct TagMirror: Sendable {
             MirrorJob(url: $0.fullURL, relativePath: "full/\($0.fullFileName)", expectedSize: $0.expectedSize)
         }
         await jobs.run(unforced: previews, forced: originals, source: "tag \(settings.crawl.tag)", into: &summary)
+        if crawl.reachedEnd && summary.isComplete { await state.recordListingComplete(source) }
         return summary
     }
 }

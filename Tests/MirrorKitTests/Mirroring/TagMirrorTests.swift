@@ -87,11 +87,22 @@ struct TagMirrorTests {
                 func mediaRequests() -> Int { server.requests.count { !$0.path.hasPrefix("/3/") } }
                 let before = mediaRequests()
                 let second = try await run(server, into: dir)
+                #expect(first.isComplete)
                 #expect(second.downloaded == 0)
-                #expect(second.alreadyPresent == first.downloaded)
-                // Removed media is remembered too: nothing at all goes to the media host.
-                #expect(second.removed.count == 2)
+                #expect(second.alreadyPresent == second.wanted)
                 #expect(mediaRequests() == before)
+            }
+        }
+    }
+
+    @Test func removedMediaIsNotAskedForAgain() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await run(server, into: dir, pages: 2)
+                let second = try await run(server, into: dir, pages: 2)
+                #expect(second.removed.count == 2)
+                #expect(server.requestCount(path: "/Rm0vEd1.jpg") == 1)
+                #expect(server.requestCount(path: "/Rm0vEd1m.jpg") == 1)
             }
         }
     }
@@ -137,6 +148,44 @@ struct TagMirrorTests {
                 #expect(names.contains { $0.hasPrefix("state.sqlite3.damaged-") })
                 #expect(TestSupport.digest(ofFile: dir.appendingPathComponent("full/aB3dE5f.jpg").path)
                     == TestSupport.digest(server.content(of: "/aB3dE5f.jpg")))
+            }
+        }
+    }
+
+    @Test func afterOneCompleteRunLaterRunsStopAtThePageWithNothingNew() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await run(server, into: dir)
+                // A new post appears at the top of the newest-first listing.
+                let page0 = try String(
+                    contentsOf: TestSupport.fixtures.appendingPathComponent("imgur/gallery-t-cats-0.json"), encoding: .utf8)
+                let newPost = #"{"id":"NewOne1","type":"image\/jpeg","animated":false,"size":5000,"is_album":false},"#
+                server.inject(
+                    .respond(status: 200, body: page0.replacingOccurrences(of: #""items":["#, with: #""items":["# + newPost)),
+                    path: "/3/gallery/t/cats/time/all/0")
+                server.addMedia(path: "/NewOne1.jpg", size: 5000, contentType: "image/jpeg")
+                server.addMedia(path: "/NewOne1m.jpg", size: 1000, contentType: "image/jpeg")
+                let second = try await run(server, into: dir)
+                #expect(second.downloaded == 2)
+                // Page 0 had news, page 1 had none: page 2 is not asked for again.
+                #expect(server.requestCount(path: "/3/gallery/t/cats/time/all/1") == 2)
+                #expect(server.requestCount(path: "/3/gallery/t/cats/time/all/2") == 1)
+                #expect(TestSupport.digest(ofFile: dir.appendingPathComponent("full/NewOne1.jpg").path)
+                    == TestSupport.digest(server.content(of: "/NewOne1.jpg")))
+            }
+        }
+    }
+
+    @Test func anIncompleteFirstRunMakesTheNextReadEverything() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await run(server, into: dir, pages: 1)
+                _ = try await run(server, into: dir)
+                #expect(server.requestCount(path: "/3/gallery/t/cats/time/all/1") == 1)
+                #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("full/Qr5sT6u.jpg").path))
+                // That second run read to the end: now a third can stop early.
+                _ = try await run(server, into: dir)
+                #expect(server.requestCount(path: "/3/gallery/t/cats/time/all/1") == 1)
             }
         }
     }
