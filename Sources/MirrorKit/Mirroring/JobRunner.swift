@@ -105,9 +105,12 @@ struct JobRunner: Sendable {
                 partials.remove(job.url)
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
+            let lastModified = partials.record(for: job.url)?.lastModified.flatMap(HTTPDate.parse)
             let committed = try directory.commit(file.path, as: job.relativePath, mode: mode)
             partials.remove(job.url)
             guard let name = committed else { return .alreadyPresent }
+            // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
+            if let lastModified { directory.setModificationDate(lastModified, of: name) }
             await state.recordMirrored(job.url, as: name, bytes: file.length)
             logger.info("saved \(name)")
             return .downloaded(bytes: file.bytesReceived)

@@ -71,6 +71,12 @@ public struct MirrorDirectory: Sendable {
         }
     }
 
+    /// Sets a mirrored file's modification time (best effort: a failure changes nothing else).
+    public func setModificationDate(_ date: Date, of relativePath: String) {
+        guard let path = try? path(of: relativePath).path else { return }
+        try? FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: path)
+    }
+
     /// `dir/name.ext` → `dir/name(n).ext`.
     static func numbered(_ relativePath: String, _ number: Int) -> String {
         insert("(\(number))", beforeExtensionOf: relativePath)

@@ -57,6 +57,10 @@ struct TagMirrorTests {
                 let partials = try FileManager.default.contentsOfDirectory(
                     atPath: dir.appendingPathComponent(".mirror/partials").path)
                 #expect(partials.isEmpty)
+                // Files carry the server's Last-Modified (the fixture serves 2016-01-01T00:00:00Z).
+                let attributes = try FileManager.default.attributesOfItem(
+                    atPath: dir.appendingPathComponent("full/aB3dE5f.jpg").path)
+                #expect((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 == 1_451_606_400)
             }
         }
     }
