@@ -246,7 +246,8 @@ public actor DownloadScheduler {
         hub.emit(.paused(url: item.url))
         let (url, id, grace) = (item.url, item.transferID, configuration.pauseGrace)
         item.pauseTimer = Task {
-            try? await Task.sleep(for: grace)
+            // A cancelled timer must not fire: its pause ended (and a new one may have begun).
+            do { try await Task.sleep(for: grace) } catch { return }
             self.pauseExpired(url, id: id)
         }
     }

@@ -184,7 +184,9 @@ final class CurlTransfer {
                 expectedTotal = length
             }
             do throws(TransferError.Reason) {
-                sink = try FileSink(path: path, offset: start)
+                let sink = try FileSink(path: path, offset: start)
+                if headers["ETag"].flatMap(Digest.md5(inETag:)) != nil { try sink.hashContents() }
+                self.sink = sink
             } catch {
                 failure = error
                 return
@@ -222,10 +224,13 @@ final class CurlTransfer {
     /// Ends the transfer with libcurl's result: writes out what is buffered and resumes the caller.
     func finish(code: CURLcode) {
         if code == CURLE_OK && !isBodyDecided { decideBody() }
+        var md5: String?
         if let sink {
             do throws(TransferError.Reason) { try sink.flush() } catch { failure = failure ?? error }
+            md5 = sink.finishDigest()
         }
-        let response = makeResponse()
+        var response = makeResponse()
+        if code == CURLE_OK && failure == nil { response?.bodyMD5 = md5 }
         if let failure {
             continuation.resume(throwing: TransferError(url: request.url, reason: failure, response: response))
         } else if code != CURLE_OK {
@@ -262,7 +267,8 @@ final class CurlTransfer {
             body: memory,
             bodyOffset: bodyOffset,
             bytesReceived: bytesReceived,
-            fileLength: sink?.flushedLength ?? existingFileLength)
+            fileLength: sink?.flushedLength ?? existingFileLength,
+            bodyMD5: nil)
     }
 
     private var existingFileLength: Int64 {

@@ -137,23 +137,15 @@ public struct Downloader: Sendable {
         if let expected = expectedSize ?? response.entityLength, expected != length {
             throw DownloadError(url: url, reason: .sizeMismatch(expected: expected, actual: length))
         }
-        if let etag = response.etag ?? partials.record(for: url)?.etag, let md5 = Self.md5(inETag: etag) {
-            let actual = Digest.md5Hex(ofFile: path) ?? "unreadable"
+        if let etag = response.etag ?? partials.record(for: url)?.etag, let md5 = Digest.md5(inETag: etag) {
+            // The engine hashed the bytes as it wrote them; a 416 (nothing sent) means reading the file.
+            let actual = response.bodyMD5 ?? Digest.md5Hex(ofFile: path) ?? "unreadable"
             guard actual == md5 else {
                 throw DownloadError(url: url, reason: .checksumMismatch(expected: md5, actual: actual))
             }
         }
         logger.debug("fetched \(url) (\(length) bytes, \(received) over the network)")
         return FetchedFile(url: url, path: path, length: length, bytesReceived: received)
-    }
-
-    /// The MD5 in a quoted 32-hex ETag, the form S3 and Imgur's CDN use; nil for any other form.
-    static func md5(inETag etag: String) -> String? {
-        let inner = etag.dropFirst().dropLast()
-        guard etag.hasPrefix("\""), etag.hasSuffix("\""), inner.count == 32,
-              inner.allSatisfy({ $0.isHexDigit })
-        else { return nil }
-        return inner.lowercased()
     }
 
     static func isRemovedPlaceholder(_ response: TransferResponse) -> Bool {

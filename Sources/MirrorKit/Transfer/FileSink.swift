@@ -13,6 +13,8 @@ final class FileSink {
     private var buffered = 0
     /// The file offset the next flushed byte goes to.
     private(set) var flushedLength: Int64
+    /// A running MD5 of the file from byte 0, when asked for.
+    private var digest: MD5Context?
 
     init(path: String, offset: Int64, capacity: Int = 1 << 20) throws(TransferError.Reason) {
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
@@ -56,14 +58,23 @@ final class FileSink {
         }
     }
 
-    /// Drops everything and starts the file again from byte 0 (the server sent a full 200).
-    func restartFromZero() throws(TransferError.Reason) {
-        buffered = 0
-        guard ftruncate(descriptor, 0) == 0 else { throw .fileWrite(errno: errno) }
-        flushedLength = 0
+    /// Keeps an MD5 of the whole file from now on, starting with the bytes already on disk.
+    func hashContents() throws(TransferError.Reason) {
+        let context = MD5Context()
+        guard flushedLength == 0 || context.update(fromFile: path, length: flushedLength) else {
+            throw .fileWrite(errno: EIO)
+        }
+        digest = context
+    }
+
+    /// The MD5 of everything written, once flushed; nil unless ``hashContents()`` was called.
+    func finishDigest() -> String? {
+        defer { digest = nil }
+        return digest?.finalizeHex()
     }
 
     func flush() throws(TransferError.Reason) {
+        digest?.update(UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]))
         var written = 0
         while written < buffered {
             let result = pwrite(

@@ -56,6 +56,9 @@ public struct TransferResponse: Sendable {
     public var bytesReceived: Int64
     /// For a file destination: the file's length once the transfer ended, every byte written.
     public var fileLength: Int64
+    /// The MD5 of the whole file, when the response's ETag is an MD5 and the body arrived in full:
+    /// computed as the bytes were written, so checking it costs no second read.
+    public var bodyMD5: String?
 
     public var isSuccess: Bool { (200..<300).contains(status) }
     public var etag: String? { headers["ETag"] }

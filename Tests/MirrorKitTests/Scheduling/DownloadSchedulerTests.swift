@@ -216,19 +216,20 @@ struct DownloadSchedulerTests {
     }
 
     @Test func aFreshPauseIsNotCutShortByAnEarlierOnesTimer() async throws {
-        let scheduler = scheduler(pauseGrace: .milliseconds(150))
+        // Wide margins: the suite runs in parallel on two cores, so sleeps overshoot.
+        let scheduler = scheduler(pauseGrace: .seconds(1))
         let preview = request(scheduler, url("p"))
         try await eventually { transport.running == [url("p")] }
         let first = request(scheduler, url("f1"), forced: true)
         try await eventually { transport.running.contains(url("f1")) }
-        try await Task.sleep(for: .milliseconds(60))
+        try await Task.sleep(for: .milliseconds(500))
         transport.complete(url("f1"))
         _ = try await first.value
         try await eventually { transport.resumes == [url("p")] }
         let second = request(scheduler, url("f2"), forced: true)
         try await eventually { transport.pauses.count == 2 }
-        // The first pause's timer would have fired by now; the second pause is only ~100 ms old.
-        try await Task.sleep(for: .milliseconds(110))
+        // The first pause's timer would have fired by now; the second pause is only ~750 ms old.
+        try await Task.sleep(for: .milliseconds(750))
         #expect(await state(scheduler, url("p")) == .paused)
         #expect(transport.fetchCount(url("p")) == 1)
         transport.complete(url("f2"))

@@ -17,6 +17,9 @@ struct TransferEngineTests {
                 #expect(response.status == 200)
                 #expect(response.fileLength == 5 << 20 + 17)
                 #expect(response.etag == server.etag(of: "/big.bin"))
+                // The MD5 the engine kept while writing is the file's, and the one the ETag states.
+                #expect(response.bodyMD5 == Digest.md5Hex(ofFile: path))
+                #expect(response.bodyMD5 == response.etag.flatMap(Digest.md5(inETag:)))
                 #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(server.content(of: "/big.bin")))
             }
         }
@@ -82,6 +85,8 @@ struct TransferEngineTests {
                     url: url, destination: .file(path: path, offset: kept), ifRange: error.response?.etag))
                 #expect(resumed.status == 206)
                 #expect(resumed.bodyOffset == kept)
+                // Hashed from byte 0: the prefix from disk, then the rest as it arrived.
+                #expect(resumed.bodyMD5 == Digest.md5Hex(ofFile: path))
                 #expect(resumed.entityLength == Int64(size))
                 #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(content))
                 let lastRequest = try #require(server.requests.last)
