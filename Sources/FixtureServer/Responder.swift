@@ -16,7 +16,7 @@ extension FixtureServer {
             sendsBody: head.method != .HEAD, fault: fault)
         if case .respond(let status, let headers, let body)? = fault {
             var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
-            fields.add(name: "Content-Type", value: "application/json")
+            if fields["Content-Type"].isEmpty { fields.add(name: "Content-Type", value: "application/json") }
             await writer.send(status: status, headers: fields, body: ByteBuffer(string: body))
         } else if path == "/_fixture/stats" {
             await respondWithStats(writer: writer)

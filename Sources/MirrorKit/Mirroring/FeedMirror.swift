@@ -52,30 +52,47 @@ public struct FeedMirror: Sendable {
             }
             urlsByName[name] = enclosure.url
             if let length = enclosure.length { logger.debug("\(enclosure.url): the feed says \(length) bytes") }
-            enclosures.append(MirrorJob(url: enclosure.url, relativePath: "enclosures/\(name)", expectedSize: nil))
+            enclosures.append(MirrorJob(
+                url: enclosure.url, relativePath: "enclosures/\(name)", expectedSize: nil, mirrors: enclosure.mirrors))
         }
         if feed.enclosures.isEmpty { logger.warning("feed \(settings.feedURL) lists no enclosures") }
         await jobs.run(unforced: [], forced: enclosures, source: "feed \(settings.feedURL)", into: &summary)
         return summary
     }
 
+    /// Fetches and parses the feed, waiting out network faults, 408, 429 and 5xx as downloads do.
     private func fetchFeed() async throws(FeedError) -> Feed {
         let url = settings.feedURL
-        let response: TransferResponse
-        do {
-            response = try await engine.perform(TransferRequest(
-                url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
-                destination: .memory(limit: 64 << 20)))
-        } catch let error as TransferError {
-            throw FeedError(url: url, problem: "cannot be fetched: \(error.reasonText)", isFetchFailure: true)
-        } catch {
-            throw FeedError(url: url, problem: "cannot be fetched: \(error)", isFetchFailure: true)
+        let request = TransferRequest(
+            url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
+            destination: .memory(limit: 64 << 20))
+        var attempt = 0
+        while true {
+            attempt += 1
+            var failure: FeedError
+            var retryAfter: Duration?
+            do {
+                let response = try await engine.perform(request)
+                if response.isSuccess {
+                    // Relative enclosure URLs resolve against where the feed really came from.
+                    return try FeedReader.parse(response.body, url: response.finalURL)
+                }
+                failure = FeedError(url: url, problem: "HTTP \(response.status)", isFetchFailure: true)
+                guard [408, 429].contains(response.status) || response.status >= 500 else { throw failure }
+                retryAfter = response.headers["Retry-After"].flatMap(Downloader.parseRetryAfter)
+            } catch let error as FeedError {
+                throw error
+            } catch let error as TransferError {
+                failure = FeedError(url: url, problem: "cannot be fetched: \(error.reasonText)", isFetchFailure: true)
+                guard error.isRetryable else { throw failure }
+            } catch {
+                throw FeedError(url: url, problem: "cannot be fetched: \(error)", isFetchFailure: true)
+            }
+            guard attempt < settings.retry.maxAttempts else { throw failure }
+            let delay = settings.retry.delay(afterAttempt: attempt, retryAfter: retryAfter)
+            logger.warning("\(failure); retrying in \(delay)")
+            do { try await Task.sleep(for: delay) } catch { throw failure }
         }
-        guard response.isSuccess else {
-            throw FeedError(url: url, problem: "HTTP \(response.status)", isFetchFailure: true)
-        }
-        // Relative enclosure URLs resolve against where the feed really came from.
-        return try FeedReader.parse(response.body, url: response.finalURL)
     }
 
     /// The last path segment of the URL, percent-decoded and made safe as one file name; a Dash

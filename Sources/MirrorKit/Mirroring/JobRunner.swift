@@ -6,6 +6,8 @@ struct MirrorJob: Sendable {
     var url: String
     var relativePath: String
     var expectedSize: Int64?
+    /// Other URLs of the same file, tried in turn when `url` fails.
+    var mirrors: [String] = []
 }
 
 /// Takes jobs through the scheduler and into the mirror directory, and tallies what happened:
@@ -52,11 +54,11 @@ struct JobRunner: Sendable {
         }
         await withTaskGroup(of: [Outcome].self) { group in
             for job in unforced {
-                group.addTask { [await mirror(job, forced: false)] }
+                group.addTask { [await mirrorFromAnySource(job, forced: false)] }
             }
             group.addTask {
                 var outcomes: [Outcome] = []
-                for job in forced { outcomes.append(await mirror(job, forced: true)) }
+                for job in forced { outcomes.append(await mirrorFromAnySource(job, forced: true)) }
                 return outcomes
             }
             for await outcomes in group {
@@ -83,6 +85,19 @@ struct JobRunner: Sendable {
             logger.error("\(error)")
             summary.failures.append(error)
         }
+    }
+
+    /// Tries the job's URL, then each mirror while the failure is the source's (not a cancel).
+    private func mirrorFromAnySource(_ job: MirrorJob, forced: Bool) async -> Outcome {
+        var outcome = await mirror(job, forced: forced)
+        for alternate in job.mirrors {
+            guard case .failed(let error) = outcome else { break }
+            logger.warning("\(error); trying the mirror \(alternate)")
+            var next = job
+            next.url = alternate
+            outcome = await mirror(next, forced: forced)
+        }
+        return outcome
     }
 
     private func mirror(_ job: MirrorJob, forced: Bool) async -> Outcome {

@@ -13,6 +13,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         case removed
         /// The server answered 2xx with no bytes at all.
         case emptyBody
+        /// The server answered with a web page where a file was expected.
+        case htmlPage
         /// Storing the file failed.
         case storage(String)
     }
@@ -35,6 +37,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         case .checksumMismatch(let expected, let actual): "\(url): MD5 \(actual) does not match ETag \(expected)"
         case .removed: "\(url): removed from the server"
         case .emptyBody: "\(url): the server sent an empty body"
+        case .htmlPage: "\(url): the server sent a web page (text/html), not a file"
         case .storage(let message): "\(url): \(message)"
         }
     }

@@ -68,6 +68,10 @@ public struct Downloader: Sendable {
                 }
                 switch response.status {
                 case 200..<300:
+                    if Self.isWebPage(response) {
+                        partials.remove(url)
+                        throw DownloadError(url: url, reason: .htmlPage)
+                    }
                     return try verified(url, response, expectedSize: expectedSize, received: received)
                 case 416:
                     // Nothing left to send: the partial is whole if its length is the resource's.
@@ -146,6 +150,12 @@ public struct Downloader: Sendable {
         }
         logger.debug("fetched \(url) (\(length) bytes, \(received) over the network)")
         return FetchedFile(url: url, path: path, length: length, bytesReceived: received)
+    }
+
+    /// An HTML page where media or an archive was expected: a login wall, an error page served
+    /// with 200, or a feed "enclosure" that links a landing page.
+    static func isWebPage(_ response: TransferResponse) -> Bool {
+        response.headers["Content-Type"]?.lowercased().hasPrefix("text/html") == true
     }
 
     static func isRemovedPlaceholder(_ response: TransferResponse) -> Bool {

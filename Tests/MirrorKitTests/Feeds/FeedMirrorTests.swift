@@ -60,4 +60,41 @@ struct FeedMirrorTests {
             }
         }
     }
+
+    @Test func aDashArchiveComesFromTheNextMirrorWhenTheFirstFails() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 404), path: "/files/Python.tgz")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, feed: "Python.xml", into: dir)
+                #expect(summary.isComplete)
+                #expect(TestSupport.digest(ofFile: dir.appendingPathComponent("enclosures/Python.tgz").path)
+                    == TestSupport.digest(server.content(of: "/mirror-b/Python.tgz")))
+            }
+        }
+    }
+
+    @Test func aWebPageIsNotSavedAsAnEnclosure() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(
+                .respond(status: 200, headers: ["Content-Type": "text/html; charset=utf-8"], body: "<html>sign in</html>"),
+                path: "/files/episode-1.mp3")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, feed: "podcast.rss", into: dir)
+                #expect(summary.failures.map(\.reason) == [.htmlPage])
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("enclosures/episode-1.mp3").path))
+                #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("enclosures/episode-2.mp3").path))
+            }
+        }
+    }
+
+    @Test func aFeedThatIsBrieflyUnavailableIsFetchedAgain() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 503, headers: ["Retry-After": "0"]), path: "/feeds/docsets.atom")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, feed: "docsets.atom", into: dir)
+                #expect(summary.isComplete)
+                #expect(server.requestCount(path: "/feeds/docsets.atom") == 2)
+            }
+        }
+    }
 }
