@@ -15,7 +15,7 @@ enum ExitStatus {
     static func of(_ error: MirrorError) -> Int32 {
         switch error {
         case .configuration, .clientIDFile: configuration
-        case .unsafePath, .fileSystem: cannotCreate
+        case .unsafePath, .fileSystem, .stateDatabase: cannotCreate
         case .locked: tryLater
         }
     }

@@ -18,7 +18,8 @@ enum Interruption {
                 if received.take(number) {
                     task.cancel()
                 } else {
-                    exit(128 + number)
+                    // Straight out: exit() would run teardown while curl's and SQLite's threads run.
+                    _exit(128 + number)
                 }
             }
             source.resume()

@@ -4,7 +4,8 @@ import Logging
 enum LogSetup {
     /// Sets up swift-log for the process (once) and returns the logger commands use.
     static func bootstrap(quiet: Bool, verbose: Bool) -> Logger {
-        let level: Logger.Level = verbose ? .debug : .warning
+        // Quiet keeps only what went wrong: a retry that ended well is no news in cron mail.
+        let level: Logger.Level = verbose ? .debug : (quiet ? .error : .warning)
         LoggingSystem.bootstrap { _ in LineLogHandler(logLevel: level) }
         var logger = Logger(label: "mirror")
         logger.logLevel = level

@@ -24,19 +24,17 @@ struct StatusCommand: ParsableCommand {
         } catch {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
-        if RunLock.isHeld(in: directory) {
-            printRunning(RunStatus.read(in: directory))
+        // Read the status a run writes, rather than probe its lock: a probe could make a run that
+        // starts at that instant think another holds the directory.
+        if let status = RunStatus.read(in: directory), kill(status.pid, 0) == 0 || errno == EPERM {
+            printRunning(status)
         } else {
             print("no run in progress")
             printPartials(directory)
         }
     }
 
-    private func printRunning(_ status: RunStatus?) {
-        guard let status else {
-            print("a run is in progress (no status written yet)")
-            return
-        }
+    private func printRunning(_ status: RunStatus) {
         let started = ISO8601DateFormatter().string(from: status.startedAt)
         print("running: \(status.source), pid \(status.pid), since \(started)")
         print("downloads: \(status.scheduler.summaryLine)")

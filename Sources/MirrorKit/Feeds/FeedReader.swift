@@ -23,6 +23,8 @@ public struct Feed: Sendable, Equatable {
     public var kind: Kind
     public var title: String?
     public var enclosures: [FeedEnclosure]
+    /// Enclosures that could not be used (a link that is no URL even once escaped).
+    public var problems: [String] = []
 }
 
 /// Why a feed could not be read.
@@ -49,15 +51,26 @@ public enum FeedReader {
         guard !bytes.isEmpty else { throw FeedError(url: url, problem: "empty document") }
         guard bytes.count < Int(Int32.max) else { throw FeedError(url: url, problem: "larger than 2 GiB") }
         initializeParserOnce()
-        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
-        let reader: xmlTextReaderPtr? = bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) {
-                xmlReaderForMemory($0.baseAddress, Int32($0.count), url, nil, options)
+        let errors = ErrorCollector()
+        // libxml2 reads the buffer in place, without copying, for as long as the reader lives:
+        // the whole read loop runs inside the closure that lends the buffer, and the error
+        // collector handed to C as an unretained pointer is kept alive until it ends.
+        let result: Result<Feed, FeedError> = bytes.withUnsafeBufferPointer { buffer in
+            withExtendedLifetime(errors) {
+                buffer.withMemoryRebound(to: CChar.self) { chars in
+                    read(chars, url: url, errors: errors)
+                }
             }
         }
-        guard let reader else { throw FeedError(url: url, problem: "libxml2 could not start a reader") }
+        return try result.get()
+    }
+
+    private static func read(_ chars: UnsafeBufferPointer<CChar>, url: String, errors: ErrorCollector) -> Result<Feed, FeedError> {
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
+        guard let reader = xmlReaderForMemory(chars.baseAddress, Int32(chars.count), url, nil, options) else {
+            return .failure(FeedError(url: url, problem: "libxml2 could not start a reader"))
+        }
         defer { xmlFreeTextReader(reader) }
-        let errors = ErrorCollector()
         let context = Unmanaged.passUnretained(errors).toOpaque()
         xmlTextReaderSetStructuredErrorHandler(reader, { context, error in
             guard let context, let error else { return }
@@ -66,16 +79,20 @@ public enum FeedReader {
         }, context)
 
         var walker = FeedWalker(reader: reader, url: url)
-        while true {
-            let result = xmlTextReaderRead(reader)
-            if result == 0 { break }
-            guard result == 1 else {
-                throw FeedError(url: url, problem: errors.summary ?? "not well-formed XML")
+        do throws(FeedError) {
+            while true {
+                let status = xmlTextReaderRead(reader)
+                if status == 0 { break }
+                guard status == 1 else {
+                    throw FeedError(url: url, problem: errors.summary ?? "not well-formed XML")
+                }
+                try walker.visit()
             }
-            try walker.visit()
+        } catch {
+            return .failure(error)
         }
-        guard let feed = walker.feed else { throw FeedError(url: url, problem: "no root element") }
-        return feed
+        guard let feed = walker.feed else { return .failure(FeedError(url: url, problem: "no root element")) }
+        return .success(feed)
     }
 
     private static let parserInitialized: Bool = {

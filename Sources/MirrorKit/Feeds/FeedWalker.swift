@@ -8,6 +8,7 @@ struct FeedWalker {
     private var kind: Feed.Kind?
     private var title: String?
     private var enclosures: [FeedEnclosure] = []
+    private var problems: [String] = []
     /// The entry (Atom `entry`, RSS `item`) being read, and its depth.
     private var entry: (depth: Int32, title: String?, version: String?, found: [FeedEnclosure])?
 
@@ -18,7 +19,7 @@ struct FeedWalker {
 
     var feed: Feed? {
         guard let kind else { return nil }
-        return Feed(kind: kind, title: title, enclosures: enclosures)
+        return Feed(kind: kind, title: title, enclosures: enclosures, problems: problems)
     }
 
     mutating func visit() throws(FeedError) {
@@ -60,7 +61,8 @@ struct FeedWalker {
     private mutating func atomElement(_ name: String, _ namespace: String?, _ depth: Int32) {
         let isAtom = namespace == FeedReader.atomNamespace
         if isAtom && name == "entry" {
-            entry = (depth, nil, nil, [])
+            // An entry quoted inside another's content is content, not a second entry.
+            if entry == nil { entry = (depth, nil, nil, []) }
         } else if isAtom && name == "title" {
             let value = text()
             if let open = entry, depth == open.depth + 1 { entry?.title = value } else if depth == 1 { title = value }
@@ -78,7 +80,7 @@ struct FeedWalker {
         guard namespace == nil else { return }
         switch name {
         case "item":
-            entry = (depth, nil, nil, [])
+            if entry == nil { entry = (depth, nil, nil, []) }
         case "title":
             let value = text()
             if let open = entry, depth == open.depth + 1 { entry?.title = value } else if entry == nil && title == nil { title = value }
@@ -128,17 +130,38 @@ struct FeedWalker {
     // MARK: - libxml2 access
 
     /// `href` resolved against the element's base URI (`xml:base`, else the feed's URL); escapes
-    /// are kept as written.
-    private func resolve(_ href: String) -> String? {
+    /// are kept as written. Links with spaces or non-ASCII characters, which RFC 3986 forbids but
+    /// feeds contain, are percent-encoded first. Nil (and a problem noted) when that fails too.
+    private mutating func resolve(_ href: String) -> String? {
         let trimmed = href.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
+        if let resolved = build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed)) { return resolved }
+        problems.append("skipped an enclosure whose link is not a URL: \(trimmed)")
+        return nil
+    }
+
+    private func build(_ href: String) -> String? {
         let base = xmlTextReaderConstBaseUri(reader)
-        let built: UnsafeMutablePointer<xmlChar>? = trimmed.withCString { href in
-            href.withMemoryRebound(to: xmlChar.self, capacity: trimmed.utf8.count + 1) { xmlBuildURI($0, base) }
+        let built: UnsafeMutablePointer<xmlChar>? = href.withCString { text in
+            text.withMemoryRebound(to: xmlChar.self, capacity: href.utf8.count + 1) { xmlBuildURI($0, base) }
         }
         guard let built else { return nil }
         defer { mirror_xml_free(built) }
         return String(cString: built)
+    }
+
+    /// Percent-encodes the bytes a URI may not contain (space, controls, non-ASCII, `"<>\^`{|}`),
+    /// leaving existing escapes and reserved characters alone.
+    static func escapeForbiddenCharacters(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            if byte > 0x20 && byte < 0x7F && !Array("\"<>\\^`{|}".utf8).contains(byte) {
+                result.append(Character(UnicodeScalar(byte)))
+            } else {
+                result += String(format: "%%%02X", byte)
+            }
+        }
+        return result
     }
 
     private func attribute(_ name: String) -> String? {

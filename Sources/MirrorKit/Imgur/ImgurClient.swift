@@ -99,7 +99,11 @@ public struct ImgurClient: Sendable {
                     kind: .rateLimited, url: url, message: failure.message,
                     retryAfter: Int(wait.components.seconds))
             }
-            guard attempt < politeness.retry.maxAttempts else { throw failure }
+            guard attempt < politeness.retry.maxAttempts else {
+                // Still limited after every attempt: a later run should carry on, not a human.
+                if failure.kind == .unreachable { throw failure }
+                throw ImgurError(kind: .rateLimited, url: url, message: failure.message, retryAfter: failure.retryAfter)
+            }
             logger.warning("\(failure); retrying in \(wait)")
             do {
                 try await Task.sleep(for: wait)

@@ -36,9 +36,10 @@ public struct FeedMirror: Sendable {
         do {
             feed = try await fetchFeed()
         } catch {
-            summary.stoppedBy = error
+            if Task.isCancelled { summary.interrupted = true } else { summary.stoppedBy = error }
             return summary
         }
+        summary.problems = feed.problems
         var urlsByName: [String: String] = [:]
         var seenURLs: Set<String> = []
         var enclosures: [MirrorJob] = []
@@ -46,8 +47,10 @@ public struct FeedMirror: Sendable {
             // Two entries may offer the same URL; one download serves both.
             guard seenURLs.insert(enclosure.url).inserted else { continue }
             var name = Self.fileName(for: enclosure)
-            if urlsByName[name] != nil {
-                // Another file of this feed has the name (docset.xar, say): keep both, apart.
+            let owner = await jobs.state.url(mirroredAs: "enclosures/\(name)")
+            if urlsByName[name] != nil || owner.map({ $0 != enclosure.url }) == true {
+                // Another file (of this feed, or mirrored before) has the name: docset.xar, say.
+                // Keep both, apart, rather than take the old one for the new.
                 name = MirrorDirectory.tagged(name, Digest.md5Hex(Array(enclosure.url.utf8)).prefix(8))
             }
             urlsByName[name] = enclosure.url
@@ -67,6 +70,7 @@ public struct FeedMirror: Sendable {
             url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
             destination: .memory(limit: 64 << 20))
         var attempt = 0
+        var waited = Duration.zero
         while true {
             attempt += 1
             var failure: FeedError
@@ -88,10 +92,11 @@ public struct FeedMirror: Sendable {
             } catch {
                 throw FeedError(url: url, problem: "cannot be fetched: \(error)", isFetchFailure: true)
             }
-            guard attempt < settings.retry.maxAttempts else { throw failure }
             let delay = settings.retry.delay(afterAttempt: attempt, retryAfter: retryAfter)
+            guard attempt < settings.retry.maxAttempts, waited + delay <= settings.retry.maxTotalWait else { throw failure }
             logger.warning("\(failure); retrying in \(delay)")
             do { try await Task.sleep(for: delay) } catch { throw failure }
+            waited += delay
         }
     }
 

@@ -8,6 +8,7 @@ public enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
     case unsafePath(String)
     case fileSystem(path: String, errno: Int32)
     case locked(path: String)
+    case stateDatabase(path: String, problem: String)
 
     public var description: String {
         switch self {
@@ -21,6 +22,8 @@ public enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
             return "\(path): \(String(cString: strerror(code)))"
         case .locked(let path):
             return "another mirror run holds \(path); not starting a second one"
+        case .stateDatabase(let path, let problem):
+            return "state database \(path): \(problem)"
         }
     }
 }

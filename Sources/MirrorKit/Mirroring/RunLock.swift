@@ -23,17 +23,6 @@ public final class RunLock: Sendable {
         _ = pid.withCString { write(fd, $0, strlen($0)) }
     }
 
-    /// Whether some process holds the lock of `directory` now.
-    public static func isHeld(in directory: MirrorDirectory) -> Bool {
-        let path = directory.stateDirectory.appendingPathComponent("lock").path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return errno == EWOULDBLOCK }
-        flock(fd, LOCK_UN)
-        return false
-    }
-
     deinit {
         flock(descriptor, LOCK_UN)
         close(descriptor)

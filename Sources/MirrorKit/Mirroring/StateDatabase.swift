@@ -21,17 +21,21 @@ public actor StateDatabase {
         path = directory.stateDirectory.appendingPathComponent("state.sqlite3").path
         do {
             handle = try Self.open(path)
-        } catch {
+        } catch let error as SQLiteError where error.isDamage {
             let aside = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
-            rename(path, aside)
+            guard rename(path, aside) == 0 else { throw .fileSystem(path: path, errno: errno) }
             unlink(path + "-wal")
             unlink(path + "-shm")
-            onDamage("state database \(path) was unreadable (\(error)); moved to \(aside), starting a new one")
+            onDamage("state database \(path) was damaged (\(error)); moved to \(aside), starting a new one")
             do {
                 handle = try Self.open(path)
             } catch {
-                throw .configuration("state database \(path): \(error)")
+                throw .stateDatabase(path: path, problem: "\(error)")
             }
+        } catch {
+            // Not damage (a full disk, a read-only directory, a newer schema): the file may be
+            // fine, so it stays where it is and the run stops.
+            throw .stateDatabase(path: path, problem: "\(error)")
         }
     }
 
@@ -61,9 +65,17 @@ public actor StateDatabase {
         execute("INSERT OR IGNORE INTO removed (url, seen_at) VALUES (?1, ?2)", [url, Self.now()])
     }
 
-    /// Whether a run has read `source`'s whole listing before (see ``recordListingComplete(_:)``).
-    public func isListingComplete(_ source: String) -> Bool {
-        !query("SELECT source FROM listings WHERE source = ?1", [source]).isEmpty
+    /// Whether the last run read `source`'s whole listing (see ``recordListingComplete(_:)``);
+    /// forgets it, so that only a run that completes again can vouch for the listing.
+    public func takeListingComplete(_ source: String) -> Bool {
+        let complete = !query("SELECT source FROM listings WHERE source = ?1", [source]).isEmpty
+        execute("DELETE FROM listings WHERE source = ?1", [source])
+        return complete
+    }
+
+    /// The URL that was saved as `path`, if any.
+    public func url(mirroredAs path: String) -> String? {
+        query("SELECT url FROM mirrored WHERE path = ?1", [path]).first
     }
 
     /// Notes that a run read `source`'s listing to its end and mirrored all of it: from then on a
@@ -84,15 +96,20 @@ public actor StateDatabase {
 
     private struct SQLiteError: Error, CustomStringConvertible {
         var description: String
+        var code: Int32 = SQLITE_ERROR
+
+        /// The file is not (or no longer) a database: setting it aside loses nothing usable.
+        var isDamage: Bool { code & 0xFF == SQLITE_NOTADB || code & 0xFF == SQLITE_CORRUPT }
     }
 
     private static func open(_ path: String) throws -> OpaquePointer {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
-        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK, let db else {
+        let status = sqlite3_open_v2(path, &db, flags, nil)
+        guard status == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close_v2(db)
-            throw SQLiteError(description: message)
+            throw SQLiteError(description: message, code: status)
         }
         do {
             sqlite3_busy_timeout(db, 5000)
@@ -132,14 +149,18 @@ public actor StateDatabase {
                 tail = end.map { String(cString: $0) } ?? ""
                 return status
             }
-            guard status == SQLITE_OK else { throw SQLiteError(description: String(cString: sqlite3_errmsg(db))) }
+            guard status == SQLITE_OK else {
+                throw SQLiteError(description: String(cString: sqlite3_errmsg(db)), code: sqlite3_extended_errcode(db))
+            }
             remaining = tail
             guard let statement else { continue }
             defer { sqlite3_finalize(statement) }
             while true {
                 let step = sqlite3_step(statement)
                 if step == SQLITE_ROW { row(statement); continue }
-                guard step == SQLITE_DONE else { throw SQLiteError(description: String(cString: sqlite3_errmsg(db))) }
+                guard step == SQLITE_DONE else {
+                    throw SQLiteError(description: String(cString: sqlite3_errmsg(db)), code: sqlite3_extended_errcode(db))
+                }
                 break
             }
         }

@@ -50,10 +50,11 @@ public struct TagMirror: Sendable {
         let source = "imgur tag \(settings.crawl.tag)"
         let state = jobs.state
         var isPageKnown: (@Sendable ([MediaItem]) async -> Bool)?
-        if settings.crawl.sort == .time, await state.isListingComplete(source) {
+        // Taken, not just read: if this run is cut short, the next one must read everything again.
+        if await state.takeListingComplete(source), settings.crawl.sort == .time {
             isPageKnown = { items in
                 for item in items {
-                    guard await state.isKnown(item.fullURL) else { return false }
+                    guard await state.isKnown(item.fullURL), await state.isKnown(item.previewURL) else { return false }
                 }
                 return true
             }
@@ -73,7 +74,9 @@ public struct TagMirror: Sendable {
             MirrorJob(url: $0.fullURL, relativePath: "full/\($0.fullFileName)", expectedSize: $0.expectedSize)
         }
         await jobs.run(unforced: previews, forced: originals, source: "tag \(settings.crawl.tag)", into: &summary)
-        if crawl.reachedEnd && summary.isComplete { await state.recordListingComplete(source) }
+        if settings.crawl.sort == .time && crawl.reachedEnd && summary.isComplete {
+            await state.recordListingComplete(source)
+        }
         return summary
     }
 }

@@ -276,4 +276,17 @@ struct MirrorCommandTests {
             }
         }
     }
+
+    @Test func quietSaysNothingAboutARetryThatEndedWell() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 503), path: "/feeds/docsets.atom")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let run = try await mirror([
+                    "feed", "\(server.baseURL)/feeds/docsets.atom", "--out", dir.appendingPathComponent("out").path, "--quiet",
+                ])
+                #expect(run.status == 0)
+                #expect(run.stdout.isEmpty && run.stderr.isEmpty, "\(run.stderr)")
+            }
+        }
+    }
 }

@@ -97,4 +97,37 @@ struct FeedMirrorTests {
             }
         }
     }
+
+    @Test func aNewFileWithAnOldFilesNameIsKeptApart() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await run(server, feed: "docsets.atom", into: dir)
+                // The feed now offers a different file under the same name.
+                let feed = try String(contentsOf: TestSupport.fixtures.appendingPathComponent("feeds/docsets.atom"), encoding: .utf8)
+                    .replacingOccurrences(of: "{{base}}", with: server.baseURL)
+                    .replacingOccurrences(of: "/files/Alpha-2.1.docset.xar", with: "/files/v2/Alpha-2.1.docset.xar")
+                server.inject(.respond(status: 200, headers: ["Content-Type": "application/atom+xml"], body: feed), path: "/feeds/docsets.atom")
+                server.addMedia(path: "/files/v2/Alpha-2.1.docset.xar", size: 4096)
+                let second = try await run(server, feed: "docsets.atom", into: dir)
+                #expect(second.downloaded == 1)
+                let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("enclosures").path)
+                let apart = try #require(names.first { $0.hasPrefix("Alpha-2.1.docset-") && $0.hasSuffix(".xar") })
+                #expect(TestSupport.digest(ofFile: dir.appendingPathComponent("enclosures/\(apart)").path)
+                    == TestSupport.digest(server.content(of: "/files/v2/Alpha-2.1.docset.xar")))
+                #expect(TestSupport.digest(ofFile: dir.appendingPathComponent("enclosures/Alpha-2.1.docset.xar").path)
+                    == TestSupport.digest(server.content(of: "/files/Alpha-2.1.docset.xar")))
+            }
+        }
+    }
+
+    @Test func aFeedAskingForADaysPauseIsNotWaitedFor() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 503, headers: ["Retry-After": "86400"]), path: "/feeds/docsets.atom")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, feed: "docsets.atom", into: dir)
+                #expect((summary.stoppedBy as? FeedError)?.problem == "HTTP 503")
+                #expect(server.requestCount(path: "/feeds/docsets.atom") == 1)
+            }
+        }
+    }
 }

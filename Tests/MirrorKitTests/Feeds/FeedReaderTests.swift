@@ -68,6 +68,20 @@ struct FeedReaderTests {
         #expect(throws: FeedError.self) { try FeedReader.parse(Array(text.utf8), url: "https://x/feed") }
     }
 
+    @Test func escapesLinksWithSpacesAndNonASCIICharacters() throws {
+        let xml = #"<rss><channel><item><enclosure url="https://h.example/My Episode é.mp3" length="5"/></item><item><enclosure url="%zz://"/></item></channel></rss>"#
+        let feed = try FeedReader.parse(Array(xml.utf8), url: "https://h.example/feed")
+        #expect(feed.enclosures.map(\.url) == ["https://h.example/My%20Episode%20%C3%A9.mp3"])
+        #expect(feed.problems == ["skipped an enclosure whose link is not a URL: %zz://"])
+    }
+
+    @Test func anEntryQuotedInsideAnotherDoesNotReplaceIt() throws {
+        let xml = #"<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>outer</title><link rel="enclosure" href="https://h/a.bin"/><content type="application/atom+xml"><entry><title>inner</title></entry></content><link rel="enclosure" href="https://h/b.bin"/></entry></feed>"#
+        let feed = try FeedReader.parse(Array(xml.utf8), url: "https://h/feed")
+        #expect(feed.enclosures.map(\.url) == ["https://h/a.bin", "https://h/b.bin"])
+        #expect(feed.enclosures.allSatisfy { $0.entryTitle == "outer" })
+    }
+
     @Test func namesEnclosureFilesSafely() {
         #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/a/Beta%201.0.xar")) == "Beta 1.0.xar")
         #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/a/..%2F..%2Fetc%2Fpasswd")) == "_.._etc_passwd")

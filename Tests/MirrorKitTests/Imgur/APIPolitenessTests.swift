@@ -82,6 +82,17 @@ struct APIPolitenessTests {
         }
     }
 
+    @Test func a429ThatOutlastsEveryAttemptIsARateLimit() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.imgurGatewayTooManyRequests(), path: page0, times: 10)
+            let error = await #expect(throws: ImgurError.self) {
+                try await client(server).tagPage("cats", sort: .time, window: .all, page: 0)
+            }
+            #expect(error?.kind == .rateLimited)
+            #expect(server.requestCount(path: page0) == 4)
+        }
+    }
+
     @Test func otherClientErrorsAreNotRetried() async throws {
         try await TestSupport.withServer { server in
             server.inject(.imgurLegacyError(status: 400, message: "Bad tag"), path: page0)

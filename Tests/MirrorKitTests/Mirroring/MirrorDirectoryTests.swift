@@ -83,4 +83,20 @@ struct MirrorDirectoryTests {
             }
         }
     }
+
+    @Test func aStateDatabaseFromANewerMirrorStopsTheRunAndStaysPut() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            let path = directory.stateDirectory.appendingPathComponent("state.sqlite3").path
+            let setup = Process()
+            setup.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+            setup.arguments = [path, "CREATE TABLE mirrored (url TEXT); PRAGMA user_version = 99;"]
+            try setup.run()
+            setup.waitUntilExit()
+            #expect(throws: MirrorError.self) { try StateDatabase(directory: directory) }
+            #expect(FileManager.default.fileExists(atPath: path))
+            let names = try FileManager.default.contentsOfDirectory(atPath: directory.stateDirectory.path)
+            #expect(!names.contains { $0.contains("damaged") })
+        }
+    }
 }

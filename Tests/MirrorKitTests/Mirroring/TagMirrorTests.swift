@@ -180,6 +180,29 @@ struct TagMirrorTests {
         }
     }
 
+    @Test func aRunCutShortAfterACompleteOneMakesTheNextReadEverything() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await run(server, into: dir)
+                // Run 2: page 0 has news, so the walk goes on, and page 1 fails.
+                let page0 = try String(
+                    contentsOf: TestSupport.fixtures.appendingPathComponent("imgur/gallery-t-cats-0.json"), encoding: .utf8)
+                let newPost = #"{"id":"NewOne2","type":"image\/jpeg","animated":false,"size":5000,"is_album":false},"#
+                server.inject(
+                    .respond(status: 200, body: page0.replacingOccurrences(of: #""items":["#, with: #""items":["# + newPost)),
+                    path: "/3/gallery/t/cats/time/all/0")
+                server.addMedia(path: "/NewOne2.jpg", size: 5000, contentType: "image/jpeg")
+                server.addMedia(path: "/NewOne2m.jpg", size: 1000, contentType: "image/jpeg")
+                server.inject(.imgurLegacyError(status: 400, message: "Bad request"), path: "/3/gallery/t/cats/time/all/1")
+                let cut = try await run(server, into: dir)
+                #expect(cut.stoppedBy != nil)
+                // Run 3 may not trust run 1's complete listing any more: it reads to the end.
+                _ = try await run(server, into: dir)
+                #expect(server.requestCount(path: "/3/gallery/t/cats/time/all/2") == 2)
+            }
+        }
+    }
+
     @Test func anIncompleteFirstRunMakesTheNextReadEverything() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in

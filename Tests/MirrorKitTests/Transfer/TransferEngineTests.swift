@@ -283,11 +283,17 @@ struct TransferEngineTests {
             server.addMedia(path: "/held.bin", size: 1 << 20)
             let id = TransferID.next()
             engine.pause(id)
+            let finished = CancellationFlag()
             let task = Task {
-                try await engine.perform(TransferRequest(url: server.baseURL + "/held.bin", destination: .memory(limit: 2 << 20)), id: id)
+                defer { finished.set() }
+                return try await engine.perform(
+                    TransferRequest(url: server.baseURL + "/held.bin", destination: .memory(limit: 2 << 20)), id: id)
+            }
+            try await eventually("the request reaches the server", within: .seconds(5)) {
+                server.requestCount(path: "/held.bin") == 1
             }
             try await Task.sleep(for: .milliseconds(300))
-            #expect(server.requestCount(path: "/held.bin") == 1)
+            #expect(!finished.isSet)
             engine.resume(id)
             #expect(try await task.value.body.count == 1 << 20)
         }
