@@ -30,6 +30,8 @@ struct FeedCommand: AsyncParsableCommand {
                 feedURL: url, mode: download.downloadMode(file), retry: download.retryPolicy(file))
             let mirror = try FeedMirror(directory: directory, engine: engine, settings: settings, logger: logger)
             let (summary, signal) = await Interruption.cancelOnSignal { await mirror.run() }
+            // No libcurl call may be running once the process starts to exit.
+            await engine.shutDown()
             withExtendedLifetime(lock) {}
             try Report.finish(summary, label: "feed", quiet: common.quiet, logger: logger)
             if let signal { throw ExitCode(128 + signal) }

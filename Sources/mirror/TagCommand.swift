@@ -90,6 +90,8 @@ struct TagCommand: AsyncParsableCommand {
             let mirror = try TagMirror(
                 directory: directory, client: client, engine: engine, settings: settings, logger: logger)
             let (summary, signal) = await Interruption.cancelOnSignal { await mirror.run() }
+            // No libcurl call may be running once the process starts to exit.
+            await engine.shutDown()
             withExtendedLifetime(lock) {}
             try Report.finish(summary, label: tag, quiet: common.quiet, logger: logger)
             if let signal { throw ExitCode(128 + signal) }

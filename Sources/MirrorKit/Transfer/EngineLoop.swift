@@ -34,8 +34,13 @@ final class EngineMailbox: Sendable {
             curl_multi_wakeup(multi.pointer)
             return nil
         }
-        if case .start(let start)? = rejected {
+        switch rejected {
+        case .start(let start)?:
             start.continuation.resume(throwing: TransferError(url: start.request.url, reason: .cancelled))
+        case .shutdown(let done?)?:
+            done.resume()
+        default:
+            break
         }
     }
 
@@ -77,8 +82,13 @@ final class EngineLoop {
 
     func run() {
         while true {
-            for command in mailbox.takeAll() where !handle(command) {
+            for command in mailbox.takeAll() {
+                guard case .shutdown(let done) = command else {
+                    handle(command)
+                    continue
+                }
                 shutDown()
+                done?.resume()
                 return
             }
             var running: Int32 = 0
@@ -104,8 +114,8 @@ final class EngineLoop {
         }
     }
 
-    /// Carries out one command; false means shut down.
-    private func handle(_ command: EngineCommand) -> Bool {
+    /// Carries out one command other than shutdown.
+    private func handle(_ command: EngineCommand) {
         switch command {
         case .start(let start):
             begin(start)
@@ -125,9 +135,8 @@ final class EngineLoop {
             transfer.isPauseRequested = false
             if !transfer.isThrottled { curl_easy_pause(transfer.easy, mirror_curlpause_cont) }
         case .shutdown:
-            return false
+            break
         }
-        return true
     }
 
     private func begin(_ start: EngineCommand.Start) {
@@ -174,8 +183,15 @@ final class EngineLoop {
             detach(transfer)
             transfer.cancel()
         }
-        for case .start(let start) in mailbox.close() {
-            start.continuation.resume(throwing: TransferError(url: start.request.url, reason: .cancelled))
+        for command in mailbox.close() {
+            switch command {
+            case .start(let start):
+                start.continuation.resume(throwing: TransferError(url: start.request.url, reason: .cancelled))
+            case .shutdown(let done?):
+                done.resume()
+            default:
+                break
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 import CCurl
+import COpenSSL
 import Foundation
 import Synchronization
 
@@ -67,7 +68,16 @@ public final class TransferEngine: Sendable {
     }
 
     deinit {
-        mailbox.post(.shutdown)
+        mailbox.post(.shutdown(nil))
+    }
+
+    /// Cancels every transfer, frees the multi handle and ends the engine thread, returning once
+    /// it has: call it before the process exits, so no libcurl call runs during exit. Transfers
+    /// started afterwards fail at once as cancelled.
+    public func shutDown() async {
+        await withCheckedContinuation { continuation in
+            mailbox.post(.shutdown(continuation))
+        }
     }
 
     /// Performs `request` and returns the final response, whatever its status.
@@ -132,7 +142,8 @@ enum EngineCommand: Sendable {
     case cancel(TransferID)
     case pause(TransferID)
     case resume(TransferID)
-    case shutdown
+    /// Ends the engine; the continuation, if any, resumes once the thread is done with libcurl.
+    case shutdown(CheckedContinuation<Void, Never>?)
 }
 
 enum CurlGlobal {
@@ -140,6 +151,7 @@ enum CurlGlobal {
         // NOSIGNAL keeps libcurl from ignoring SIGPIPE itself, and OpenSSL can raise it on a
         // closed socket: ignore it process-wide instead.
         signal(SIGPIPE, SIG_IGN)
+        mirror_openssl_skip_atexit_cleanup()
         return curl_global_init(mirror_curl_global_all) == CURLE_OK
     }()
 

@@ -208,7 +208,8 @@ struct MirrorCommandTests {
                     #expect(first.terminationReason == .uncaughtSignal && firstStatus == SIGKILL)
                 } else {
                     // SIGTERM is caught: the run writes out what it has and exits 128 + 15.
-                    #expect(first.terminationReason == .exit && firstStatus == 143)
+                    let stderr = String(decoding: TestSupport.bytes(at: dir.appendingPathComponent("launch-stderr").path) ?? [], as: UTF8.self)
+                    #expect(first.terminationReason == .exit && firstStatus == 143, "status \(firstStatus), stderr: \(stderr)")
                 }
                 #expect(!FileManager.default.fileExists(atPath: out + "/full" + path))
 

@@ -24,6 +24,18 @@ struct TagMirrorTests {
         ).run()
     }
 
+    /// Serves page 0 of the fixture tag once more with one new image at the top, and that image.
+    private func announceNewPost(_ id: String, on server: FixtureServer) throws {
+        let page0 = try String(
+            contentsOf: TestSupport.fixtures.appendingPathComponent("imgur/gallery-t-cats-0.json"), encoding: .utf8)
+        let post = #"{"id":"\#(id)","type":"image\/jpeg","animated":false,"size":5000,"is_album":false},"#
+        server.inject(
+            .respond(status: 200, body: page0.replacingOccurrences(of: #""items":["#, with: #""items":["# + post)),
+            path: "/3/gallery/t/cats/time/all/0")
+        server.addMedia(path: "/\(id).jpg", size: 5000, contentType: "image/jpeg")
+        server.addMedia(path: "/\(id)m.jpg", size: 1000, contentType: "image/jpeg")
+    }
+
     /// The files a complete mirror of the fixture tag holds, relative path → server path.
     private func expectedFiles(_ server: FixtureServer) -> [String: String] {
         var files: [String: String] = [:]
@@ -161,14 +173,7 @@ struct TagMirrorTests {
             try await TestSupport.withTemporaryDirectory { dir in
                 _ = try await run(server, into: dir)
                 // A new post appears at the top of the newest-first listing.
-                let page0 = try String(
-                    contentsOf: TestSupport.fixtures.appendingPathComponent("imgur/gallery-t-cats-0.json"), encoding: .utf8)
-                let newPost = #"{"id":"NewOne1","type":"image\/jpeg","animated":false,"size":5000,"is_album":false},"#
-                server.inject(
-                    .respond(status: 200, body: page0.replacingOccurrences(of: #""items":["#, with: #""items":["# + newPost)),
-                    path: "/3/gallery/t/cats/time/all/0")
-                server.addMedia(path: "/NewOne1.jpg", size: 5000, contentType: "image/jpeg")
-                server.addMedia(path: "/NewOne1m.jpg", size: 1000, contentType: "image/jpeg")
+                try announceNewPost("NewOne1", on: server)
                 let second = try await run(server, into: dir)
                 #expect(second.downloaded == 2)
                 // Page 0 had news, page 1 had none: page 2 is not asked for again.
@@ -185,14 +190,7 @@ struct TagMirrorTests {
             try await TestSupport.withTemporaryDirectory { dir in
                 _ = try await run(server, into: dir)
                 // Run 2: page 0 has news, so the walk goes on, and page 1 fails.
-                let page0 = try String(
-                    contentsOf: TestSupport.fixtures.appendingPathComponent("imgur/gallery-t-cats-0.json"), encoding: .utf8)
-                let newPost = #"{"id":"NewOne2","type":"image\/jpeg","animated":false,"size":5000,"is_album":false},"#
-                server.inject(
-                    .respond(status: 200, body: page0.replacingOccurrences(of: #""items":["#, with: #""items":["# + newPost)),
-                    path: "/3/gallery/t/cats/time/all/0")
-                server.addMedia(path: "/NewOne2.jpg", size: 5000, contentType: "image/jpeg")
-                server.addMedia(path: "/NewOne2m.jpg", size: 1000, contentType: "image/jpeg")
+                try announceNewPost("NewOne2", on: server)
                 server.inject(.imgurLegacyError(status: 400, message: "Bad request"), path: "/3/gallery/t/cats/time/all/1")
                 let cut = try await run(server, into: dir)
                 #expect(cut.stoppedBy != nil)

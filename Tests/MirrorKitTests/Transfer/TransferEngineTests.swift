@@ -336,4 +336,23 @@ struct TransferEngineTests {
             }
         }
     }
+
+    @Test func shuttingDownEndsRunningTransfersAndRefusesNewOnes() async throws {
+        let engine = TransferEngine()
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/long.bin", size: 4 << 20)
+            server.inject(.throttle(bytesPerSecond: 256 << 10), path: "/long.bin")
+            let running = Task {
+                try await engine.perform(TransferRequest(url: server.baseURL + "/long.bin", destination: .memory(limit: 8 << 20)))
+            }
+            try await eventually("the transfer runs", within: .seconds(5)) { server.bodyBytesSent(path: "/long.bin") > 0 }
+            await engine.shutDown()
+            let error = try await #require(throws: TransferError.self) { try await running.value }
+            #expect(error.reason == .cancelled)
+            let late = try await #require(throws: TransferError.self) {
+                try await engine.perform(TransferRequest(url: server.baseURL + "/long.bin"))
+            }
+            #expect(late.reason == .cancelled)
+        }
+    }
 }
