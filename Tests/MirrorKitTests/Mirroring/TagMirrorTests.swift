@@ -215,6 +215,26 @@ struct TagMirrorTests {
         }
     }
 
+    @Test func cancellingARunStopsEveryDownloadPromptly() async throws {
+        try await TestSupport.withServer { server in
+            for path in server.mediaPaths where path.hasSuffix("m.jpg") {
+                server.inject(.throttle(bytesPerSecond: 1024), path: path)
+            }
+            try await TestSupport.withTemporaryDirectory { dir in
+                let running = Task { try await run(server, into: dir) }
+                try await eventually("thumbnails are downloading", within: .seconds(5)) {
+                    server.requests.contains { $0.path.hasSuffix("m.jpg") }
+                }
+                let start = ContinuousClock.now
+                running.cancel()
+                let summary = try await running.value
+                // Left to finish, the thumbnails alone would take many seconds at 1 KB/s.
+                #expect(ContinuousClock.now - start < .seconds(3))
+                #expect(summary.interrupted)
+            }
+        }
+    }
+
     @Test func stopsAfterTheRequestedNumberOfPages() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
