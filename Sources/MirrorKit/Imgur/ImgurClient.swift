@@ -185,13 +185,3 @@ public struct ImgurClient: Sendable {
         }
     }
 }
-
-extension TransferError {
-    /// The reason alone, without the URL (for messages that name the URL themselves).
-    var reasonText: String {
-        switch reason {
-        case .transport(_, let message): message
-        default: description
-        }
-    }
-}

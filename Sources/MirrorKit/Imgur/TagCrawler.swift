@@ -49,13 +49,13 @@ public struct TagCrawler: Sendable {
         var result = Result()
         var seen = Set<String>()
         /// Adds the image once; returns its item (for the page's own list) even when seen before.
-        func add(_ image: ImgurImage) -> [MediaItem] {
+        func add(_ image: ImgurImage) -> MediaItem? {
             guard let item = urls.item(for: image) else {
                 result.problems.append("skipped image with unusable id '\(image.id)'")
-                return []
+                return nil
             }
             if seen.insert(item.id).inserted { result.items.append(item) }
-            return [item]
+            return item
         }
         var page = 0
         while options.maxPages.map({ page < $0 }) ?? true {
@@ -72,15 +72,14 @@ public struct TagCrawler: Sendable {
             }
             result.pagesRead += 1
             logger.debug("tag \(options.tag) page \(page): \(entries.count) items")
-            var pageItems: [MediaItem] = []
+            var pageImages: [ImgurImage] = []
             for entry in entries {
                 switch entry {
-                case .image(let image):
-                    pageItems += add(image)
-                case .album(let album):
-                    for image in await images(of: album, problems: &result.problems) { pageItems += add(image) }
+                case .image(let image): pageImages.append(image)
+                case .album(let album): pageImages += await images(of: album, problems: &result.problems)
                 }
             }
+            let pageItems = pageImages.compactMap(add)
             page += 1
             if let isPageKnown, !pageItems.isEmpty, await isPageKnown(pageItems) {
                 logger.debug("tag \(options.tag) page \(page - 1) holds nothing new: stopping")

@@ -40,7 +40,7 @@ public struct FeedMirror: Sendable {
             return summary
         }
         summary.problems = feed.problems
-        var urlsByName: [String: String] = [:]
+        var takenNames: Set<String> = []
         var seenURLs: Set<String> = []
         var enclosures: [MirrorJob] = []
         for enclosure in feed.enclosures {
@@ -48,12 +48,12 @@ public struct FeedMirror: Sendable {
             guard seenURLs.insert(enclosure.url).inserted else { continue }
             var name = Self.fileName(for: enclosure)
             let owner = await jobs.state.url(mirroredAs: "enclosures/\(name)")
-            if urlsByName[name] != nil || owner.map({ $0 != enclosure.url }) == true {
+            if takenNames.contains(name) || owner.map({ $0 != enclosure.url }) == true {
                 // Another file (of this feed, or mirrored before) has the name: docset.xar, say.
                 // Keep both, apart, rather than take the old one for the new.
                 name = MirrorDirectory.tagged(name, Digest.md5Hex(Array(enclosure.url.utf8)).prefix(8))
             }
-            urlsByName[name] = enclosure.url
+            takenNames.insert(name)
             if let length = enclosure.length { logger.debug("\(enclosure.url): the feed says \(length) bytes") }
             enclosures.append(MirrorJob(
                 url: enclosure.url, relativePath: "enclosures/\(name)", expectedSize: nil, mirrors: enclosure.mirrors))

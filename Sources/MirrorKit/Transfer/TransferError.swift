@@ -58,3 +58,13 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension TransferError {
+    /// The reason alone, without the URL (for messages that name the URL themselves).
+    var reasonText: String {
+        switch reason {
+        case .transport(_, let message): message
+        default: description
+        }
+    }
+}
