@@ -130,6 +130,11 @@ public final class FixtureServer: Sendable {
         state.withLock { $0.faults.removeAll() }
     }
 
+    /// API calls answered so far (any status).
+    public var apiRequestCount: Int {
+        state.withLock { $0.log.count { $0.path.hasPrefix("/3/") } }
+    }
+
     /// Requests received for `path` (query ignored).
     public func requestCount(path: String) -> Int {
         state.withLock { $0.requestCounts[path, default: 0] }
@@ -151,9 +156,16 @@ public final class FixtureServer: Sendable {
     }
 
     /// Sets the API budget reported in the X-RateLimit-* headers and enforced with 429s; the user
-    /// budget refills to its limit `userReset` seconds from now.
-    public func setRateLimit(userRemaining: Int, userReset: Int = 3600, clientRemaining: Int = 12_500) {
+    /// budget refills to `userLimit` (default: as before, 500 at first) `userReset` seconds from now,
+    /// and every hour after; with `refills` false it refills only when this is called again, so a
+    /// test decides when an "hour" has passed.
+    public func setRateLimit(
+        userRemaining: Int, userReset: Int = 3600, clientRemaining: Int = 12_500, userLimit: Int? = nil,
+        refills: Bool = true
+    ) {
         state.withLock {
+            if let userLimit { $0.rateLimit.userLimit = userLimit }
+            $0.rateLimit.refills = refills
             $0.rateLimit.userRemaining = userRemaining
             $0.rateLimit.userResetAt = Date().addingTimeInterval(Double(userReset))
             $0.rateLimit.clientRemaining = clientRemaining

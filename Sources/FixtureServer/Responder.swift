@@ -59,6 +59,18 @@ extension FixtureServer {
             return
         }
         let parts = path.split(separator: "/").map(String.init)
+        let generated: Data? = state.withLock { state in
+            if parts.count >= 5, parts[1] == "gallery", parts[2] == "t", let page = Int(parts[parts.count - 1]),
+               let tag = state.generatedTags[parts[3]] {
+                return tag.pageBody(page) { state.generatedImageSizes[$0] ?? 0 }
+            }
+            if parts.count == 4, parts[1] == "album", parts[3] == "images" { return state.generatedAlbumBody(parts[2]) }
+            return nil
+        }
+        if let generated {
+            await writer.send(status: 200, headers: headers, body: ByteBuffer(bytes: generated))
+            return
+        }
         var file: String?
         if parts.count >= 5, parts[1] == "gallery", parts[2] == "t", let page = Int(parts[parts.count - 1]) {
             let tag = parts[3]

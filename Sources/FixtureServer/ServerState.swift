@@ -19,12 +19,14 @@ struct RateLimit: Sendable {
     var userResetAt = Date().addingTimeInterval(3600)
     var clientLimit = 12_500
     var clientRemaining = 12_500
+    /// Whether the budget refills by itself at the reset; when not, only `setRateLimit` refills it.
+    var refills = true
 
     /// Seconds until the user budget refills, as Imgur sends it in X-RateLimit-UserReset.
     var userReset: Int { max(Int(userResetAt.timeIntervalSinceNow.rounded(.up)), 0) }
 
     mutating func refillIfDue() {
-        guard Date() >= userResetAt else { return }
+        guard refills, Date() >= userResetAt else { return }
         userRemaining = userLimit
         userResetAt = Date().addingTimeInterval(3600)
     }
@@ -41,6 +43,10 @@ struct ServerState: Sendable {
     var contentCache: [String: ServedContent] = [:]
     var rateLimit = RateLimit()
     var acceptedClientID: String?
+    var generatedTags: [String: GeneratedTag] = [:]
+    var generatedAlbums: [String: [String]] = [:]
+    var generatedImageSizes: [String: Int] = [:]
+    var generatedSerial = 0
 
     /// The ETag Imgur's CDN sends for its removed-image placeholder.
     static let removedETag = "\"d835884373f4d6c8f24742ceabe74946\""

@@ -29,12 +29,11 @@ struct FeedCommand: AsyncParsableCommand {
             let settings = FeedMirror.Settings(
                 feedURL: url, mode: download.downloadMode(file), retry: download.retryPolicy(file))
             let mirror = try FeedMirror(directory: directory, engine: engine, settings: settings, logger: logger)
-            let (summary, signal) = await Interruption.cancelOnSignal { await mirror.run() }
+            let (summary, stop) = await Interruption.cancelOnSignal(deadline: common.deadline(file)) { await mirror.run() }
             // No libcurl call may be running once the process starts to exit.
             await engine.shutDown()
             withExtendedLifetime(lock) {}
-            try Report.finish(summary, label: "feed", quiet: common.quiet, logger: logger)
-            if let signal { throw ExitCode(128 + signal) }
+            try Report.finish(summary, label: "feed", quiet: common.quiet, stop: stop, logger: logger)
         } catch let error as MirrorError {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }

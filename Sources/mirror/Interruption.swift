@@ -2,47 +2,70 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Turns SIGINT and SIGTERM into cancellation, so a run stopped by Ctrl-C, `kill` or a cron
-/// timeout writes out what it has received (the next run resumes from there) instead of dying
-/// mid-write.
+/// Turns SIGINT and SIGTERM, and the `--max-duration` deadline, into cancellation, so a run
+/// stopped by Ctrl-C, `kill`, a cron timeout or its own deadline writes out what it has received
+/// (the next run resumes from there) instead of dying mid-write.
 enum Interruption {
-    /// Runs `work`, cancelling it on the first SIGINT or SIGTERM; returns its result and the
-    /// signal that stopped it, if one did. A second signal ends the process at once.
-    static func cancelOnSignal<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> (T, Int32?) {
+    /// What stopped a run before it finished.
+    enum Stop: Equatable {
+        case signal(Int32)
+        case deadline
+    }
+
+    /// Runs `work`, cancelling it on the first SIGINT or SIGTERM or when `deadline` has passed;
+    /// returns its result and what stopped it, if anything did. A second signal ends the process
+    /// at once.
+    static func cancelOnSignal<T: Sendable>(
+        deadline: Duration? = nil, _ work: @escaping @Sendable () async -> T
+    ) async -> (T, Stop?) {
         let task = Task { await work() }
-        let received = SignalBox()
+        let received = StopBox()
         let sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                if received.take(number) {
+                if received.take(.signal(number)) {
                     task.cancel()
-                } else {
+                } else if received.value != .deadline {
                     // Straight out: exit() would run teardown while curl's and SQLite's threads run.
                     _exit(128 + number)
+                } else {
+                    // The deadline is already winding the run down: a signal now is the first one.
+                    received.replace(with: .signal(number))
                 }
             }
             source.resume()
             return source
         }
+        let timer = deadline.map { deadline in
+            Task {
+                do { try await Task.sleep(for: deadline) } catch { return }
+                if received.take(.deadline) { task.cancel() }
+            }
+        }
         let result = await task.value
+        timer?.cancel()
         sources.forEach { $0.cancel() }
         return (result, received.value)
     }
 }
 
-/// The first signal received.
-private final class SignalBox: Sendable {
-    private let state = Mutex<Int32?>(nil)
+/// What stopped the run first.
+private final class StopBox: Sendable {
+    private let state = Mutex<Interruption.Stop?>(nil)
 
-    /// Records `number`; false if a signal had come already.
-    func take(_ number: Int32) -> Bool {
+    /// Records `stop`; false if something had stopped the run already.
+    func take(_ stop: Interruption.Stop) -> Bool {
         state.withLock { value in
             guard value == nil else { return false }
-            value = number
+            value = stop
             return true
         }
     }
 
-    var value: Int32? { state.withLock { $0 } }
+    func replace(with stop: Interruption.Stop) {
+        state.withLock { $0 = stop }
+    }
+
+    var value: Interruption.Stop? { state.withLock { $0 } }
 }

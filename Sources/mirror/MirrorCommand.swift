@@ -12,8 +12,9 @@ struct MirrorCommand: AsyncParsableCommand {
 
             Exit status: 0 everything mirrored; 1 some files failed; 64 bad usage; 65 the API or \
             feed sent data of the wrong shape; 69 the API or feed could not be reached or refused; \
-            73 the output directory cannot be written; 75 another run holds the directory (try \
-            later); 78 configuration or client id problem.
+            73 the output directory or state cannot be written; 75 try later: another run holds the \
+            directory, the API budget is spent, or a media host is down or throttling (the next \
+            run carries on where this one stopped); 78 configuration or client id problem.
             """,
         version: MirrorVersion.current,
         subcommands: [TagCommand.self, FeedCommand.self, StatusCommand.self],
@@ -33,6 +34,20 @@ struct CommonOptions: ParsableArguments {
 
     @Flag(name: .shortAndLong, help: "Log every request and file.")
     var verbose = false
+
+    @Option(help: "Stop starting work after this long, e.g. 50m or 1h30m, and exit 0 if nothing failed; the next run carries on. Keep it shorter than the cron interval.")
+    var maxDuration: String?
+
+    func validate() throws {
+        if let maxDuration, DurationText.parse(maxDuration) == nil {
+            throw ValidationError("--max-duration takes a duration such as 50m, 90s or 1h30m, got '\(maxDuration)'")
+        }
+    }
+
+    /// The run's time limit, from this option or the config file.
+    func deadline(_ file: MirrorConfiguration) -> Duration? {
+        (maxDuration ?? file.maxDuration).flatMap(DurationText.parse)
+    }
 }
 
 /// How files are fetched and named: options the tag and feed commands share.

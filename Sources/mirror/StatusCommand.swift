@@ -2,15 +2,15 @@ import ArgumentParser
 import Foundation
 import MirrorKit
 
-struct StatusCommand: ParsableCommand {
+struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show what a mirror directory's run is doing, or the partial downloads it keeps.")
+        abstract: "Show what a mirror directory's run is doing, where its crawls stand, the API budget, and the partial downloads it keeps.")
 
     @Option(name: .shortAndLong, help: "The mirror directory.")
     var out: String
 
-    func run() throws {
+    func run() async throws {
         let root = URL(fileURLWithPath: out)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root.appendingPathComponent(".mirror").path, isDirectory: &isDirectory),
@@ -32,6 +32,13 @@ struct StatusCommand: ParsableCommand {
             print("no run in progress")
             printPartials(directory)
         }
+        for line in await crawlLines(directory) { print(line) }
+    }
+
+    /// Each listing's cursor and the API budget, from the state database.
+    private func crawlLines(_ directory: MirrorDirectory) async -> [String] {
+        guard let state = StateDatabase.forReading(in: directory) else { return [] }
+        return await StatusLines.crawls(state)
     }
 
     private func printRunning(_ status: RunStatus) {
@@ -58,5 +65,49 @@ struct StatusCommand: ParsableCommand {
                 .map { String(format: "%5.1f%%", $0) } ?? "    ?%"
             print("  \(percent) \(MirrorSummary.formatBytes(length).padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.url)")
         }
+    }
+}
+
+/// What `mirror status` says of the crawls and the API budget.
+enum StatusLines {
+    static func crawls(_ state: StateDatabase) async -> [String] {
+        var lines: [String] = []
+        for source in (try? await state.crawlSources()) ?? [] {
+            guard let figures = try? await state.figures(source: source) else { continue }
+            lines.append(source + ":")
+            lines.append("  " + cursorLine(figures.cursor))
+            lines.append("  \(figures.entriesKnown) entries known, \(figures.imagesKnown) images found, "
+                + "\(figures.imagesPending) not yet mirrored")
+            var albums = "  albums: \(figures.albumsCached) cached, \(figures.albumsPending) to expand"
+            if figures.albumsGone > 0 { albums += ", \(figures.albumsGone) gone" }
+            lines.append(albums)
+        }
+        if let budget = try? await state.budget(api: "imgur") { lines.append(budgetLine(budget)) }
+        return lines
+    }
+
+    static func cursorLine(_ cursor: CrawlCursor) -> String {
+        let of = cursor.estimatedPages.map { " of about \($0)" } ?? ""
+        guard let next = cursor.nextPage else {
+            let passes = cursor.pass == 1 ? "1 pass" : "\(cursor.pass) passes"
+            let depth = cursor.reachedEnd ? "read to its end" : "read to the --pages limit"
+            return "listing \(depth) (\(passes) complete, \(cursor.pagesRead) pages read in all); the next run reads only what is new"
+        }
+        return "pass \(cursor.pass + 1) at page \(next)\(of); the next run carries on from there"
+    }
+
+    static func budgetLine(_ budget: APIBudget) -> String {
+        let formatter = ISO8601DateFormatter()
+        var parts: [String] = []
+        if let remaining = budget.userRemaining {
+            var part = "\(remaining)" + (budget.userLimit.map { " of \($0)" } ?? "") + " calls left this hour"
+            if let reset = budget.userResetAt {
+                part += reset > Date() ? " (refills at \(formatter.string(from: reset)))" : " (refilled since)"
+            }
+            parts.append(part)
+        }
+        if let client = budget.clientRemaining { parts.append("\(client) left today for the application") }
+        let seen = formatter.string(from: budget.observedAt)
+        return "Imgur API budget at the last call (\(seen)): " + (parts.isEmpty ? "unknown" : parts.joined(separator: "; "))
     }
 }

@@ -1,12 +1,57 @@
 import Foundation
 
+/// The API budget as the last answer stated it, kept between runs so that `mirror status` can show
+/// it and the next run can plan from it.
+public struct APIBudget: Sendable, Equatable, Codable {
+    /// Calls left this hour for this IP (`X-RateLimit-UserRemaining`).
+    public var userRemaining: Int?
+    public var userLimit: Int?
+    /// When the hourly budget refills.
+    public var userResetAt: Date?
+    /// Calls left today for the application (`X-RateLimit-ClientRemaining`).
+    public var clientRemaining: Int?
+    /// When the daily budget refills, if the API said.
+    public var clientResetAt: Date?
+    /// When these figures were read.
+    public var observedAt: Date
+
+    public init(
+        userRemaining: Int? = nil, userLimit: Int? = nil, userResetAt: Date? = nil, clientRemaining: Int? = nil,
+        clientResetAt: Date? = nil, observedAt: Date = Date()
+    ) {
+        self.userRemaining = userRemaining
+        self.userLimit = userLimit
+        self.userResetAt = userResetAt
+        self.clientRemaining = clientRemaining
+        self.clientResetAt = clientResetAt
+        self.observedAt = observedAt
+    }
+
+    /// The figures that still hold at `now`: a budget whose reset has passed is full again, so
+    /// what was left before says nothing.
+    func stillValid(at now: Date = Date()) -> APIBudget {
+        var budget = self
+        if userResetAt.map({ $0 <= now }) ?? true {
+            budget.userRemaining = nil
+            budget.userResetAt = nil
+        }
+        if clientResetAt.map({ $0 <= now }) ?? true {
+            budget.clientRemaining = nil
+            budget.clientResetAt = nil
+        }
+        return budget
+    }
+}
+
 /// Keeps the crawler inside Imgur's API budget.
 ///
 /// Imgur allows about 500 requests an hour per user (IP) and 12,500 a day per application, and
 /// blocks an application that hits the daily limit five times in a month. So the limiter reads the
 /// `X-RateLimit-*` headers of every answer and stops issuing calls while `reserve` calls are still
 /// left, waiting for the reset when that is near enough and giving up otherwise, so that a later
-/// run can carry on. It also spaces calls to an optional maximum rate.
+/// run can carry on. A run starts from the budget the last run saw, while its reset has not
+/// passed, so a spent budget costs no call to find out. It also spaces calls to an optional
+/// maximum rate.
 actor APIRateLimiter {
     struct Settings: Sendable, Equatable {
         /// Most API calls per second; nil for no spacing.
@@ -18,13 +63,28 @@ actor APIRateLimiter {
     }
 
     let settings: Settings
-    private var userRemaining: Int?
-    private var clientRemaining: Int?
-    private var userResetAt: ContinuousClock.Instant?
+    private var budget: APIBudget
     private var lastRequest: ContinuousClock.Instant?
+    private(set) var callsMade = 0
 
-    init(settings: Settings) {
+    init(settings: Settings, startingFrom known: APIBudget? = nil) {
         self.settings = settings
+        budget = known?.stillValid() ?? APIBudget()
+    }
+
+    /// The budget as last reported.
+    var current: APIBudget { budget }
+
+    /// Starts from what an earlier run saw, unless this one has heard fresher figures.
+    func adopt(_ known: APIBudget) {
+        guard budget.userRemaining == nil, budget.clientRemaining == nil else { return }
+        budget = known.stillValid()
+    }
+
+    /// Calls that may still be made before the reset, keeping the reserve; nil when unknown.
+    var callsLeft: Int? {
+        let left = [budget.userRemaining, budget.clientRemaining].compactMap { $0 }.min()
+        return left.map { max($0 - settings.reserve, 0) }
     }
 
     /// Waits until another call may go out.
@@ -32,13 +92,15 @@ actor APIRateLimiter {
     /// - Throws: ``ImgurError/Kind/rateLimited`` when the budget is spent and will not come back
     ///   within ``Settings/maxWait``.
     func acquire(url: String) async throws(ImgurError) {
-        if let clientRemaining, clientRemaining <= settings.reserve {
+        budget = budget.stillValid()
+        if let clientRemaining = budget.clientRemaining, clientRemaining <= settings.reserve {
             throw ImgurError(
                 kind: .rateLimited, url: url,
-                message: "the application's daily budget is down to \(clientRemaining) calls", retryAfter: nil)
+                message: "the application's daily budget is down to \(clientRemaining) calls",
+                retryAfter: budget.clientResetAt.map { Self.seconds(until: $0) })
         }
-        if let userRemaining, userRemaining <= settings.reserve {
-            let wait = userResetAt.map { max($0 - .now, .zero) }
+        if let userRemaining = budget.userRemaining, userRemaining <= settings.reserve {
+            let wait = budget.userResetAt.map { Duration.seconds(Self.seconds(until: $0)) }
             guard let wait, wait <= settings.maxWait else {
                 throw ImgurError(
                     kind: .rateLimited, url: url,
@@ -46,35 +108,46 @@ actor APIRateLimiter {
                     retryAfter: wait.map { Int($0.components.seconds) })
             }
             try await pause(for: wait, url: url)
-            self.userRemaining = nil
+            budget.userRemaining = nil
         }
         if let rate = settings.maxRequestsPerSecond, rate > 0, let lastRequest {
             let next = lastRequest + .seconds(1 / rate)
             if next > .now { try await pause(for: next - .now, url: url) }
         }
         lastRequest = .now
+        callsMade += 1
     }
 
     /// Takes in the budget an answer reports. Header names vary in case between captures;
     /// `UserReset` is documented as an epoch time but sent as seconds until the reset.
-    func record(_ headers: HTTPHeaders) {
-        if let value = headers["X-RateLimit-UserRemaining"].flatMap({ Int($0) }) { userRemaining = value }
-        if let value = headers["X-RateLimit-ClientRemaining"].flatMap({ Int($0) }) { clientRemaining = value }
+    func record(_ headers: HTTPHeaders, now: Date = Date()) {
+        var seen = false
+        if let value = headers["X-RateLimit-UserRemaining"].flatMap({ Int($0) }) { budget.userRemaining = value; seen = true }
+        if let value = headers["X-RateLimit-UserLimit"].flatMap({ Int($0) }) { budget.userLimit = value }
+        if let value = headers["X-RateLimit-ClientRemaining"].flatMap({ Int($0) }) { budget.clientRemaining = value; seen = true }
         if let reset = headers["X-RateLimit-UserReset"].flatMap({ Int64($0) }) {
-            userResetAt = .now + Self.secondsUntilReset(reset, now: Date())
+            budget.userResetAt = now.addingTimeInterval(Self.secondsUntilReset(reset, now: now))
         }
+        if let reset = headers["X-RateLimit-ClientReset"].flatMap({ Int64($0) }) {
+            budget.clientResetAt = now.addingTimeInterval(Self.secondsUntilReset(reset, now: now))
+        }
+        if seen { budget.observedAt = now }
     }
 
     /// The wait until the user budget resets, when one is known and the budget is spent.
     func waitForUserReset() -> Duration? {
-        guard let userRemaining, userRemaining <= 0, let userResetAt else { return nil }
-        return max(userResetAt - .now, .zero)
+        guard let userRemaining = budget.userRemaining, userRemaining <= 0, let reset = budget.userResetAt else { return nil }
+        return .seconds(Self.seconds(until: reset))
     }
 
     /// Values below 10⁹ are seconds from now; larger ones are a Unix time.
-    static func secondsUntilReset(_ value: Int64, now: Date) -> Duration {
-        guard value >= 1_000_000_000 else { return .seconds(max(value, 0)) }
-        return .seconds(max(value - Int64(now.timeIntervalSince1970), 0))
+    static func secondsUntilReset(_ value: Int64, now: Date) -> TimeInterval {
+        guard value >= 1_000_000_000 else { return TimeInterval(max(value, 0)) }
+        return TimeInterval(max(value - Int64(now.timeIntervalSince1970), 0))
+    }
+
+    private static func seconds(until date: Date) -> Int {
+        max(Int(date.timeIntervalSinceNow.rounded(.up)), 0)
     }
 
     private func pause(for duration: Duration, url: String) async throws(ImgurError) {

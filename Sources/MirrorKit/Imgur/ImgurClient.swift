@@ -39,9 +39,10 @@ public struct ImgurClient: Sendable {
     /// - Parameters:
     ///   - apiBase: scheme and host, e.g. `https://api.imgur.com`.
     ///   - clientID: the application's Client-ID, sent as `Authorization: Client-ID …`.
+    ///   - startingBudget: the budget the last run saw; used while its reset has not passed.
     public init(
         apiBase: String, clientID: String, engine: TransferEngine, politeness: Politeness = Politeness(),
-        logger: Logger
+        startingBudget: APIBudget? = nil, logger: Logger
     ) {
         self.apiBase = apiBase.hasSuffix("/") ? String(apiBase.dropLast()) : apiBase
         self.clientID = clientID
@@ -49,16 +50,45 @@ public struct ImgurClient: Sendable {
         self.politeness = politeness
         self.logger = logger
         limiter = APIRateLimiter(settings: .init(
-            maxRequestsPerSecond: politeness.maxRequestsPerSecond, maxWait: politeness.maxWait))
+            maxRequestsPerSecond: politeness.maxRequestsPerSecond, maxWait: politeness.maxWait),
+            startingFrom: startingBudget)
     }
 
-    /// One page of the tag's gallery; an empty array marks the end of the listing.
+    /// The API budget as the last answer reported it.
+    public func budget() async -> APIBudget {
+        await limiter.current
+    }
+
+    /// Starts from the budget an earlier run saw (kept while its reset has not passed), so that a
+    /// spent budget costs no call to find out.
+    public func adopt(_ budget: APIBudget) async {
+        await limiter.adopt(budget)
+    }
+
+    /// Calls this run may still make before the reset, the reserve kept; nil until an answer says.
+    public func callsLeft() async -> Int? {
+        await limiter.callsLeft
+    }
+
+    /// API calls made so far through this client.
+    public func callsMade() async -> Int {
+        await limiter.callsMade
+    }
+
+    /// One page of the tag's gallery; no items marks the end of the listing.
+    public func tagListing(
+        _ tag: String, sort: GallerySort, window: GalleryWindow, page: Int
+    ) async throws(ImgurError) -> TagPage {
+        let path = "/3/gallery/t/\(Self.pathSegment(tag))/\(sort.rawValue)/\(window.rawValue)/\(page)"
+        let page: ImgurEnvelope<TagPage> = try await get(path)
+        return page.data
+    }
+
+    /// The entries of one page of the tag's gallery; an empty array marks the end of the listing.
     public func tagPage(
         _ tag: String, sort: GallerySort, window: GalleryWindow, page: Int
     ) async throws(ImgurError) -> [GalleryItem] {
-        let path = "/3/gallery/t/\(Self.pathSegment(tag))/\(sort.rawValue)/\(window.rawValue)/\(page)"
-        let page: ImgurEnvelope<TagPage> = try await get(path)
-        return page.data.items
+        try await tagListing(tag, sort: sort, window: window, page: page).items
     }
 
     /// Every image of an album (the endpoint is not paged).
@@ -77,56 +107,49 @@ public struct ImgurClient: Sendable {
     }
 
     /// One API call with its retries: network faults, 5xx, 429 and "over capacity" are waited out
-    /// (as long as the server asks, within ``Politeness/maxWait``); other errors end it at once.
+    /// (as long as the server asks, within ``Politeness/maxWait`` for one wait and the retry
+    /// policy's total); other errors end it at once.
     private func call(_ url: String) async throws(ImgurError) -> TransferResponse {
         let request = TransferRequest(
             url: url,
             headers: [("Authorization", "Client-ID \(clientID)"), ("Accept", "application/json")],
             destination: .memory(limit: 32 << 20))
-        var attempt = 0
-        while true {
-            attempt += 1
+        return try await politeness.retry.run(
+            maxSingleWait: politeness.maxWait,
+            giveUp: { failure, reason in Self.gaveUp(failure, reason, url: url) },
+            onRetry: { failure, wait in logger.warning("\(failure); retrying in \(wait)") }
+        ) { _ throws(ImgurError) in
             try await limiter.acquire(url: url)
             logger.debug("GET \(url)")
-            let (failure, serverWait): (ImgurError, Duration?)
-            switch try await attemptCall(request) {
-            case .success(let response): return response
-            case .transient(let error, let wait): (failure, serverWait) = (error, wait)
-            }
-            let wait = politeness.retry.delay(afterAttempt: attempt, retryAfter: serverWait)
-            if wait > politeness.maxWait, failure.kind != .unreachable {
-                throw ImgurError(
-                    kind: .rateLimited, url: url, message: failure.message,
-                    retryAfter: Int(wait.components.seconds))
-            }
-            guard attempt < politeness.retry.maxAttempts else {
-                // Still limited after every attempt: a later run should carry on, not a human.
-                if failure.kind == .unreachable { throw failure }
-                throw ImgurError(kind: .rateLimited, url: url, message: failure.message, retryAfter: failure.retryAfter)
-            }
-            logger.warning("\(failure); retrying in \(wait)")
-            do {
-                try await Task.sleep(for: wait)
-            } catch {
-                throw failure
-            }
+            return try await attemptCall(request)
         }
     }
 
-    private enum Attempt {
-        case success(TransferResponse)
-        /// A failure worth waiting out, with the wait the server asked for, if it asked.
-        case transient(ImgurError, serverWait: Duration?)
+    /// The error a call ends with when the retry policy stops: an API that is still limiting or
+    /// overloaded means "a later run carries on" (exit 75); one that never answered stays unreachable.
+    static func gaveUp(_ failure: ImgurError, _ reason: RetryPolicy.GiveUp, url: String) -> ImgurError {
+        switch reason {
+        case .cancelled:
+            return failure
+        case .attemptsExhausted:
+            if failure.kind == .unreachable { return failure }
+            return ImgurError(kind: .rateLimited, url: url, message: failure.message, retryAfter: failure.retryAfter)
+        case .waitTooLong(let wait), .totalWaitExceeded(let wait):
+            if failure.kind == .unreachable { return failure }
+            return ImgurError(
+                kind: .rateLimited, url: url, message: failure.message,
+                retryAfter: max(failure.retryAfter ?? 0, Int(wait.components.seconds)))
+        }
     }
 
-    private func attemptCall(_ request: TransferRequest) async throws(ImgurError) -> Attempt {
+    private func attemptCall(_ request: TransferRequest) async throws(ImgurError) -> RetryPolicy.Step<TransferResponse, ImgurError> {
         let response: TransferResponse
         do {
             response = try await engine.perform(request)
         } catch let error as TransferError {
             let failure = ImgurError(kind: .unreachable, url: request.url, message: error.reasonText)
             guard error.isRetryable else { throw failure }
-            return .transient(failure, serverWait: nil)
+            return .retry(failure, retryAfter: nil)
         } catch {
             throw ImgurError(kind: .unreachable, url: request.url, message: "\(error)")
         }
@@ -134,22 +157,21 @@ public struct ImgurClient: Sendable {
         // Imgur has sent "over capacity" as a 2xx whose envelope says status 1203.
         let bodyStatus = ImgurError.bodyStatus(response.body)
         if response.isSuccess, bodyStatus.map({ (200..<300).contains($0) }) ?? true { return .success(response) }
+        var serverWait = RetryPolicy.retryAfter(response.headers["Retry-After"])
         let failure = ImgurError(
             kind: .status(response.isSuccess ? bodyStatus ?? response.status : response.status), url: request.url,
             message: ImgurError.message(fromBody: response.body),
-            retryAfter: response.headers["Retry-After"].flatMap { Int($0) })
+            retryAfter: serverWait.map { Int($0.components.seconds) + ($0.components.attoseconds > 0 ? 1 : 0) })
         guard Self.isTransient(response, message: failure.message) else { throw failure }
-        var serverWait = failure.retryAfter.map { Duration.seconds($0) }
         if response.status == 429, serverWait == nil { serverWait = await limiter.waitForUserReset() }
-        return .transient(failure, serverWait: serverWait)
+        return .retry(failure, retryAfter: serverWait)
     }
 
     /// Worth waiting out: 408, 429, 5xx, and Imgur's "over capacity" (a 403, or status 1203 in
     /// the body).
     static func isTransient(_ response: TransferResponse, message: String) -> Bool {
+        if RetryPolicy.isRetryable(status: response.status) { return true }
         switch response.status {
-        case 408, 429, 500...599:
-            return true
         case 403:
             return message.lowercased().contains("capacity") || ImgurError.bodyStatus(response.body) == 1203
         default:

@@ -2,7 +2,7 @@
 ///
 /// Only the fields mirror needs are decoded, and each leniently: the API has changed shapes over
 /// the years (`nsfw` null, `edited` a string), and one odd field must not lose a whole page.
-public struct ImgurImage: Sendable, Hashable, Decodable {
+public struct ImgurImage: Sendable, Hashable, Codable {
     public var id: String
     public var type: String?
     public var animated: Bool
@@ -41,6 +41,18 @@ public struct ImgurImage: Sendable, Hashable, Decodable {
         link = try? container.decodeIfPresent(String.self, forKey: .link)
         datetime = try? container.decodeIfPresent(Int64.self, forKey: .datetime)
         title = try? container.decodeIfPresent(String.self, forKey: .title)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encodeIfPresent(type, forKey: .type)
+        try container.encode(animated, forKey: .animated)
+        try container.encodeIfPresent(size, forKey: .size)
+        try container.encodeIfPresent(mp4Size, forKey: .mp4Size)
+        try container.encodeIfPresent(link, forKey: .link)
+        try container.encodeIfPresent(datetime, forKey: .datetime)
+        try container.encodeIfPresent(title, forKey: .title)
     }
 }
 
@@ -96,7 +108,20 @@ struct ImgurEnvelope<Payload: Decodable>: Decodable {
     var data: Payload
 }
 
-/// The `data` of a tag page.
-struct TagPage: Decodable {
-    var items: [GalleryItem]
+/// The `data` of a tag page: its entries, and how many the whole tag holds.
+public struct TagPage: Sendable, Decodable {
+    public var items: [GalleryItem]
+    /// The tag's size as the API states it (`total_items`), for "page N of about M".
+    public var totalItems: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case items
+        case totalItems = "total_items"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        items = try container.decode([GalleryItem].self, forKey: .items)
+        totalItems = try? container.decodeIfPresent(Int.self, forKey: .totalItems)
+    }
 }

@@ -42,7 +42,7 @@ public struct FeedMirror: Sendable {
         summary.problems = feed.problems
         var takenNames: Set<String> = []
         var seenURLs: Set<String> = []
-        var enclosures: [MirrorJob] = []
+        let session = jobs.start(source: "feed \(settings.feedURL)")
         for enclosure in feed.enclosures {
             // Two entries may offer the same URL; one download serves both.
             guard seenURLs.insert(enclosure.url).inserted else { continue }
@@ -55,11 +55,13 @@ public struct FeedMirror: Sendable {
             }
             takenNames.insert(name)
             if let length = enclosure.length { logger.debug("\(enclosure.url): the feed says \(length) bytes") }
-            enclosures.append(MirrorJob(
-                url: enclosure.url, relativePath: "enclosures/\(name)", expectedSize: nil, mirrors: enclosure.mirrors))
+            session.submit(
+                MirrorJob(url: enclosure.url, relativePath: "enclosures/\(name)", expectedSize: nil, mirrors: enclosure.mirrors),
+                forced: true)
         }
         if feed.enclosures.isEmpty { logger.warning("feed \(settings.feedURL) lists no enclosures") }
-        await jobs.run(unforced: [], forced: enclosures, source: "feed \(settings.feedURL)", into: &summary)
+        await session.finish(into: &summary)
+        summary.unavailableHosts = jobs.health.verdicts
         return summary
     }
 
@@ -69,34 +71,24 @@ public struct FeedMirror: Sendable {
         let request = TransferRequest(
             url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
             destination: .memory(limit: 64 << 20))
-        var attempt = 0
-        var waited = Duration.zero
-        while true {
-            attempt += 1
-            var failure: FeedError
-            var retryAfter: Duration?
+        return try await settings.retry.run(
+            onRetry: { failure, delay in logger.warning("\(failure); retrying in \(delay)") }
+        ) { _ throws(FeedError) in
+            let response: TransferResponse
             do {
-                let response = try await engine.perform(request)
-                if response.isSuccess {
-                    // Relative enclosure URLs resolve against where the feed really came from.
-                    return try FeedReader.parse(response.body, url: response.finalURL)
-                }
-                failure = FeedError(url: url, problem: "HTTP \(response.status)", isFetchFailure: true)
-                guard [408, 429].contains(response.status) || response.status >= 500 else { throw failure }
-                retryAfter = response.headers["Retry-After"].flatMap(Downloader.parseRetryAfter)
-            } catch let error as FeedError {
-                throw error
+                response = try await engine.perform(request)
             } catch let error as TransferError {
-                failure = FeedError(url: url, problem: "cannot be fetched: \(error.reasonText)", isFetchFailure: true)
+                let failure = FeedError(url: url, problem: "cannot be fetched: \(error.reasonText)", isFetchFailure: true)
                 guard error.isRetryable else { throw failure }
+                return .retry(failure, retryAfter: nil)
             } catch {
                 throw FeedError(url: url, problem: "cannot be fetched: \(error)", isFetchFailure: true)
             }
-            let delay = settings.retry.delay(afterAttempt: attempt, retryAfter: retryAfter)
-            guard attempt < settings.retry.maxAttempts, waited + delay <= settings.retry.maxTotalWait else { throw failure }
-            logger.warning("\(failure); retrying in \(delay)")
-            do { try await Task.sleep(for: delay) } catch { throw failure }
-            waited += delay
+            // Relative enclosure URLs resolve against where the feed really came from.
+            if response.isSuccess { return .success(try FeedReader.parse(response.body, url: response.finalURL)) }
+            let failure = FeedError(url: url, problem: "HTTP \(response.status)", isFetchFailure: true)
+            guard RetryPolicy.isRetryable(status: response.status) else { throw failure }
+            return .retry(failure, retryAfter: RetryPolicy.retryAfter(response.headers["Retry-After"]))
         }
     }
 

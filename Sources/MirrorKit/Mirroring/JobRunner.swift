@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// One file to put into the mirror.
 struct MirrorJob: Sendable {
@@ -18,60 +19,51 @@ struct JobRunner: Sendable {
         case alreadyPresent
         case removed(String)
         case interrupted
+        /// Not tried: its host is down or throttling this run; a later run tries it.
+        case deferred
         case failed(DownloadError)
+
+        /// The file is in the mirror, or known gone: no later run needs to try it.
+        var isSettled: Bool {
+            switch self {
+            case .downloaded, .alreadyPresent, .removed: true
+            case .interrupted, .deferred, .failed: false
+            }
+        }
     }
 
     let directory: MirrorDirectory
     let partials: PartialStore
     let state: StateDatabase
     let scheduler: DownloadScheduler
+    let health: HostHealth
     let mode: DownloadMode
     let logger: Logger
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, concurrency: Int, retry: RetryPolicy,
-        logger: Logger
+        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, logger: Logger
     ) throws(MirrorError) {
         self.directory = directory
         self.mode = mode
         self.logger = logger
         partials = try PartialStore(directory: directory.stateDirectory.appendingPathComponent("partials"))
         state = try StateDatabase(directory: directory) { logger.warning("\($0)") }
-        let transport = EngineTransport(engine: engine, partials: partials, retry: retry, logger: logger)
+        health = HostHealth(settings: .init(maxPerHost: concurrency))
+        let transport = EngineTransport(
+            engine: engine, partials: partials, retry: retry, health: health,
+            isRemovedPlaceholder: isRemovedPlaceholder, logger: logger)
         scheduler = DownloadScheduler(transport: transport, configuration: .init(
             maxConcurrent: concurrency, maxPerHost: concurrency))
     }
 
-    /// Runs `unforced` jobs all at once and `forced` ones one after another, each forced job taking
-    /// the bandwidth while it runs; keeps `.mirror/status.json` current meanwhile.
-    func run(unforced: [MirrorJob], forced: [MirrorJob], source: String, into summary: inout MirrorSummary) async {
-        summary.wanted += unforced.count + forced.count
-        let (logger, scheduler, directory) = (logger, scheduler, directory)
-        let reporter = Task {
-            await RunStatus.keepWriting(
-                source: source, scheduler: scheduler, directory: directory,
-                log: { logger.debug("downloads: \($0.summaryLine)") })
-        }
-        // Unstructured tasks, cancelled by hand: a task group removes each finished child from a
-        // linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
-        let lane = Task {
-            var outcomes: [Outcome] = []
-            for job in forced { outcomes.append(await mirrorFromAnySource(job, forced: true)) }
-            return outcomes
-        }
-        let thumbnails = unforced.map { job in Task { await mirrorFromAnySource(job, forced: false) } }
-        await withTaskCancellationHandler {
-            for thumbnail in thumbnails { record(await thumbnail.value, in: &summary) }
-            for outcome in await lane.value { record(outcome, in: &summary) }
-        } onCancel: {
-            lane.cancel()
-            thumbnails.forEach { $0.cancel() }
-        }
-        reporter.cancel()
-        await reporter.value
+    /// Opens a session that takes jobs as a source finds them; keeps `.mirror/status.json`
+    /// current until it finishes.
+    func start(source: String) -> JobSession {
+        JobSession(runner: self, source: source)
     }
 
-    private func record(_ outcome: Outcome, in summary: inout MirrorSummary) {
+    func record(_ outcome: Outcome, in summary: inout MirrorSummary) {
         switch outcome {
         case .downloaded(let bytes):
             summary.downloaded += 1
@@ -83,6 +75,8 @@ struct JobRunner: Sendable {
             summary.removed.append(url)
         case .interrupted:
             summary.interrupted = true
+        case .deferred:
+            summary.deferred += 1
         case .failed(let error):
             logger.error("\(error)")
             summary.failures.append(error)
@@ -90,11 +84,16 @@ struct JobRunner: Sendable {
     }
 
     /// Tries the job's URL, then each mirror while the failure is the source's (not a cancel).
-    private func mirrorFromAnySource(_ job: MirrorJob, forced: Bool) async -> Outcome {
+    func mirrorFromAnySource(_ job: MirrorJob, forced: Bool) async -> Outcome {
         var outcome = await mirror(job, forced: forced)
         for alternate in job.mirrors {
-            guard case .failed(let error) = outcome else { break }
-            logger.warning("\(error); trying the mirror \(alternate)")
+            let failure: String
+            switch outcome {
+            case .failed(let error): failure = error.description
+            case .deferred: failure = "\(URLAuthority.of(job.url)) is unavailable"
+            default: return outcome
+            }
+            logger.warning("\(failure); trying the mirror \(alternate)")
             var next = job
             next.url = alternate
             outcome = await mirror(next, forced: forced)
@@ -128,18 +127,114 @@ struct JobRunner: Sendable {
             guard let name = committed else { return .alreadyPresent }
             // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
             if let lastModified { directory.setModificationDate(lastModified, of: name) }
-            await state.recordMirrored(job.url, as: name, bytes: file.length)
+            try await state.recordMirrored(job.url, as: name, bytes: file.length)
             logger.info("saved \(name)")
             return .downloaded(bytes: file.bytesReceived)
         } catch let error as DownloadError {
-            if error.reason == .removed {
-                await state.recordRemoved(job.url)
+            switch error.reason {
+            case .removed:
+                do {
+                    try await state.recordRemoved(job.url)
+                } catch {
+                    return .failed(DownloadError(url: job.url, reason: .storage(error.description)))
+                }
                 return .removed(job.url)
+            case .hostUnavailable:
+                return .deferred
+            default:
+                return error.isCancellation ? .interrupted : .failed(error)
             }
-            if error.isCancellation { return .interrupted }
-            return .failed(error)
         } catch {
             return .failed(DownloadError(url: job.url, reason: .storage("\(error)")))
         }
+    }
+}
+
+/// The jobs of one run, taken as they come: unforced ones all at once (the scheduler limits
+/// them), forced ones one after another, each taking the bandwidth while it runs.
+final class JobSession: Sendable {
+    private typealias ForcedJob = (job: MirrorJob, then: (@Sendable (JobRunner.Outcome) async -> Void)?)
+
+    private struct Tasks {
+        var unforced: [Task<JobRunner.Outcome, Never>] = []
+        var submitted = 0
+        var cancelled = false
+    }
+
+    private let runner: JobRunner
+    private let lane: AsyncStream<ForcedJob>.Continuation
+    private let laneTask: Task<[JobRunner.Outcome], Never>
+    private let reporter: Task<Void, Never>
+    private let tasks = Mutex(Tasks())
+
+    fileprivate init(runner: JobRunner, source: String) {
+        self.runner = runner
+        let (stream, lane) = AsyncStream.makeStream(of: ForcedJob.self)
+        self.lane = lane
+        laneTask = Task {
+            var outcomes: [JobRunner.Outcome] = []
+            for await forced in stream {
+                let outcome = await runner.mirrorFromAnySource(forced.job, forced: true)
+                await forced.then?(outcome)
+                outcomes.append(outcome)
+            }
+            return outcomes
+        }
+        let (logger, scheduler, directory) = (runner.logger, runner.scheduler, runner.directory)
+        reporter = Task {
+            await RunStatus.keepWriting(
+                source: source, scheduler: scheduler, directory: directory,
+                log: { logger.debug("downloads: \($0.summaryLine)") })
+        }
+    }
+
+    /// Starts mirroring `job`; `then` hears its outcome.
+    func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) {
+        tasks.withLock { $0.submitted += 1 }
+        if forced {
+            lane.yield((job, then))
+            return
+        }
+        // Unstructured tasks, cancelled by hand: a task group removes each finished child from a
+        // linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
+        let runner = runner
+        let task = Task {
+            let outcome = await runner.mirrorFromAnySource(job, forced: false)
+            await then?(outcome)
+            return outcome
+        }
+        tasks.withLock { tasks in
+            if tasks.cancelled { task.cancel() }
+            tasks.unforced.append(task)
+        }
+    }
+
+    /// Waits for every job submitted and adds their outcomes to `summary`; cancelling the caller
+    /// cancels them (partials are kept).
+    func finish(into summary: inout MirrorSummary) async {
+        lane.finish()
+        let (unforced, submitted) = tasks.withLock { ($0.unforced, $0.submitted) }
+        summary.wanted += submitted
+        var outcomes: [JobRunner.Outcome] = []
+        await withTaskCancellationHandler {
+            for task in unforced { outcomes.append(await task.value) }
+            outcomes += await laneTask.value
+        } onCancel: {
+            cancel()
+        }
+        for outcome in outcomes { runner.record(outcome, in: &summary) }
+        if outcomes.count < submitted { summary.interrupted = true }
+        reporter.cancel()
+        await reporter.value
+    }
+
+    /// Stops every job: those under way keep their partial data.
+    func cancel() {
+        let running = tasks.withLock { tasks in
+            tasks.cancelled = true
+            return tasks.unforced
+        }
+        running.forEach { $0.cancel() }
+        laneTask.cancel()
     }
 }

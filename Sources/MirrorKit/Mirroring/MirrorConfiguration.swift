@@ -20,12 +20,15 @@ public struct MirrorConfiguration: Sendable, Equatable, Decodable {
     public var maxWait: Int?
     /// Attempts per file, the first included.
     public var retries: Int?
+    /// How long a run may take, as `50m`: at the deadline it stops starting work and exits,
+    /// and the next run carries on.
+    public var maxDuration: String?
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, mode, concurrency
-        case maxApiRate, maxBandwidth, maxWait, retries
+        case maxApiRate, maxBandwidth, maxWait, retries, maxDuration
     }
 
     /// Reads and checks a config file. Unknown keys are errors, not silently ignored: a typo in a
@@ -69,6 +72,9 @@ public struct MirrorConfiguration: Sendable, Equatable, Decodable {
         if let maxWait, maxWait < 0 { throw .configuration("\(source): 'maxWait' must be 0 or more seconds") }
         if let retries, !(1...100).contains(retries) {
             throw .configuration("\(source): 'retries' must be between 1 and 100")
+        }
+        if let maxDuration, DurationText.parse(maxDuration) == nil {
+            throw .configuration("\(source): 'maxDuration' must be a duration such as 50m, 90s or 1h30m, got '\(maxDuration)'")
         }
         for (key, value) in [("apiBase", apiBase), ("mediaBase", mediaBase)] {
             if let value, !Self.isHTTPURL(value) {

@@ -7,19 +7,27 @@ public struct MirrorSummary: Sendable {
     public var bytesDownloaded: Int64 = 0
     /// Media the host has removed; reported, not counted as failures.
     public var removed: [String] = []
+    /// Albums the API no longer has; reported once, not counted as failures.
+    public var removedAlbums: [String] = []
     public var failures: [DownloadError] = []
+    /// Files not tried because their host was down or throttling; the next run tries them.
+    public var deferred = 0
+    /// Hosts given up this run, and why (they matter where files were left for them: ``deferred``).
+    public var unavailableHosts: [HostHealth.Verdict] = []
     /// Parts of the listing that could not be read (an album, an item with a bad id).
     public var problems: [String] = []
     /// The error that ended the listing early, if any.
     public var stoppedBy: (any Error & Sendable)?
-    /// The run was cancelled (a signal) before it finished; partial downloads are kept.
+    /// The run was cancelled (a signal, a deadline) before it finished; partial downloads are kept.
     public var interrupted = false
+    /// Where the listing's crawl stands after this run, for tag mirrors.
+    public var listing: ListingProgress?
 
     public init() {}
 
     /// True when every wanted file is in the mirror and the whole listing was read.
     public var isComplete: Bool {
-        failures.isEmpty && problems.isEmpty && stoppedBy == nil && !interrupted
+        failures.isEmpty && problems.isEmpty && stoppedBy == nil && !interrupted && deferred == 0
     }
 
     /// `12 files: 10 downloaded (1.2 MB), 2 already present, 0 failed`.
@@ -27,8 +35,10 @@ public struct MirrorSummary: Sendable {
         var parts = ["\(wanted) files: \(downloaded) downloaded (\(Self.formatBytes(bytesDownloaded)))"]
         parts.append("\(alreadyPresent) already present")
         if !removed.isEmpty { parts.append("\(removed.count) removed upstream") }
+        if deferred > 0 { parts.append("\(deferred) left for the next run") }
         parts.append("\(failures.count) failed")
         if interrupted { parts.append("interrupted (partial downloads kept)") }
+        if let listing { parts.append(listing.line) }
         return parts.joined(separator: ", ")
     }
 
@@ -42,5 +52,20 @@ public struct MirrorSummary: Sendable {
             unit += 1
         }
         return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+}
+
+/// Where a crawl stands: for the summary line and `mirror status`.
+public struct ListingProgress: Sendable, Equatable {
+    /// Pages read this run.
+    public var pagesRead: Int
+    /// The open pass's next page, nil when the last pass is complete.
+    public var nextPage: Int?
+    public var estimatedPages: Int?
+
+    public var line: String {
+        guard let nextPage else { return "listing read (\(pagesRead) pages this run)" }
+        let of = estimatedPages.map { " of about \($0)" } ?? ""
+        return "listing at page \(nextPage)\(of) (\(pagesRead) read this run; the next run carries on)"
     }
 }

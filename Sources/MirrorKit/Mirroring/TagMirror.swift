@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Mirrors one Imgur tag into a directory: every image's thumbnail under `preview/` and its
 /// full-size file under `full/`, each named by the image id.
@@ -36,47 +37,125 @@ public struct TagMirror: Sendable {
         self.logger = logger
         jobs = try JobRunner(
             directory: directory, engine: engine, mode: settings.mode, concurrency: settings.concurrency,
-            retry: settings.retry, logger: logger)
+            retry: settings.retry, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder, logger: logger)
     }
 
-    /// Crawls the tag, then mirrors what it found: thumbnails as unforced items, all at once;
-    /// full-size files one at a time as forced items, each taking the bandwidth while it runs.
-    ///
-    /// Once one run has mirrored the whole of a newest-first (`time`) listing, later runs stop
-    /// reading it at the first page with nothing new, which spares Imgur's hourly budget. Until
-    /// then (a first run cut short, a failed file) every run reads the listing to its end.
+    /// The state database the mirror keeps its cursor and records in.
+    public var state: StateDatabase { jobs.state }
+
+    /// Mirrors what this run can: first the images earlier runs found and did not finish, then
+    /// the listing from where its cursor stands, each image's files scheduled as soon as it is
+    /// found (thumbnails unforced, full-size files forced). The crawl stops at the API budget, a
+    /// cancel, or a media host given up for the run; the next run carries on from there.
     public func run() async -> MirrorSummary {
-        let crawler = TagCrawler(client: client, urls: settings.urls, logger: logger)
-        let source = "imgur tag \(settings.crawl.tag)"
-        let state = jobs.state
-        var isPageKnown: (@Sendable ([MediaItem]) async -> Bool)?
-        // Taken, not just read: if this run is cut short, the next one must read everything again.
-        if await state.takeListingComplete(source), settings.crawl.sort == .time {
-            isPageKnown = { items in
-                for item in items {
-                    guard await state.isKnown(item.fullURL), await state.isKnown(item.previewURL) else { return false }
-                }
-                return true
-            }
-        }
-        let crawl = await crawler.crawl(settings.crawl, isPageKnown: isPageKnown)
+        let source = settings.crawl.source
+        let session = jobs.start(source: "tag \(settings.crawl.tag)")
+        let images = ImageCompletion(store: jobs.state, logger: logger)
         var summary = MirrorSummary()
-        summary.problems = crawl.problems
+        let problems = Mutex<[String]>([])
+        let submit: @Sendable ([ImgurImage]) async -> Void = { [settings] found in
+            var unusable: [String] = []
+            for image in found {
+                guard let item = settings.urls.item(for: image) else {
+                    problems.withLock { $0.append("skipped image with unusable id '\(image.id)'") }
+                    unusable.append(image.id)
+                    continue
+                }
+                images.expect(item.id, files: 2)
+                session.submit(
+                    MirrorJob(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
+                    forced: false, then: { await images.settle(item.id, $0) })
+                session.submit(
+                    MirrorJob(url: item.fullURL, relativePath: "full/\(item.fullFileName)", expectedSize: item.expectedSize),
+                    forced: true, then: { await images.settle(item.id, $0) })
+            }
+            // An id that makes no safe file name will not make one next run either.
+            try? await jobs.state.markImagesDone(unusable)
+        }
+        var crawl = TagCrawler.Result()
+        if let saved = try? await jobs.state.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
+        do {
+            let pending = try await jobs.state.pendingImages(source: source)
+            if !pending.isEmpty { logger.info("\(pending.count) images found by earlier runs are not mirrored yet") }
+            await submit(pending)
+            let health = jobs.health
+            let crawler = TagCrawler(client: client, store: jobs.state, logger: logger)
+            crawl = await crawler.crawl(settings.crawl, found: submit, shouldStop: { !health.verdicts.isEmpty })
+        } catch {
+            crawl.stoppedBy = error
+        }
+        await session.finish(into: &summary)
+        await images.flush()
+        summary.problems = problems.withLock { $0 } + crawl.problems + images.storeProblems
+        summary.removedAlbums = crawl.removedAlbums
         summary.stoppedBy = crawl.stoppedBy
+        summary.unavailableHosts = jobs.health.verdicts
+        if let cursor = crawl.cursor {
+            summary.listing = ListingProgress(
+                pagesRead: crawl.pagesRead, nextPage: cursor.nextPage, estimatedPages: cursor.estimatedPages)
+        }
         if Task.isCancelled {
             summary.interrupted = true
             summary.stoppedBy = nil
         }
-        let previews = crawl.items.map {
-            MirrorJob(url: $0.previewURL, relativePath: "preview/\($0.previewFileName)", expectedSize: nil)
-        }
-        let originals = crawl.items.map {
-            MirrorJob(url: $0.fullURL, relativePath: "full/\($0.fullFileName)", expectedSize: $0.expectedSize)
-        }
-        await jobs.run(unforced: previews, forced: originals, source: "tag \(settings.crawl.tag)", into: &summary)
-        if settings.crawl.sort == .time && crawl.reachedEnd && summary.isComplete {
-            await state.recordListingComplete(source)
-        }
         return summary
+    }
+}
+
+/// Counts each image's settled files, and marks the image done in the store once both its
+/// thumbnail and its full-size file are in the mirror (or removed upstream), in batches.
+private final class ImageCompletion: Sendable {
+    private struct State {
+        var remaining: [String: Int] = [:]
+        var unsettled: Set<String> = []
+        var done: [String] = []
+        var problems: [String] = []
+    }
+
+    private let store: any CrawlStore
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    init(store: any CrawlStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    var storeProblems: [String] { state.withLock { $0.problems } }
+
+    func expect(_ id: String, files: Int) {
+        state.withLock { $0.remaining[id, default: 0] += files }
+    }
+
+    func settle(_ id: String, _ outcome: JobRunner.Outcome) async {
+        let batch: [String]? = state.withLock { state in
+            if !outcome.isSettled { state.unsettled.insert(id) }
+            state.remaining[id, default: 1] -= 1
+            guard state.remaining[id] == 0 else { return nil }
+            state.remaining[id] = nil
+            if state.unsettled.remove(id) == nil { state.done.append(id) }
+            guard state.done.count >= 64 else { return nil }
+            defer { state.done = [] }
+            return state.done
+        }
+        if let batch { await write(batch) }
+    }
+
+    func flush() async {
+        let batch = state.withLock { state in
+            defer { state.done = [] }
+            return state.done
+        }
+        await write(batch)
+    }
+
+    private func write(_ batch: [String]) async {
+        do {
+            try await store.markImagesDone(batch)
+        } catch {
+            // The files are in the mirror; the next run finds them there and settles them again.
+            logger.error("\(error)")
+            state.withLock { $0.problems.append("\(error)") }
+        }
     }
 }

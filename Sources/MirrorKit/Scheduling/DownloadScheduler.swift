@@ -201,13 +201,16 @@ public actor DownloadScheduler {
             return
         }
         for item in active.values where item.state == .paused { resume(item) }
-        let hostLimitBinds = configuration.maxPerHost < configuration.maxConcurrent
         while slotsInUse < configuration.maxConcurrent,
-              let next = waiting.popNewest(where: {
-                  !hostLimitBinds || slotsPerHost[$0, default: 0] < configuration.maxPerHost
-              }) {
+              let next = waiting.popNewest(where: { slotsPerHost[$0, default: 0] < hostLimit($0) }) {
             start(next)
         }
+    }
+
+    /// The fixed per-host limit, lowered by the transport while a host throttles.
+    private func hostLimit(_ host: String) -> Int {
+        guard let dynamic = transport.concurrencyLimit(forHost: host) else { return configuration.maxPerHost }
+        return min(configuration.maxPerHost, max(dynamic, 1))
     }
 
     private func start(_ item: ScheduledItem) {

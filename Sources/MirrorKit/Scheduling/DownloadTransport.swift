@@ -19,6 +19,13 @@ public protocol DownloadTransport: Sendable {
     func partialLength(of url: String) -> Int64
     /// Deletes the partial data held for `url`.
     func discardPartial(of url: String)
+    /// How many transfers `host` should get at once now, when the transport knows better than
+    /// the scheduler's fixed limit (a host that throttles); nil for no opinion.
+    func concurrencyLimit(forHost host: String) -> Int?
+}
+
+extension DownloadTransport {
+    public func concurrencyLimit(forHost host: String) -> Int? { nil }
 }
 
 /// The real transport: libcurl through ``TransferEngine``, partials in a ``PartialStore``.
@@ -26,11 +33,18 @@ public struct EngineTransport: DownloadTransport {
     let engine: TransferEngine
     let downloader: Downloader
     let partials: PartialStore
+    let health: HostHealth?
 
-    public init(engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), logger: Logger) {
+    public init(
+        engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), health: HostHealth? = nil,
+        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, logger: Logger
+    ) {
         self.engine = engine
         self.partials = partials
-        downloader = Downloader(engine: engine, partials: partials, retry: retry, logger: logger)
+        self.health = health
+        downloader = Downloader(
+            engine: engine, partials: partials, retry: retry, health: health,
+            isRemovedPlaceholder: isRemovedPlaceholder, logger: logger)
     }
 
     public func fetch(
@@ -44,4 +58,5 @@ public struct EngineTransport: DownloadTransport {
     public func resume(_ id: TransferID) { engine.resume(id) }
     public func partialLength(of url: String) -> Int64 { partials.length(for: url) }
     public func discardPartial(of url: String) { partials.remove(url) }
+    public func concurrencyLimit(forHost host: String) -> Int? { health?.concurrencyLimit(forHost: host) }
 }

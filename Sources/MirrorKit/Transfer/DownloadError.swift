@@ -17,6 +17,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         case htmlPage
         /// Storing the file failed.
         case storage(String)
+        /// The host is down or throttling this run (see ``HostHealth``): the file is left for a
+        /// later run, not failed.
+        case hostUnavailable(String)
     }
 
     public var url: String
@@ -39,6 +42,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         case .emptyBody: "\(url): the server sent an empty body"
         case .htmlPage: "\(url): the server sent a web page (text/html), not a file"
         case .storage(let message): "\(url): \(message)"
+        case .hostUnavailable(let verdict): "\(url): not tried: \(verdict)"
         }
     }
 }

@@ -24,14 +24,20 @@ public struct Downloader: Sendable {
     let partials: PartialStore
     let retry: RetryPolicy
     let logger: Logger
+    /// What each answer says about its host; nil keeps no such record.
+    let health: HostHealth?
+    /// Recognises a host's "this file was removed" stand-in (Imgur's removed.png), if the host has one.
+    let isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)?
 
-    /// The ETag Imgur's CDN gives its "this image was removed" placeholder.
-    static let removedPlaceholderETag = "\"d835884373f4d6c8f24742ceabe74946\""
-
-    public init(engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), logger: Logger) {
+    public init(
+        engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), health: HostHealth? = nil,
+        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, logger: Logger
+    ) {
         self.engine = engine
         self.partials = partials
         self.retry = retry
+        self.health = health
+        self.isRemovedPlaceholder = isRemovedPlaceholder
         self.logger = logger
     }
 
@@ -39,86 +45,128 @@ public struct Downloader: Sendable {
     ///
     /// Each attempt continues from the bytes already held (`Range` plus `If-Range`); a server that
     /// answers 200 instead replaces them. When the server's ETag is an MD5 (Imgur's CDN), the
-    /// file's MD5 must match it.
+    /// file's MD5 must match it. A host that ``HostHealth`` has given up fails at once with
+    /// ``DownloadError/Reason/hostUnavailable(_:)``, as does one that throttles past the policy.
     public func fetch(
         _ url: String, id: TransferID = .next(), expectedSize: Int64? = nil,
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) async throws(DownloadError) -> FetchedFile {
-        let path = partials.partPath(for: url)
-        var attempt = 0
-        var waited = Duration.zero
         var received: Int64 = 0
-        while true {
-            attempt += 1
-            let resume = partials.resumePoint(for: url)
-            let request = TransferRequest(
-                url: url,
-                destination: .file(path: path, offset: resume?.offset ?? 0),
-                ifRange: resume?.validator,
-                expectedEntityLength: resume?.record.totalLength)
-            var retryAfter: Duration?
-            let failure: DownloadError.Reason
-            do {
-                let response = try await engine.perform(
-                    request, id: id, progress: progress, onBodyStart: { recordValidators(of: $0, url: url) })
-                received += response.bytesReceived
-                if Self.isRemovedPlaceholder(response) {
-                    partials.remove(url)
-                    throw DownloadError(url: url, reason: .removed)
-                }
-                switch response.status {
-                case 200..<300:
-                    if Self.isWebPage(response) {
-                        partials.remove(url)
-                        throw DownloadError(url: url, reason: .htmlPage)
-                    }
-                    return try verified(url, response, expectedSize: expectedSize, received: received)
-                case 416:
-                    // Nothing left to send: the partial is whole if its length is the resource's.
-                    if let total = response.entityLength, total == partials.length(for: url) {
-                        return try verified(url, response, expectedSize: expectedSize, received: received)
-                    }
-                    partials.remove(url)
-                    failure = .httpStatus(416)
-                case 408, 429, 500...599:
-                    retryAfter = response.headers["Retry-After"].flatMap(Self.parseRetryAfter)
-                    failure = .httpStatus(response.status)
-                default:
-                    throw DownloadError(url: url, reason: .httpStatus(response.status))
-                }
-            } catch let error as TransferError {
-                received += error.response?.bytesReceived ?? 0
-                if error.reason == .cancelled { throw DownloadError(url: url, reason: .transfer(.cancelled)) }
-                if let response = error.response, Self.isRemovedPlaceholder(response) {
-                    partials.remove(url)
-                    throw DownloadError(url: url, reason: .removed)
-                }
-                if case .rangeMismatch = error.reason {
-                    // The server's idea of the resource changed under us: start it over.
-                    partials.remove(url)
-                } else if !error.isRetryable {
-                    throw DownloadError(url: url, reason: .transfer(error.reason))
-                }
-                failure = .transfer(error.reason)
-            } catch let error as DownloadError {
-                guard error.reason.isVerificationFailure else { throw error }
-                // The bytes are wrong however they were put together: fetch them all again.
-                partials.remove(url)
-                failure = error.reason
-            } catch {
-                throw DownloadError(url: url, reason: .storage("\(error)"))
+        return try await retry.run(
+            giveUp: { failure, reason in gaveUp(failure, reason) },
+            onRetry: { failure, delay in logger.debug("retrying \(url) in \(delay) after: \(failure)") }
+        ) { _ throws(DownloadError) in
+            if let verdict = health?.verdict(forURL: url) {
+                throw DownloadError(url: url, reason: .hostUnavailable(verdict.description))
             }
-            guard attempt < retry.maxAttempts else { throw DownloadError(url: url, reason: failure) }
-            let delay = retry.delay(afterAttempt: attempt, retryAfter: retryAfter)
-            guard waited + delay <= retry.maxTotalWait else { throw DownloadError(url: url, reason: failure) }
-            logger.debug("retrying \(url) in \(delay) after: \(DownloadError(url: url, reason: failure))")
-            do {
-                try await Task.sleep(for: delay)
-            } catch {
-                throw DownloadError(url: url, reason: .transfer(.cancelled))
-            }
-            waited += delay
+            return try await attempt(url, id: id, expectedSize: expectedSize, progress: progress, received: &received)
         }
+    }
+
+    /// One request: the file, a failure worth another try, or a failure that ends it.
+    private func attempt(
+        _ url: String, id: TransferID, expectedSize: Int64?, progress: (@Sendable (TransferProgress) -> Void)?,
+        received: inout Int64
+    ) async throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
+        let resume = partials.resumePoint(for: url)
+        let request = TransferRequest(
+            url: url,
+            destination: .file(path: partials.partPath(for: url), offset: resume?.offset ?? 0),
+            ifRange: resume?.validator,
+            expectedEntityLength: resume?.record.totalLength)
+        let response: TransferResponse
+        do {
+            response = try await engine.perform(
+                request, id: id, progress: progress, onBodyStart: { recordValidators(of: $0, url: url) })
+        } catch let error as TransferError {
+            received += error.response?.bytesReceived ?? 0
+            return try failedTransfer(url, error)
+        } catch {
+            throw DownloadError(url: url, reason: .storage("\(error)"))
+        }
+        received += response.bytesReceived
+        if RetryPolicy.isThrottling(status: response.status) {
+            health?.recordThrottle(url: url, status: response.status)
+        } else {
+            health?.recordAnswer(url: url)
+        }
+        if isRemovedPlaceholder?(response) == true {
+            partials.remove(url)
+            throw DownloadError(url: url, reason: .removed)
+        }
+        switch response.status {
+        case 200..<300:
+            if Self.isWebPage(response) {
+                partials.remove(url)
+                throw DownloadError(url: url, reason: .htmlPage)
+            }
+            return try verifiedOrRetry(url, response, expectedSize: expectedSize, received: received)
+        case 416:
+            // Nothing left to send: the partial is whole if its length is the resource's.
+            if let total = response.entityLength, total == partials.length(for: url) {
+                return try verifiedOrRetry(url, response, expectedSize: expectedSize, received: received)
+            }
+            partials.remove(url)
+            return .retry(DownloadError(url: url, reason: .httpStatus(416)), retryAfter: nil)
+        case let status where RetryPolicy.isRetryable(status: status):
+            return .retry(
+                DownloadError(url: url, reason: .httpStatus(status)),
+                retryAfter: RetryPolicy.retryAfter(response.headers["Retry-After"]))
+        default:
+            throw DownloadError(url: url, reason: .httpStatus(response.status))
+        }
+    }
+
+    /// A transfer that ended without a whole response: which failures another attempt may mend.
+    private func failedTransfer(_ url: String, _ error: TransferError) throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
+        if error.reason == .cancelled { throw DownloadError(url: url, reason: .transfer(.cancelled)) }
+        if let response = error.response {
+            health?.recordAnswer(url: url)
+            if isRemovedPlaceholder?(response) == true {
+                partials.remove(url)
+                throw DownloadError(url: url, reason: .removed)
+            }
+        } else if error.isConnectionLevel {
+            health?.recordConnectionFailure(url: url, message: error.reasonText)
+            if let verdict = health?.verdict(forURL: url) {
+                throw DownloadError(url: url, reason: .hostUnavailable(verdict.description))
+            }
+        }
+        if case .rangeMismatch = error.reason {
+            // The server's idea of the resource changed under us: start it over.
+            partials.remove(url)
+        } else if !error.isRetryable {
+            throw DownloadError(url: url, reason: .transfer(error.reason))
+        }
+        return .retry(DownloadError(url: url, reason: .transfer(error.reason)), retryAfter: nil)
+    }
+
+    /// The verified file, or a retry from scratch when the bytes are wrong however they were put
+    /// together.
+    private func verifiedOrRetry(
+        _ url: String, _ response: TransferResponse, expectedSize: Int64?, received: Int64
+    ) throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
+        do throws(DownloadError) {
+            return .success(try verified(url, response, expectedSize: expectedSize, received: received))
+        } catch {
+            guard error.reason.isVerificationFailure else { throw error }
+            partials.remove(url)
+            return .retry(error, retryAfter: nil)
+        }
+    }
+
+    /// The error that ends a fetch the policy gave up on. A host that throttles past the policy
+    /// (its 429s or 503s outlast every attempt, or it asks for a longer pause) is given up for
+    /// the run: the file is left for a later run, not failed.
+    private func gaveUp(_ failure: DownloadError, _ reason: RetryPolicy.GiveUp) -> DownloadError {
+        if reason == .cancelled { return DownloadError(url: failure.url, reason: .transfer(.cancelled)) }
+        if let health, case .httpStatus(let status) = failure.reason, RetryPolicy.isThrottling(status: status) {
+            health.giveUpThrottled(url: failure.url, status: status)
+            if let verdict = health.verdict(forURL: failure.url) {
+                return DownloadError(url: failure.url, reason: .hostUnavailable(verdict.description))
+            }
+        }
+        return failure
     }
 
     /// Saves the validators of a response about to write the partial, before its first byte.
@@ -156,16 +204,5 @@ public struct Downloader: Sendable {
     /// with 200, or a feed "enclosure" that links a landing page.
     static func isWebPage(_ response: TransferResponse) -> Bool {
         response.headers["Content-Type"]?.lowercased().hasPrefix("text/html") == true
-    }
-
-    static func isRemovedPlaceholder(_ response: TransferResponse) -> Bool {
-        response.etag == removedPlaceholderETag
-            || URLComponents(string: response.finalURL)?.path.hasSuffix("/removed.png") == true
-    }
-
-    /// `Retry-After` in seconds (the HTTP-date form is rare enough to ignore).
-    static func parseRetryAfter(_ value: String) -> Duration? {
-        guard let seconds = Int(value.trimmingCharacters(in: .whitespaces)), seconds >= 0 else { return nil }
-        return .seconds(min(seconds, 24 * 3600))
     }
 }

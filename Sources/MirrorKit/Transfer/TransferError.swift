@@ -43,6 +43,16 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
     /// TLS handshake (35), got nothing (52), send (55) and receive (56) errors, HTTP/2 stream (92).
     static let retryableCurlCodes: Set<Int32> = [6, 7, 16, 18, 28, 35, 52, 55, 56, 92]
 
+    /// The host could not be reached or talked to at all: couldn't resolve the proxy (5) or host
+    /// (6), couldn't connect (7), a timeout (28), TLS handshake (35) or certificate (60) failures,
+    /// or an empty reply (52). Only meaningful when no response arrived.
+    public var isConnectionLevel: Bool {
+        guard response == nil, case .transport(let code, _) = reason else { return false }
+        return Self.connectionLevelCurlCodes.contains(code)
+    }
+
+    static let connectionLevelCurlCodes: Set<Int32> = [5, 6, 7, 28, 35, 52, 60]
+
     public var description: String {
         switch reason {
         case .transport(_, let message):

@@ -161,12 +161,13 @@ struct MirrorCommandTests {
             try await withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
                 let run = try await mirror([
-                    "cats", "--out", out, "--client-id-file", idFile, "--quiet",
+                    "cats", "--out", out, "--client-id-file", idFile,
                     "--api-base", server.baseURL, "--media-base", server.baseURL,
                 ])
                 #expect(run.status == 75)
                 #expect(run.stderr.contains("Imgur API rate limit"))
                 #expect(run.stderr.contains("stopping so a later run can carry on"))
+                #expect(run.stdout.contains("the next run carries on"))
                 #expect(FileManager.default.fileExists(atPath: out + "/full/aB3dE5f.jpg"))
             }
         }

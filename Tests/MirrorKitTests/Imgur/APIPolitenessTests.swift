@@ -49,9 +49,9 @@ struct APIPolitenessTests {
 
     @Test func readsAUserResetGivenAsAnEpochTime() {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
-        #expect(APIRateLimiter.secondsUntilReset(1_700_000_600, now: now) == .seconds(600))
-        #expect(APIRateLimiter.secondsUntilReset(3047, now: now) == .seconds(3047))
-        #expect(APIRateLimiter.secondsUntilReset(1_600_000_000, now: now) == .zero)
+        #expect(APIRateLimiter.secondsUntilReset(1_700_000_600, now: now) == 600)
+        #expect(APIRateLimiter.secondsUntilReset(3047, now: now) == 3047)
+        #expect(APIRateLimiter.secondsUntilReset(1_600_000_000, now: now) == 0)
     }
 
     @Test(arguments: [

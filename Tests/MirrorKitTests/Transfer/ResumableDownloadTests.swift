@@ -9,15 +9,16 @@ struct ResumableDownloadTests {
     let quickRetry = RetryPolicy(maxAttempts: 6, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
 
     private func withDownloader<T>(
-        retry: RetryPolicy? = nil, engine: TransferEngine? = nil,
+        retry: RetryPolicy? = nil, engine: TransferEngine? = nil, health: HostHealth? = nil,
+        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
         _ body: (FixtureServer, Downloader, PartialStore) async throws -> T
     ) async throws -> T {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
                 let downloader = Downloader(
-                    engine: engine ?? self.engine, partials: partials, retry: retry ?? quickRetry,
-                    logger: TestSupport.logger)
+                    engine: engine ?? self.engine, partials: partials, retry: retry ?? quickRetry, health: health,
+                    isRemovedPlaceholder: isRemovedPlaceholder, logger: TestSupport.logger)
                 return try await body(server, downloader, partials)
             }
         }
@@ -122,7 +123,7 @@ struct ResumableDownloadTests {
     }
 
     @Test func removedMediaIsReportedAsRemovedNotSavedNotRetried() async throws {
-        try await withDownloader { server, downloader, partials in
+        try await withDownloader(isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder) { server, downloader, partials in
             let url = server.baseURL + "/Rm0vEd1.jpg"
             let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
             #expect(error?.reason == .removed)

@@ -1,0 +1,109 @@
+import Foundation
+
+/// Where a listing's crawl stands between runs.
+///
+/// A *pass* reads the listing from page 0 down: to its end, or (newest-first listings, once a pass
+/// has completed) to the first page that shows an entry an earlier pass saw, since everything
+/// below it is older. A pass cut short (the API budget, a signal, a deadline, an error) resumes at
+/// ``nextPage`` in the next run.
+public struct CrawlCursor: Sendable, Equatable, Codable {
+    public var source: String
+    /// Passes completed so far; the open pass, if any, is number `pass`.
+    public var pass: Int
+    /// The next page of the open pass; nil when no pass is open (the next run opens one at page 0).
+    public var nextPage: Int?
+    /// The newest entry at the head of the listing, as the last read of page 0 showed it.
+    public var headID: String?
+    /// The listing's size as the API last stated it.
+    public var totalItems: Int?
+    /// Entries per page, as page 0 showed it.
+    public var pageSize: Int?
+    /// Pages read over all runs.
+    public var pagesRead: Int
+    /// A pass has read the listing to its real end (not only to `--pages`): from then on, what an
+    /// earlier pass saw is known all the way down.
+    public var reachedEnd: Bool
+    public var updatedAt: Date?
+
+    public init(source: String) {
+        self.source = source
+        pass = 0
+        pagesRead = 0
+        reachedEnd = false
+    }
+
+    /// Pages in the whole listing, as far as its stated size tells.
+    public var estimatedPages: Int? {
+        guard let totalItems, let pageSize, pageSize > 0 else { return nil }
+        return max((totalItems + pageSize - 1) / pageSize, 1)
+    }
+}
+
+/// What one page of a listing added, written in one step with the cursor that follows it, so a
+/// run killed at any point neither loses found images nor reads a page it has recorded.
+public struct ListedPage: Sendable {
+    /// Entries (images and albums) first seen on this page.
+    public var newEntryIDs: [String]
+    /// Images to mirror, with the album each came from, if any.
+    public var images: [(image: ImgurImage, albumID: String?)]
+    /// Albums whose images must still be asked for.
+    public var pendingAlbumIDs: [String]
+    public var cursor: CrawlCursor
+
+    public init(
+        newEntryIDs: [String], images: [(image: ImgurImage, albumID: String?)], pendingAlbumIDs: [String],
+        cursor: CrawlCursor
+    ) {
+        self.newEntryIDs = newEntryIDs
+        self.images = images
+        self.pendingAlbumIDs = pendingAlbumIDs
+        self.cursor = cursor
+    }
+}
+
+/// Figures for `mirror status`.
+public struct CrawlFigures: Sendable, Equatable, Codable {
+    public var cursor: CrawlCursor
+    /// Entries the listing has shown.
+    public var entriesKnown: Int
+    /// Images found, and those not yet mirrored.
+    public var imagesKnown: Int
+    public var imagesPending: Int
+    /// Albums whose image lists are cached, still to be asked for, and given up (removed, broken).
+    public var albumsCached: Int
+    public var albumsPending: Int
+    public var albumsGone: Int
+}
+
+/// The durable side of a tag crawl: its cursor, the listing entries it has seen, the album cache,
+/// the images found and not yet mirrored, and the API budget. A source reads and writes only this;
+/// files are the mirror's business.
+public protocol CrawlStore: Sendable {
+    func cursor(for source: String) async throws(MirrorError) -> CrawlCursor
+    func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError)
+    /// Records a page; returns the images that were new to the store (the others are queued already).
+    func recordPage(_ page: ListedPage, source: String) async throws(MirrorError) -> [ImgurImage]
+    /// For each of `entryIDs` the listing has shown before, the pass that first saw it.
+    func knownEntries(_ entryIDs: [String], source: String) async throws(MirrorError) -> [String: Int]
+
+    /// The album's image list, if it was fetched before.
+    func cachedAlbum(_ albumID: String) async throws(MirrorError) -> [ImgurImage]?
+    /// Albums found by `source` whose images were not fetched yet, oldest first.
+    func pendingAlbums(source: String) async throws(MirrorError) -> [String]
+    /// Caches an album's images and queues them; returns the images new to the store.
+    func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) async throws(MirrorError) -> [ImgurImage]
+    /// Gives an album up (removed, or an answer that will not change): it is not asked for again.
+    func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError)
+
+    /// Images found by `source` and not yet mirrored, in the order they were found.
+    func pendingImages(source: String) async throws(MirrorError) -> [ImgurImage]
+    /// The image's files are all in the mirror (or removed upstream): no run needs to try it again.
+    func markImagesDone(_ imageIDs: [String]) async throws(MirrorError)
+
+    func budget(api: String) async throws(MirrorError) -> APIBudget?
+    func saveBudget(_ budget: APIBudget, api: String) async throws(MirrorError)
+
+    func figures(source: String) async throws(MirrorError) -> CrawlFigures
+    /// Every source with a cursor.
+    func crawlSources() async throws(MirrorError) -> [String]
+}

@@ -1,0 +1,132 @@
+import CSQLite
+
+/// A value bound to, or read from, an SQLite statement.
+enum SQLiteValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case text(String)
+
+    var text: String? {
+        if case .text(let value) = self { return value }
+        return nil
+    }
+
+    var integer: Int64? {
+        if case .integer(let value) = self { return value }
+        return nil
+    }
+}
+
+extension SQLiteValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    init(stringLiteral value: String) { self = .text(value) }
+    init(integerLiteral value: Int64) { self = .integer(value) }
+
+    init(_ value: String?) { self = value.map { .text($0) } ?? .null }
+    init(_ value: Int?) { self = value.map { .integer(Int64($0)) } ?? .null }
+    init(_ value: Int64?) { self = value.map { .integer($0) } ?? .null }
+}
+
+/// What SQLite said when a statement failed.
+struct SQLiteError: Error, CustomStringConvertible {
+    var description: String
+    var code: Int32 = SQLITE_ERROR
+
+    /// The file is not (or no longer) a database: setting it aside loses nothing usable.
+    var isDamage: Bool { code & 0xFF == SQLITE_NOTADB || code & 0xFF == SQLITE_CORRUPT }
+}
+
+/// One SQLite connection, owned by one actor. Every statement's result is checked: a failed write
+/// is an error for the caller, never a silent loss.
+final class SQLiteConnection {
+    let handle: OpaquePointer
+
+    private init(handle: OpaquePointer) {
+        self.handle = handle
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    static func open(_ path: String, readOnly: Bool = false) throws(SQLiteError) -> SQLiteConnection {
+        var db: OpaquePointer?
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_FULLMUTEX
+        let status = sqlite3_open_v2(path, &db, flags, nil)
+        guard status == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close_v2(db)
+            throw SQLiteError(description: message, code: status)
+        }
+        sqlite3_busy_timeout(db, 5000)
+        return SQLiteConnection(handle: db)
+    }
+
+    /// Runs one statement; returns every row it yields.
+    @discardableResult
+    func rows(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw lastError() }
+        defer { sqlite3_finalize(statement) }
+        for (index, argument) in arguments.enumerated() {
+            let position = Int32(index + 1)
+            let status: Int32
+            switch argument {
+            case .null: status = sqlite3_bind_null(statement, position)
+            case .integer(let value): status = sqlite3_bind_int64(statement, position, value)
+            case .text(let value): status = mirror_sqlite3_bind_text_copy(statement, position, value)
+            }
+            guard status == SQLITE_OK else { throw lastError() }
+        }
+        var result: [[SQLiteValue]] = []
+        while true {
+            let step = sqlite3_step(statement)
+            if step == SQLITE_DONE { break }
+            guard step == SQLITE_ROW else { throw lastError() }
+            let columns = sqlite3_column_count(statement)
+            result.append((0..<columns).map { column in
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_NULL: .null
+                case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
+                default: sqlite3_column_text(statement, column).map { .text(String(cString: $0)) } ?? .null
+                }
+            })
+        }
+        return result
+    }
+
+    /// Runs one statement that returns nothing worth reading.
+    func execute(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) {
+        try rows(sql, arguments)
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Runs every statement of a script (schema changes); no arguments.
+    func script(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &message)
+        guard status == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? "error \(status)"
+            sqlite3_free(message)
+            throw SQLiteError(description: text, code: sqlite3_extended_errcode(handle))
+        }
+    }
+
+    /// Runs `body` in one transaction: all of its writes land, or none.
+    func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(SQLiteError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func lastError() -> SQLiteError {
+        SQLiteError(description: String(cString: sqlite3_errmsg(handle)), code: sqlite3_extended_errcode(handle))
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+
+extension StateDatabase: CrawlStore {
+    public func cursor(for source: String) throws(MirrorError) -> CrawlCursor {
+        let rows = try read(
+            "SELECT pass, next_page, head_id, total_items, page_size, pages_read, updated_at, reached_end FROM crawl_cursors WHERE source = ?1",
+            [.text(source)])
+        var cursor = CrawlCursor(source: source)
+        guard let row = rows.first else { return cursor }
+        cursor.pass = Int(row[0].integer ?? 0)
+        cursor.nextPage = row[1].integer.map(Int.init)
+        cursor.headID = row[2].text
+        cursor.totalItems = row[3].integer.map(Int.init)
+        cursor.pageSize = row[4].integer.map(Int.init)
+        cursor.pagesRead = Int(row[5].integer ?? 0)
+        cursor.updatedAt = row[6].text.flatMap { ISO8601DateFormatter().date(from: $0) }
+        cursor.reachedEnd = row[7].integer == 1
+        return cursor
+    }
+
+    public func saveCursor(_ cursor: CrawlCursor) throws(MirrorError) {
+        try write(Self.saveCursorSQL, Self.arguments(of: cursor))
+    }
+
+    public func recordPage(_ page: ListedPage, source: String) throws(MirrorError) -> [ImgurImage] {
+        try inTransaction { () throws(SQLiteError) in
+            for id in page.newEntryIDs {
+                try db.execute(
+                    "INSERT OR IGNORE INTO listing_entries (source, entry_id, pass) VALUES (?1, ?2, ?3)",
+                    [.text(source), .text(id), .integer(Int64(page.cursor.pass))])
+            }
+            for id in page.pendingAlbumIDs {
+                try db.execute(
+                    "INSERT OR IGNORE INTO albums (id, source, state, updated_at) VALUES (?1, ?2, 'pending', ?3)",
+                    [.text(id), .text(source), .text(Self.now())])
+            }
+            let added = try queue(page.images, source: source)
+            try db.execute(Self.saveCursorSQL, Self.arguments(of: page.cursor))
+            return added
+        }
+    }
+
+    public func knownEntries(_ entryIDs: [String], source: String) throws(MirrorError) -> [String: Int] {
+        var known: [String: Int] = [:]
+        for id in Set(entryIDs) {
+            let rows = try read(
+                "SELECT pass FROM listing_entries WHERE source = ?1 AND entry_id = ?2", [.text(source), .text(id)])
+            if let pass = rows.first?.first?.integer { known[id] = Int(pass) }
+        }
+        return known
+    }
+
+    public func cachedAlbum(_ albumID: String) throws(MirrorError) -> [ImgurImage]? {
+        let rows = try read("SELECT images FROM albums WHERE id = ?1 AND state = 'cached'", [.text(albumID)])
+        guard let json = rows.first?.first?.text else { return nil }
+        return try? JSONDecoder().decode([ImgurImage].self, from: Data(json.utf8))
+    }
+
+    public func pendingAlbums(source: String) throws(MirrorError) -> [String] {
+        try read("SELECT id FROM albums WHERE source = ?1 AND state = 'pending' ORDER BY rowid", [.text(source)])
+            .compactMap { $0.first?.text }
+    }
+
+    public func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) throws(MirrorError) -> [ImgurImage] {
+        let json = (try? JSONEncoder().encode(images)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        return try inTransaction { () throws(SQLiteError) in
+            try db.execute(
+                "INSERT INTO albums (id, source, state, images, updated_at) VALUES (?1, ?2, 'cached', ?3, ?4) "
+                    + "ON CONFLICT(id) DO UPDATE SET state = 'cached', images = excluded.images, problem = NULL, updated_at = excluded.updated_at",
+                [.text(albumID), .text(source), .text(json), .text(Self.now())])
+            return try queue(images.map { ($0, albumID) }, source: source)
+        }
+    }
+
+    public func recordAlbumGone(_ albumID: String, problem: String, source: String) throws(MirrorError) {
+        try write(
+            "INSERT INTO albums (id, source, state, problem, updated_at) VALUES (?1, ?2, 'gone', ?3, ?4) "
+                + "ON CONFLICT(id) DO UPDATE SET state = 'gone', problem = excluded.problem, updated_at = excluded.updated_at",
+            [.text(albumID), .text(source), .text(problem), .text(Self.now())])
+    }
+
+    public func pendingImages(source: String) throws(MirrorError) -> [ImgurImage] {
+        let decoder = JSONDecoder()
+        return try read("SELECT image FROM images WHERE source = ?1 AND done = 0 ORDER BY rowid", [.text(source)])
+            .compactMap { row in row.first?.text.flatMap { try? decoder.decode(ImgurImage.self, from: Data($0.utf8)) } }
+    }
+
+    public func markImagesDone(_ imageIDs: [String]) throws(MirrorError) {
+        guard !imageIDs.isEmpty else { return }
+        try inTransaction { () throws(SQLiteError) in
+            for id in imageIDs { try db.execute("UPDATE images SET done = 1 WHERE id = ?1", [.text(id)]) }
+        }
+    }
+
+    public func budget(api: String) throws(MirrorError) -> APIBudget? {
+        let rows = try read("SELECT budget FROM api_budgets WHERE api = ?1", [.text(api)])
+        guard let json = rows.first?.first?.text else { return nil }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return try? decoder.decode(APIBudget.self, from: Data(json.utf8))
+    }
+
+    public func saveBudget(_ budget: APIBudget, api: String) throws(MirrorError) {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        guard let data = try? encoder.encode(budget) else { return }
+        try write(
+            "INSERT INTO api_budgets (api, budget) VALUES (?1, ?2) ON CONFLICT(api) DO UPDATE SET budget = excluded.budget",
+            [.text(api), .text(String(decoding: data, as: UTF8.self))])
+    }
+
+    public func figures(source: String) throws(MirrorError) -> CrawlFigures {
+        func count(_ sql: String) throws(MirrorError) -> Int {
+            Int(try read(sql, [.text(source)]).first?.first?.integer ?? 0)
+        }
+        return CrawlFigures(
+            cursor: try cursor(for: source),
+            entriesKnown: try count("SELECT count(*) FROM listing_entries WHERE source = ?1"),
+            imagesKnown: try count("SELECT count(*) FROM images WHERE source = ?1"),
+            imagesPending: try count("SELECT count(*) FROM images WHERE source = ?1 AND done = 0"),
+            albumsCached: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'cached'"),
+            albumsPending: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'pending'"),
+            albumsGone: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'gone'"))
+    }
+
+    public func crawlSources() throws(MirrorError) -> [String] {
+        try read("SELECT source FROM crawl_cursors ORDER BY source").compactMap { $0.first?.text }
+    }
+
+    // MARK: - Helpers
+
+    /// Queues images not queued before; returns those it added.
+    private func queue(_ images: [(image: ImgurImage, albumID: String?)], source: String) throws(SQLiteError) -> [ImgurImage] {
+        let encoder = JSONEncoder()
+        var added: [ImgurImage] = []
+        let now = Self.now()
+        for (image, albumID) in images {
+            guard let data = try? encoder.encode(image) else { continue }
+            try db.execute(
+                "INSERT OR IGNORE INTO images (id, source, album_id, image, listed_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                [.text(image.id), .text(source), SQLiteValue(albumID), .text(String(decoding: data, as: UTF8.self)), .text(now)])
+            if db.changes > 0 { added.append(image) }
+        }
+        return added
+    }
+
+    private static let saveCursorSQL = """
+        INSERT INTO crawl_cursors (source, pass, next_page, head_id, total_items, page_size, pages_read, updated_at, reached_end)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        ON CONFLICT(source) DO UPDATE SET pass = excluded.pass, next_page = excluded.next_page,
+            head_id = excluded.head_id, total_items = excluded.total_items, page_size = excluded.page_size,
+            pages_read = excluded.pages_read, updated_at = excluded.updated_at, reached_end = excluded.reached_end
+        """
+
+    private static func arguments(of cursor: CrawlCursor) -> [SQLiteValue] {
+        [
+            .text(cursor.source), .integer(Int64(cursor.pass)), SQLiteValue(cursor.nextPage), SQLiteValue(cursor.headID),
+            SQLiteValue(cursor.totalItems), SQLiteValue(cursor.pageSize), .integer(Int64(cursor.pagesRead)),
+            .text(now()), .integer(cursor.reachedEnd ? 1 : 0),
+        ]
+    }
+}

@@ -1,0 +1,57 @@
+/// The state database's schema, as numbered migrations: a database is brought to the newest
+/// version one step at a time, each step in one transaction, and one newer than this build knows
+/// is refused rather than guessed at.
+enum StateSchema {
+    static let migrations: [(version: Int32, sql: String)] = [
+        (1, """
+            CREATE TABLE IF NOT EXISTS mirrored (
+                url TEXT PRIMARY KEY, path TEXT NOT NULL, bytes INTEGER NOT NULL, mirrored_at TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS removed (url TEXT PRIMARY KEY, seen_at TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS listings (source TEXT PRIMARY KEY, completed_at TEXT NOT NULL);
+            """),
+        // The crawl cursor, the entries each listing has shown, the album cache, the images found
+        // and not yet mirrored, and the API budget last seen. The "listing complete" flag of
+        // version 1 is replaced by the cursor's passes.
+        (2, """
+            CREATE TABLE crawl_cursors (
+                source TEXT PRIMARY KEY,
+                pass INTEGER NOT NULL,
+                next_page INTEGER,
+                head_id TEXT,
+                total_items INTEGER,
+                page_size INTEGER,
+                pages_read INTEGER NOT NULL DEFAULT 0,
+                reached_end INTEGER NOT NULL DEFAULT 0,
+                updated_at TEXT NOT NULL);
+            CREATE TABLE listing_entries (
+                source TEXT NOT NULL, entry_id TEXT NOT NULL, pass INTEGER NOT NULL,
+                PRIMARY KEY (source, entry_id)) WITHOUT ROWID;
+            CREATE TABLE albums (
+                id TEXT PRIMARY KEY, source TEXT NOT NULL, state TEXT NOT NULL, images TEXT, problem TEXT,
+                updated_at TEXT NOT NULL);
+            CREATE INDEX albums_pending ON albums (source, state);
+            CREATE TABLE images (
+                id TEXT PRIMARY KEY, source TEXT NOT NULL, album_id TEXT, image TEXT NOT NULL,
+                done INTEGER NOT NULL DEFAULT 0, listed_at TEXT NOT NULL);
+            CREATE INDEX images_pending ON images (source, done);
+            CREATE TABLE api_budgets (api TEXT PRIMARY KEY, budget TEXT NOT NULL);
+            DROP TABLE IF EXISTS listings;
+            """),
+    ]
+
+    static var latest: Int32 { migrations.last!.version }
+
+    /// Brings `db` to the latest version.
+    static func migrate(_ db: SQLiteConnection) throws(SQLiteError) {
+        let version = try db.rows("PRAGMA user_version").first?.first?.integer.map(Int32.init) ?? 0
+        guard version <= latest else {
+            throw SQLiteError(description: "schema version \(version), this mirror knows up to \(latest)")
+        }
+        for migration in migrations where migration.version > version {
+            try db.transaction { () throws(SQLiteError) in
+                try db.script(migration.sql)
+                try db.script("PRAGMA user_version = \(migration.version)")
+            }
+        }
+    }
+}

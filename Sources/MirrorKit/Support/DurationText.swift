@@ -1,0 +1,41 @@
+import Foundation
+
+/// Durations as people write them on a command line: `90s`, `50m`, `2h`, `1h30m`, or a number of
+/// seconds.
+public enum DurationText {
+    /// Nil for anything else, for zero, and for more than a year.
+    public static func parse(_ text: String) -> Duration? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        guard !trimmed.isEmpty, trimmed.count <= 32 else { return nil }
+        if let seconds = Int(trimmed) { return valid(seconds) }
+        var total = 0
+        var number = ""
+        var sawUnit = false
+        for character in trimmed {
+            if character.isASCII, character.isNumber {
+                number.append(character)
+                continue
+            }
+            let unit: Int
+            switch character {
+            case "s": unit = 1
+            case "m": unit = 60
+            case "h": unit = 3600
+            case "d": unit = 86_400
+            default: return nil
+            }
+            guard let value = Int(number) else { return nil }
+            let (product, overflow) = value.multipliedReportingOverflow(by: unit)
+            guard !overflow else { return nil }
+            total += product
+            number = ""
+            sawUnit = true
+        }
+        guard number.isEmpty, sawUnit else { return nil }
+        return valid(total)
+    }
+
+    private static func valid(_ seconds: Int) -> Duration? {
+        (1...366 * 86_400).contains(seconds) ? .seconds(seconds) : nil
+    }
+}
