@@ -23,7 +23,8 @@ struct RateLimit: Sendable {
     var refills = true
 
     /// Seconds until the user budget refills, as Imgur sends it in X-RateLimit-UserReset.
-    var userReset: Int { max(Int(userResetAt.timeIntervalSinceNow.rounded(.up)), 0) }
+    /// A budget that only a test refills reports its reset as still ahead until it does.
+    var userReset: Int { max(Int(userResetAt.timeIntervalSinceNow.rounded(.up)), refills ? 0 : 1) }
 
     mutating func refillIfDue() {
         guard refills, Date() >= userResetAt else { return }

@@ -26,8 +26,8 @@ public final class HostHealth: Sendable {
         public var throttledOutAfter: Int
 
         public init(
-            maxPerHost: Int = 6, downAfterFailures: Int = 4, downAfterFiles: Int = 3,
-            downAfterTime: Duration = .seconds(15), throttledOutAfter: Int = 12
+            maxPerHost: Int = 6, downAfterFailures: Int = 3, downAfterFiles: Int = 3,
+            downAfterTime: Duration = .seconds(10), throttledOutAfter: Int = 12
         ) {
             self.maxPerHost = max(maxPerHost, 1)
             self.downAfterFailures = max(downAfterFailures, 1)

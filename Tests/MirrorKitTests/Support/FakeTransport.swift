@@ -106,7 +106,7 @@ final class FakeTransport: DownloadTransport {
 
 /// Polls `condition` until it holds (or fails the wait after two seconds).
 func eventually(
-    _ description: String = "condition", within limit: Duration = .seconds(2),
+    _ description: String = "condition", within limit: Duration = .seconds(10),
     _ condition: @Sendable () async -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + limit

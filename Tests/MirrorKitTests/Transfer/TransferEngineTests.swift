@@ -242,7 +242,10 @@ struct TransferEngineTests {
                     try await engine.perform(TransferRequest(
                         url: server.baseURL + "/slow.bin", destination: .file(path: path, offset: 0)))
                 }
-                try await Task.sleep(for: .milliseconds(700))
+                // Wait for bytes on disk, not for a time: a loaded machine may take longer to start.
+                try await eventually("the first bytes arrive") {
+                    ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0 > 0
+                }
                 task.cancel()
                 let error = try await #require(throws: TransferError.self) { try await task.value }
                 #expect(error.reason == .cancelled)

@@ -1,0 +1,176 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// A tag larger than one hour of the API budget, mirrored over several runs from the cursor.
+@Suite("Crawling a tag larger than the API budget across runs", .timeLimit(.minutes(2)))
+struct IncrementalCrawlTests {
+    let engine = TransferEngine()
+
+    /// One run as cron would start it: a new client (no memory but the state database), waiting
+    /// for no reset (the "hour" passes between runs).
+    private func run(
+        _ tag: String, _ server: FixtureServer, into dir: URL, pages: Int? = nil
+    ) async throws -> (summary: MirrorSummary, apiCalls: Int) {
+        let before = server.apiRequestCount
+        let client = ImgurClient(
+            apiBase: server.baseURL, clientID: "fixture", engine: engine,
+            politeness: .init(maxWait: .zero, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5))),
+            logger: TestSupport.logger)
+        let settings = TagMirror.Settings(
+            crawl: TagCrawler.Options(tag: tag, maxPages: pages),
+            urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
+            concurrency: 8,
+            retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
+        let summary = try await TagMirror(
+            directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
+            logger: TestSupport.logger
+        ).run()
+        return (summary, server.apiRequestCount - before)
+    }
+
+    /// A new hour: the budget is full again, and the reset the last run saw has passed.
+    private func newHour(_ server: FixtureServer, calls: Int) async throws {
+        try await Task.sleep(for: .milliseconds(1100))
+        server.setRateLimit(userRemaining: calls, userReset: 1, userLimit: calls, refills: false)
+    }
+
+    private func mirroredFiles(in dir: URL) -> Int {
+        ["full", "preview"].reduce(0) { count, folder in
+            count + ((try? FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent(folder).path))?.count ?? 0)
+        }
+    }
+
+    private func expectWholeMirror(of tag: String, _ server: FixtureServer, in dir: URL) {
+        let ids = server.generatedImageIDs(tag)
+        var missing = 0
+        for id in ids {
+            for (folder, path) in [("full", "/\(id).jpg"), ("preview", "/\(id)m.jpg")] {
+                let file = dir.appendingPathComponent(folder + path).path
+                if TestSupport.digest(ofFile: file) != TestSupport.digest(server.content(of: path)) { missing += 1 }
+            }
+        }
+        #expect(missing == 0, "\(missing) of \(ids.count * 2) files missing or wrong")
+    }
+
+    @Test func aTagOf24PagesCompletesWithin7RunsOf40CallsAndNoAlbumIsAskedForTwice() async throws {
+        try await TestSupport.withServer { server in
+            // 24 pages of 12 entries; every second entry an album of 3 images the page does not embed.
+            server.addGeneratedTag("huge", pages: 24, perPage: 12, albumEvery: 2, imagesPerAlbum: 3, imageSize: 2048)
+            server.setRateLimit(userRemaining: 40, userReset: 1, userLimit: 40, refills: false)
+            try await TestSupport.withTemporaryDirectory { dir in
+                var runs: [(summary: MirrorSummary, apiCalls: Int, files: Int)] = []
+                while runs.count < 7 {
+                    let (summary, calls) = try await run("huge", server, into: dir)
+                    runs.append((summary, calls, mirroredFiles(in: dir)))
+                    if summary.isComplete { break }
+                    // Stopped by the budget, not by anything else, and nothing failed.
+                    #expect((summary.stoppedBy as? ImgurError)?.kind == .rateLimited)
+                    #expect(summary.failures.isEmpty)
+                    try await newHour(server, calls: 40)
+                }
+                #expect(runs.last?.summary.isComplete == true, "not complete after \(runs.count) runs")
+                #expect(runs.count <= 7)
+                for (index, run) in runs.enumerated() {
+                    #expect(run.apiCalls <= 40, "run \(index + 1) made \(run.apiCalls) API calls")
+                    if index > 0 { #expect(run.files > runs[index - 1].files, "run \(index + 1) mirrored nothing new") }
+                }
+                // Every one of the 144 albums was asked for exactly once over all runs.
+                let albums = server.generatedAlbumIDs("huge")
+                #expect(albums.count == 144)
+                let askedTwice = albums.filter { server.requestCount(path: "/3/album/\($0)/images") != 1 }
+                #expect(askedTwice.isEmpty, "albums not asked for exactly once: \(askedTwice.prefix(5))")
+                expectWholeMirror(of: "huge", server, in: dir)
+
+                // Once complete, a run reads the head of the listing only and fetches no media.
+                try await newHour(server, calls: 40)
+                let mediaBefore = server.requests.count { !$0.path.hasPrefix("/3/") }
+                let (rerun, calls) = try await run("huge", server, into: dir)
+                #expect(rerun.isComplete)
+                #expect(calls == 1)
+                #expect(server.requests.count { !$0.path.hasPrefix("/3/") } == mediaBefore)
+            }
+        }
+    }
+
+    @Test func newPostsPushedOntoTheHeadDuringAPassAreNotSkipped() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("busy", pages: 10, perPage: 12, albumEvery: 4, imagesPerAlbum: 2, imageSize: 1024)
+            server.setRateLimit(userRemaining: 16, userReset: 1, userLimit: 16, refills: false)
+            try await TestSupport.withTemporaryDirectory { dir in
+                // The first pass: 30 new posts arrive between each of its first three runs, moving
+                // every entry two and a half pages down the listing.
+                for _ in 0..<3 {
+                    let (summary, _) = try await run("busy", server, into: dir)
+                    #expect(summary.failures.isEmpty)
+                    #expect(summary.listing?.nextPage != nil, "the first pass should need more runs")
+                    server.prependToGeneratedTag("busy", count: 30, albumEvery: 4, imagesPerAlbum: 2, imageSize: 1024)
+                    try await newHour(server, calls: 16)
+                }
+                // Then runs until one finds the head of the listing already known.
+                var settled = false
+                for _ in 0..<15 {
+                    let (summary, _) = try await run("busy", server, into: dir)
+                    #expect(summary.failures.isEmpty)
+                    if summary.isComplete, summary.listing?.pagesRead == 1 {
+                        settled = true
+                        break
+                    }
+                    try await newHour(server, calls: 16)
+                }
+                #expect(settled)
+                expectWholeMirror(of: "busy", server, in: dir)
+            }
+        }
+    }
+
+    @Test func aDeletedAlbumIsReportedOnceAndKeepsTheEarlyStop() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("gone", pages: 3, perPage: 12, albumEvery: 3, imagesPerAlbum: 2, imageSize: 1024)
+            let deleted = try #require(server.generatedAlbumIDs("gone").first)
+            server.inject(
+                .imgurLegacyError(status: 404, message: "Unable to find an album with the id, \(deleted)"),
+                path: "/3/album/\(deleted)/images", times: 100)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let (first, _) = try await run("gone", server, into: dir)
+                #expect(first.removedAlbums == [deleted])
+                #expect(first.isComplete)
+                // New posts arrive; the next run reads only the head, and says nothing of the album.
+                server.prependToGeneratedTag("gone", count: 3, albumEvery: 0, imageSize: 1024)
+                let (second, calls) = try await run("gone", server, into: dir)
+                #expect(second.removedAlbums.isEmpty)
+                #expect(second.isComplete)
+                #expect(second.downloaded == 6)
+                #expect(calls == 1)
+                #expect(server.requestCount(path: "/3/album/\(deleted)/images") == 1)
+                #expect(server.requestCount(path: "/3/gallery/t/gone/time/all/1") == 1)
+            }
+        }
+    }
+
+    @Test func imagesListedBeforeACancelAreMirroredByTheNextRunWithoutListingThemAgain() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("slow", pages: 2, perPage: 12, albumEvery: 0, imageSize: 64 << 10)
+            for id in server.generatedImageIDs("slow") {
+                server.inject(.throttle(bytesPerSecond: 32 << 10), path: "/\(id).jpg")
+            }
+            try await TestSupport.withTemporaryDirectory { dir in
+                let running = Task { try await run("slow", server, into: dir) }
+                try await eventually("the listing is read", within: .seconds(10)) {
+                    guard let state = (try? MirrorDirectory(root: dir)).flatMap(StateDatabase.forReading) else { return false }
+                    return (try? await state.cursor(for: "imgur tag slow time all"))?.pass == 1
+                }
+                running.cancel()
+                let (cut, _) = try await running.value
+                #expect(cut.interrupted)
+                server.clearFaults()
+                let (next, calls) = try await run("slow", server, into: dir)
+                #expect(next.isComplete)
+                // The listing was complete: only the head is read again, yet every image arrives.
+                #expect(calls == 1)
+                expectWholeMirror(of: "slow", server, in: dir)
+            }
+        }
+    }
+}

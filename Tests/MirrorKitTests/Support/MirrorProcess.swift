@@ -1,0 +1,53 @@
+import Foundation
+
+/// Runs the real `mirror` executable, as cron would.
+enum MirrorProcess {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        /// How long the process ran.
+        var elapsed: Duration
+    }
+
+    /// The `mirror` binary built beside this test bundle.
+    static let executable: URL = {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return testBinary.deletingLastPathComponent().appendingPathComponent("mirror")
+    }()
+
+    /// Runs `mirror` on a thread of its own: waiting for a child process must not hold one of
+    /// the few threads the in-process fixture server needs to answer it.
+    static func run(_ arguments: [String]) async throws -> Run {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let outPath = dir.appendingPathComponent("stdout").path
+            let errPath = dir.appendingPathComponent("stderr").path
+            _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+            let started = ContinuousClock.now
+            let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+                do { try process.run() } catch { continuation.resume(throwing: error) }
+            }
+            return Run(
+                status: status,
+                stdout: String(decoding: TestSupport.bytes(at: outPath) ?? [], as: UTF8.self),
+                stderr: String(decoding: TestSupport.bytes(at: errPath) ?? [], as: UTF8.self),
+                elapsed: ContinuousClock.now - started)
+        }
+    }
+
+    /// A temporary directory holding a client id file; `body` gets both.
+    static func withClientID<T>(_ body: (URL, String) async throws -> T) async throws -> T {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let idFile = dir.appendingPathComponent("client-id").path
+            try TestSupport.write(Array("fixtureid\n".utf8), to: idFile)
+            return try await body(dir, idFile)
+        }
+    }
+}

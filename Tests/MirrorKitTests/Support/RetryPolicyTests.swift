@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("One retry policy: statuses, Retry-After, giving up")
+struct RetryPolicyTests {
+    let now = Date(timeIntervalSince1970: 1_700_000_000)
+
+    @Test func retryAfterIsReadInBothForms() {
+        #expect(RetryPolicy.retryAfter("120", now: now) == .seconds(120))
+        #expect(RetryPolicy.retryAfter(" 0 ", now: now) == .zero)
+        // RFC 9110 §10.2.3: an HTTP-date, in the preferred form and the two obsolete ones.
+        let later = HTTPDate.format(now.addingTimeInterval(90))
+        #expect(RetryPolicy.retryAfter(later, now: now) == .seconds(90))
+        #expect(RetryPolicy.retryAfter("Tuesday, 14-Nov-23 22:14:50 GMT", now: now) == .seconds(90))
+        #expect(RetryPolicy.retryAfter("Tue Nov 14 22:14:50 2023", now: now) == .seconds(90))
+        // A date in the past means now; nonsense and negatives are no answer; huge is capped.
+        #expect(RetryPolicy.retryAfter(HTTPDate.format(now.addingTimeInterval(-60)), now: now) == .zero)
+        #expect(RetryPolicy.retryAfter("soon", now: now) == nil)
+        #expect(RetryPolicy.retryAfter("-5", now: now) == nil)
+        #expect(RetryPolicy.retryAfter(nil, now: now) == nil)
+        #expect(RetryPolicy.retryAfter("99999999999999999999999", now: now) == RetryPolicy.longestRetryAfter)
+    }
+
+    @Test func theSameStatusesAreRetriedEverywhere() {
+        for status in [408, 429, 500, 502, 503, 504, 599] { #expect(RetryPolicy.isRetryable(status: status)) }
+        for status in [200, 301, 400, 401, 403, 404, 410, 416] { #expect(!RetryPolicy.isRetryable(status: status)) }
+    }
+
+    private struct Failure: Error, Equatable {
+        var attempt: Int
+        var gaveUp: RetryPolicy.GiveUp?
+    }
+
+    @Test func runStopsAtTheAttemptsAndSaysWhy() async {
+        let policy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), maxDelay: .milliseconds(2))
+        var attempts = 0
+        let error = await #expect(throws: Failure.self) {
+            try await policy.run(giveUp: { failure, why in Failure(attempt: failure.attempt, gaveUp: why) }) { number throws(Failure) -> RetryPolicy.Step<Int, Failure> in
+                attempts = number
+                return .retry(Failure(attempt: number), retryAfter: nil)
+            }
+        }
+        #expect(attempts == 3)
+        #expect(error == Failure(attempt: 3, gaveUp: .attemptsExhausted))
+    }
+
+    @Test func aServerAskingForTooLongGivesUpAtOnceWithoutSleeping() async {
+        let policy = RetryPolicy(maxAttempts: 10, baseDelay: .milliseconds(1))
+        let started = ContinuousClock.now
+        let error = await #expect(throws: Failure.self) {
+            try await policy.run(
+                maxSingleWait: .seconds(5), giveUp: { failure, why in Failure(attempt: failure.attempt, gaveUp: why) }
+            ) { number throws(Failure) -> RetryPolicy.Step<Int, Failure> in
+                .retry(Failure(attempt: number), retryAfter: .seconds(3600))
+            }
+        }
+        #expect(error?.attempt == 1)
+        if case .waitTooLong(let wait)? = error?.gaveUp { #expect(wait == .seconds(3600)) } else { Issue.record("\(String(describing: error))") }
+        #expect(ContinuousClock.now - started < .seconds(1))
+    }
+
+    @Test func theTotalWaitIsBounded() async {
+        let policy = RetryPolicy(maxAttempts: 100, baseDelay: .milliseconds(20), maxDelay: .milliseconds(20), maxTotalWait: .milliseconds(50))
+        let error = await #expect(throws: Failure.self) {
+            try await policy.run(giveUp: { failure, why in Failure(attempt: failure.attempt, gaveUp: why) }) { number throws(Failure) -> RetryPolicy.Step<Int, Failure> in
+                .retry(Failure(attempt: number), retryAfter: nil)
+            }
+        }
+        // Jittered waits of 10–20 ms: at most 5 fit in 50 ms, at least 3.
+        #expect((3...6).contains(error?.attempt ?? 0))
+        if case .totalWaitExceeded? = error?.gaveUp {} else { Issue.record("\(String(describing: error))") }
+    }
+
+    @Test func aSuccessAfterFailuresIsReturned() async throws {
+        let policy = RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(1))
+        let value = try await policy.run { number throws(Failure) -> RetryPolicy.Step<String, Failure> in
+            number < 3 ? .retry(Failure(attempt: number), retryAfter: nil) : .success("third")
+        }
+        #expect(value == "third")
+    }
+
+    @Test func durationsAreReadAsPeopleWriteThem() {
+        #expect(DurationText.parse("50m") == .seconds(3000))
+        #expect(DurationText.parse("90s") == .seconds(90))
+        #expect(DurationText.parse("1h30m") == .seconds(5400))
+        #expect(DurationText.parse("2H") == .seconds(7200))
+        #expect(DurationText.parse("45") == .seconds(45))
+        for bad in ["", "0", "0m", "m", "5x", "1.5h", "-3m", "10m5", "999999999999999999h"] {
+            #expect(DurationText.parse(bad) == nil, "\(bad)")
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Host health: down hosts, throttling hosts, Retry-After from the CDN", .timeLimit(.minutes(1)))
+struct HostHealthTests {
+    let engine = TransferEngine()
+
+    @Test func connectionFailuresAcrossFilesWithNoSuccessBetweenMakeAHostDown() {
+        let health = HostHealth(settings: .init(maxPerHost: 6, downAfterFailures: 4, downAfterFiles: 3))
+        for index in 0..<3 { health.recordConnectionFailure(url: "https://cdn.test/\(index).jpg", message: "refused") }
+        #expect(health.verdict(forHost: "cdn.test") == nil)
+        health.recordConnectionFailure(url: "https://cdn.test/3.jpg", message: "Couldn't connect to server")
+        #expect(health.verdict(forURL: "https://cdn.test/anything.jpg")
+            == .down(host: "cdn.test", failures: 4, lastError: "Couldn't connect to server"))
+        // Another host, or the same host on another port, is judged apart.
+        #expect(health.verdict(forHost: "cdn.test:8443") == nil)
+    }
+
+    @Test func aHostThatFailsSomeFilesButServesOthersIsNotDown() {
+        let health = HostHealth(settings: .init(maxPerHost: 6, downAfterFailures: 4, downAfterFiles: 3))
+        for index in 0..<50 {
+            health.recordConnectionFailure(url: "https://flaky.test/\(index)a.jpg", message: "reset")
+            health.recordConnectionFailure(url: "https://flaky.test/\(index)b.jpg", message: "reset")
+            health.recordConnectionFailure(url: "https://flaky.test/\(index)c.jpg", message: "reset")
+            health.recordAnswer(url: "https://flaky.test/\(index)d.jpg")
+        }
+        #expect(health.verdicts.isEmpty)
+    }
+
+    @Test func oneFileRetryingForLongEnoughAlsoMakesAHostDown() {
+        let health = HostHealth(settings: .init(maxPerHost: 6, downAfterFailures: 4, downAfterFiles: 3, downAfterTime: .zero))
+        for _ in 0..<4 { health.recordConnectionFailure(url: "https://cdn.test/only.mp4", message: "timeout") }
+        #expect(health.verdict(forHost: "cdn.test") != nil)
+    }
+
+    @Test func throttlingHalvesAHostsConcurrencyAndSuccessGrowsItBack() {
+        let health = HostHealth(settings: .init(maxPerHost: 8, throttledOutAfter: 100))
+        #expect(health.concurrencyLimit(forHost: "cdn.test") == 8)
+        health.recordThrottle(url: "https://cdn.test/a.mp4", status: 429)
+        #expect(health.concurrencyLimit(forHost: "cdn.test") == 4)
+        health.recordThrottle(url: "https://cdn.test/b.mp4", status: 429)
+        health.recordThrottle(url: "https://cdn.test/c.mp4", status: 503)
+        health.recordThrottle(url: "https://cdn.test/d.mp4", status: 429)
+        #expect(health.concurrencyLimit(forHost: "cdn.test") == 1)
+        var answers = 0
+        while health.concurrencyLimit(forHost: "cdn.test") < 8, answers < 1000 {
+            health.recordAnswer(url: "https://cdn.test/ok.jpg")
+            answers += 1
+        }
+        // Additive: back to 8 in tens of answers, not at once.
+        #expect((20...60).contains(answers), "\(answers) answers")
+        #expect(health.verdicts.isEmpty)
+    }
+
+    @Test func aHostThatAnswersNothingButThrottlingIsGivenUp() {
+        let health = HostHealth(settings: .init(maxPerHost: 4, throttledOutAfter: 5))
+        for index in 0..<5 { health.recordThrottle(url: "https://cdn.test/\(index).mp4", status: 429) }
+        #expect(health.verdict(forHost: "cdn.test") == .throttled(host: "cdn.test", status: 429, answers: 5))
+    }
+
+    @Test func aCDN429WithAnHTTPDateRetryAfterIsWaitedOutThenServed() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+                let downloader = Downloader(
+                    engine: engine, partials: partials,
+                    retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)), health: HostHealth(),
+                    logger: TestSupport.logger)
+                let path = "/aB3dE5f.jpg"
+                let retryAt = HTTPDate.format(Date().addingTimeInterval(2))
+                server.inject(.respond(status: 429, headers: ["Retry-After": retryAt], body: "slow down"), path: path)
+                let started = ContinuousClock.now
+                let file = try await downloader.fetch(server.baseURL + path)
+                #expect(ContinuousClock.now - started >= .milliseconds(900))
+                #expect(server.requestCount(path: path) == 2)
+                #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: path)))
+            }
+        }
+    }
+
+    @Test func aCDNThatKeepsAnswering429LeavesFilesForTheNextRunInsteadOfFailingThem() async throws {
+        try await TestSupport.withServer { server in
+            for path in server.mediaPaths where !path.hasPrefix("/removed") {
+                server.inject(.respond(status: 429, headers: ["Retry-After": "0"]), path: path, times: 10)
+            }
+            try await TestSupport.withTemporaryDirectory { dir in
+                let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
+                let settings = TagMirror.Settings(
+                    crawl: TagCrawler.Options(tag: "cats"),
+                    urls: MediaURLBuilder(mediaBase: server.baseURL),
+                    retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
+                func mirror() throws -> TagMirror {
+                    try TagMirror(
+                        directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
+                        logger: TestSupport.logger)
+                }
+                let summary = try await mirror().run()
+                #expect(summary.failures.isEmpty, "\(summary.failures.prefix(3))")
+                #expect(summary.deferred > 0)
+                #expect(summary.downloaded == 0)
+                let host = URLAuthority.of(server.baseURL)
+                #expect(summary.unavailableHosts.map(\.host) == [host])
+                // Giving the host up stops the asking: far fewer requests than files × attempts.
+                let mediaRequests = server.requests.count { !$0.path.hasPrefix("/3/") }
+                #expect(mediaRequests < summary.wanted * 3)
+
+                // The CDN recovers: the next run mirrors everything left.
+                server.clearFaults()
+                let next = try await mirror().run()
+                #expect(next.isComplete)
+                // What was left, and what the listing had not reached when the host was given up.
+                #expect(next.wanted >= summary.deferred)
+                #expect(next.downloaded + next.removed.count == next.wanted)
+                for id in TestSupport.catsImageIDs {
+                    #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("preview/\(id)m.jpg").path))
+                }
+            }
+        }
+    }
+}
