@@ -25,6 +25,11 @@ extension FixtureServer {
             let target = URLComponents(string: head.uri)?.queryItems?.first { $0.name == "path" }?.value ?? ""
             changeContent(path: target)
             await writer.send(status: 204, headers: HTTPHeaders(), body: ByteBuffer())
+        } else if path == "/_fixture/refill" {
+            // For scripts: a new "hour" of API budget; the reset the last answers named has passed.
+            let calls = URLComponents(string: head.uri)?.queryItems?.first { $0.name == "calls" }?.value.flatMap { Int($0) } ?? 500
+            setRateLimit(userRemaining: calls, userReset: 1, userLimit: calls, refills: false)
+            await writer.send(status: 204, headers: HTTPHeaders(), body: ByteBuffer())
         } else if path.hasPrefix("/3/") {
             await respondToAPI(head, path: path, writer: writer)
         } else if path.hasPrefix("/feeds/") {

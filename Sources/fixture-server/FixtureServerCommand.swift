@@ -24,6 +24,13 @@ struct FixtureServerCommand: AsyncParsableCommand {
         "A fault for the next requests to PATH, as PATH=FAULT[@TIMES] (repeatable). FAULT is drop-after:BYTES, ignore-range, status:CODE[:RETRY_AFTER], stall:BYTES:SECONDS or throttle:BYTES_PER_SECOND; TIMES defaults to 1, * for every request."))
     var fault: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "A tag generated in the shape of a real one, as NAME=PAGESxPER_PAGE[:ALBUM_EVERY[:IMAGES_PER_ALBUM[:BYTES]]] (repeatable), e.g. cats=182x60:5:3: every ALBUM_EVERY-th entry an album whose images the page does not embed."))
+    var generatedTag: [String] = []
+
+    @Option(help: "An hourly API budget of this many calls that refills only on GET /_fixture/refill?calls=N (for scripts that play out several hours).")
+    var apiBudget: Int?
+
     @Option(help: "Event loop threads.")
     var threads = 1
 
@@ -45,6 +52,21 @@ struct FixtureServerCommand: AsyncParsableCommand {
                   let times, times > 0
             else { throw ValidationError("--fault takes PATH=FAULT[@TIMES], got '\(entry)'") }
             server.inject(kind, path: parts[0], times: times)
+        }
+        for entry in generatedTag {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            let shape = parts.count == 2 ? parts[1].split(separator: ":").map(String.init) : []
+            let size = shape.first?.split(separator: "x").compactMap { Int($0) } ?? []
+            let numbers = shape.dropFirst().compactMap { Int($0) }
+            guard parts.count == 2, !parts[0].isEmpty, size.count == 2, size.allSatisfy({ $0 > 0 }),
+                  numbers.count == shape.count - 1, numbers.count <= 3
+            else { throw ValidationError("--generated-tag takes NAME=PAGESxPER_PAGE[:ALBUM_EVERY[:IMAGES[:BYTES]]], got '\(entry)'") }
+            server.addGeneratedTag(
+                parts[0], pages: size[0], perPage: size[1], albumEvery: numbers.first ?? 5,
+                imagesPerAlbum: numbers.dropFirst().first ?? 3, imageSize: numbers.dropFirst(2).first ?? 4096)
+        }
+        if let apiBudget {
+            server.setRateLimit(userRemaining: apiBudget, userReset: 1, userLimit: apiBudget, refills: false)
         }
         if let urlFile {
             try Data((server.baseURL + "\n").utf8).write(to: URL(fileURLWithPath: urlFile), options: .atomic)

@@ -28,14 +28,17 @@ public struct APIBudget: Sendable, Equatable, Codable {
     }
 
     /// The figures that still hold at `now`: a budget whose reset has passed is full again, so
-    /// what was left before says nothing.
+    /// what was left before says nothing. The daily budget's reset is not always sent
+    /// (`X-RateLimit-ClientReset` is undocumented): without it, the figure holds for a day, so
+    /// that the application is never run into its daily limit (five times a month blocks it).
     func stillValid(at now: Date = Date()) -> APIBudget {
         var budget = self
         if userResetAt.map({ $0 <= now }) ?? true {
             budget.userRemaining = nil
             budget.userResetAt = nil
         }
-        if clientResetAt.map({ $0 <= now }) ?? true {
+        let clientValid = clientResetAt.map { $0 > now } ?? (now.timeIntervalSince(observedAt) < 24 * 3600)
+        if !clientValid {
             budget.clientRemaining = nil
             budget.clientResetAt = nil
         }

@@ -114,7 +114,9 @@ public struct ImgurClient: Sendable {
             url: url,
             headers: [("Authorization", "Client-ID \(clientID)"), ("Accept", "application/json")],
             destination: .memory(limit: 32 << 20))
-        return try await politeness.retry.run(
+        var policy = politeness.retry
+        policy.maxTotalWait = max(policy.maxTotalWait, politeness.maxWait)
+        return try await policy.run(
             maxSingleWait: politeness.maxWait,
             giveUp: { failure, reason in Self.gaveUp(failure, reason, url: url) },
             onRetry: { failure, wait in logger.warning("\(failure); retrying in \(wait)") }
@@ -133,12 +135,14 @@ public struct ImgurClient: Sendable {
             return failure
         case .attemptsExhausted:
             if failure.kind == .unreachable { return failure }
-            return ImgurError(kind: .rateLimited, url: url, message: failure.message, retryAfter: failure.retryAfter)
+            return ImgurError(
+                kind: .rateLimited, url: url, message: failure.message, retryAfter: failure.retryAfter,
+                lastStatus: failure.status)
         case .waitTooLong(let wait), .totalWaitExceeded(let wait):
             if failure.kind == .unreachable { return failure }
             return ImgurError(
                 kind: .rateLimited, url: url, message: failure.message,
-                retryAfter: max(failure.retryAfter ?? 0, Int(wait.components.seconds)))
+                retryAfter: max(failure.retryAfter ?? 0, Int(wait.components.seconds)), lastStatus: failure.status)
         }
     }
 

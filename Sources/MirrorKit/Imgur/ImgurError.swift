@@ -21,6 +21,17 @@ public struct ImgurError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// Seconds the API asked us to wait (Retry-After), if it did.
     public var retryAfter: Int?
+    /// For ``Kind/rateLimited``: the status the API kept answering (429, 503, …); nil when the
+    /// budget itself is spent and no call was made.
+    public var lastStatus: Int? = nil
+
+    /// The API said "not now" to every call (the budget, a 429, "over capacity", no answer at
+    /// all), not only to one album or page.
+    public var isAPIWide: Bool {
+        guard kind == .rateLimited else { return kind == .unreachable }
+        guard let lastStatus else { return true }
+        return lastStatus == 429 || lastStatus == 403 || lastStatus == 1203
+    }
 
     public var description: String {
         switch kind {
@@ -31,6 +42,12 @@ public struct ImgurError: Error, Sendable, CustomStringConvertible {
             "Imgur API rate limit at \(url): \(message)"
                 + (retryAfter.map { "; resets in \($0) s" } ?? "") + "; stopping so a later run can carry on"
         }
+    }
+
+    /// The HTTP (or in-body) status of a ``Kind/status(_:)`` error.
+    var status: Int? {
+        if case .status(let status) = kind { return status }
+        return nil
     }
 
     /// Reads the error message out of any of the shapes Imgur uses: `data.error` as a string or

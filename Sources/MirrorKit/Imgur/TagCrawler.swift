@@ -46,6 +46,8 @@ public struct TagCrawler: Sendable {
 
     /// The API whose budget the store keeps for this crawler.
     static let budgetKey = "imgur"
+    /// Runs in which an album may fail on its own before it is given up.
+    static let albumAttempts = 3
 
     let client: ImgurClient
     let store: any CrawlStore
@@ -82,9 +84,10 @@ public struct TagCrawler: Sendable {
     ) async throws(MirrorError) {
         let source = options.source
         func mayGoOn() -> Bool { !shouldStop() && !Task.isCancelled }
-        /// Expands the albums still pending; false when the crawl must stop.
+        var tried: Set<String> = []
+        /// Expands the albums still pending (each once a run); false when the crawl must stop.
         func expandPending() async throws(MirrorError) -> Bool {
-            for albumID in try await store.pendingAlbums(source: source) {
+            for albumID in try await store.pendingAlbums() where tried.insert(albumID).inserted {
                 guard mayGoOn(), try await expand(albumID, source: source, found: found, into: &result) else { return false }
             }
             return true
@@ -154,6 +157,8 @@ public struct TagCrawler: Sendable {
                 } else if let cached = try await store.cachedAlbum(album.id) {
                     images += cached.map { ($0, album.id) }
                 } else {
+                    // What the page does embed is queued now: the album may be gone by the time it is asked for.
+                    images += (album.images ?? []).map { ($0, album.id) }
                     pendingAlbums.append(album.id)
                 }
             }
@@ -188,19 +193,31 @@ public struct TagCrawler: Sendable {
             images = try await client.albumImages(albumID)
         } catch {
             try await saveBudget()
+            // A cancel ends the wait for an answer, not the album: it stays pending.
+            guard !Task.isCancelled else { return false }
             switch error.kind {
             case .status(404), .status(410):
                 try await store.recordAlbumGone(albumID, problem: error.message, source: source)
                 result.removedAlbums.append(albumID)
                 return true
-            case .malformedResponse, .status(400..<500):
-                // An answer that will not change by asking again: report it this once.
-                try await store.recordAlbumGone(albumID, problem: "\(error)", source: source)
-                result.problems.append("album \(albumID): \(error)")
-                return true
-            default:
-                if !Task.isCancelled { result.stoppedBy = error }
+            case .status(401), .status(403), .unreachable:
+                // Not this album's fault: every call would fare the same.
+                result.stoppedBy = error
                 return false
+            case .rateLimited where error.isAPIWide:
+                result.stoppedBy = error
+                return false
+            default:
+                // This album's own trouble (a 5xx that outlasted the retries, a body of the wrong
+                // shape): it stays pending for a few runs, then is given up and reported once.
+                let failures = try await store.recordAlbumFailure(albumID, problem: "\(error)")
+                if failures >= Self.albumAttempts {
+                    try await store.recordAlbumGone(albumID, problem: "\(error)", source: source)
+                    result.problems.append("album \(albumID): \(error) (\(failures) runs in a row; not asked for again)")
+                } else {
+                    logger.warning("album \(albumID): \(error); the next run asks again")
+                }
+                return true
             }
         }
         result.albumsFetched += 1
@@ -211,9 +228,10 @@ public struct TagCrawler: Sendable {
     }
 
     /// Closes the open pass. `reachedEnd`: it read down to the listing's end (or to what a pass that
-    /// did saw), not only to `--pages`.
+    /// did saw), not only to `--pages`; only then may a later pass stop at what this one saw.
     private func completePass(_ cursor: inout CrawlCursor, reachedEnd: Bool, result: inout Result) async throws(MirrorError) {
-        cursor.reachedEnd = cursor.reachedEnd || reachedEnd
+        // A pass cut off by --pages leaves a gap below it that a later, longer pass must read.
+        cursor.reachedEnd = reachedEnd
         cursor.pass += 1
         cursor.nextPage = nil
         try await store.saveCursor(cursor)

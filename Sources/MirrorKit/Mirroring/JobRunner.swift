@@ -77,9 +77,23 @@ struct JobRunner: Sendable {
             summary.interrupted = true
         case .deferred:
             summary.deferred += 1
+        case .failed(let error) where isHostTrouble(error):
+            // It failed before its host was given up, for the reason the host was: one line about
+            // the host says it, and the next run tries the file again.
+            summary.deferred += 1
         case .failed(let error):
             logger.error("\(error)")
             summary.failures.append(error)
+        }
+    }
+
+    /// A throttling answer or a connection failure from a host this run has given up.
+    private func isHostTrouble(_ error: DownloadError) -> Bool {
+        guard health.verdict(forURL: error.url) != nil else { return false }
+        switch error.reason {
+        case .httpStatus(let status): return RetryPolicy.isThrottling(status: status)
+        case .transfer(.transport(let code, _)): return TransferError.connectionLevelCurlCodes.contains(code)
+        default: return false
         }
     }
 
@@ -159,6 +173,7 @@ final class JobSession: Sendable {
         var unforced: [Task<JobRunner.Outcome, Never>] = []
         var submitted = 0
         var cancelled = false
+        var finished = false
     }
 
     private let runner: JobRunner
@@ -188,9 +203,16 @@ final class JobSession: Sendable {
         }
     }
 
-    /// Starts mirroring `job`; `then` hears its outcome.
+    /// Starts mirroring `job`; `then` hears its outcome. A session that has finished takes no more.
     func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) {
-        tasks.withLock { $0.submitted += 1 }
+        let open = tasks.withLock { tasks in
+            if !tasks.finished { tasks.submitted += 1 }
+            return !tasks.finished
+        }
+        guard open else {
+            assertionFailure("a job submitted to a finished session: \(job.url)")
+            return
+        }
         if forced {
             lane.yield((job, then))
             return
@@ -213,7 +235,10 @@ final class JobSession: Sendable {
     /// cancels them (partials are kept).
     func finish(into summary: inout MirrorSummary) async {
         lane.finish()
-        let (unforced, submitted) = tasks.withLock { ($0.unforced, $0.submitted) }
+        let (unforced, submitted) = tasks.withLock { tasks in
+            tasks.finished = true
+            return (tasks.unforced, tasks.submitted)
+        }
         summary.wanted += submitted
         var outcomes: [JobRunner.Outcome] = []
         await withTaskCancellationHandler {

@@ -48,7 +48,6 @@ public struct TagMirror: Sendable {
     /// found (thumbnails unforced, full-size files forced). The crawl stops at the API budget, a
     /// cancel, or a media host given up for the run; the next run carries on from there.
     public func run() async -> MirrorSummary {
-        let source = settings.crawl.source
         let session = jobs.start(source: "tag \(settings.crawl.tag)")
         let images = ImageCompletion(store: jobs.state, logger: logger)
         var summary = MirrorSummary()
@@ -75,7 +74,7 @@ public struct TagMirror: Sendable {
         var crawl = TagCrawler.Result()
         if let saved = try? await jobs.state.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
         do {
-            let pending = try await jobs.state.pendingImages(source: source)
+            let pending = try await jobs.state.pendingImages()
             if !pending.isEmpty { logger.info("\(pending.count) images found by earlier runs are not mirrored yet") }
             await submit(pending)
             let health = jobs.health
@@ -94,10 +93,9 @@ public struct TagMirror: Sendable {
             summary.listing = ListingProgress(
                 pagesRead: crawl.pagesRead, nextPage: cursor.nextPage, estimatedPages: cursor.estimatedPages)
         }
-        if Task.isCancelled {
-            summary.interrupted = true
-            summary.stoppedBy = nil
-        }
+        // What stopped the crawl before a cancel still counts (the crawler records no error a
+        // cancel caused): an auth failure or a full disk must not pass for a clean deadline stop.
+        if Task.isCancelled { summary.interrupted = true }
         return summary
     }
 }

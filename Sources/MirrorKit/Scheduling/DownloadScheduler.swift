@@ -53,9 +53,16 @@ public actor DownloadScheduler {
     private var finishedCounts: [DownloadState: Int] = [:]
     private var nextWaiterKey: UInt64 = 0
 
-    public init(transport: any DownloadTransport, configuration: Configuration = Configuration()) {
+    /// Waits out a pause's grace; tests pass one they fire by hand.
+    private let sleep: @Sendable (Duration) async throws -> Void
+
+    public init(
+        transport: any DownloadTransport, configuration: Configuration = Configuration(),
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
         self.transport = transport
         self.configuration = configuration
+        self.sleep = sleep
     }
 
     /// A new stream of everything that happens from now on; any number of observers may listen.
@@ -247,10 +254,10 @@ public actor DownloadScheduler {
         transition(item, to: .paused)
         transport.pause(item.transferID)
         hub.emit(.paused(url: item.url))
-        let (url, id, grace) = (item.url, item.transferID, configuration.pauseGrace)
+        let (url, id, grace, sleep) = (item.url, item.transferID, configuration.pauseGrace, sleep)
         item.pauseTimer = Task {
             // A cancelled timer must not fire: its pause ended (and a new one may have begun).
-            do { try await Task.sleep(for: grace) } catch { return }
+            do { try await sleep(grace) } catch { return }
             self.pauseExpired(url, id: id)
         }
     }

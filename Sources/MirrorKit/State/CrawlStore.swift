@@ -88,15 +88,18 @@ public protocol CrawlStore: Sendable {
 
     /// The album's image list, if it was fetched before.
     func cachedAlbum(_ albumID: String) async throws(MirrorError) -> [ImgurImage]?
-    /// Albums found by `source` whose images were not fetched yet, oldest first.
-    func pendingAlbums(source: String) async throws(MirrorError) -> [String]
+    /// Albums whose images were not fetched yet, oldest first: any listing's, since the files all
+    /// land in this one mirror.
+    func pendingAlbums() async throws(MirrorError) -> [String]
     /// Caches an album's images and queues them; returns the images new to the store.
     func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) async throws(MirrorError) -> [ImgurImage]
     /// Gives an album up (removed, or an answer that will not change): it is not asked for again.
     func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError)
+    /// Counts a failed attempt at an album that stays pending; returns the failures so far.
+    func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int
 
-    /// Images found by `source` and not yet mirrored, in the order they were found.
-    func pendingImages(source: String) async throws(MirrorError) -> [ImgurImage]
+    /// Images found (by any listing) and not yet mirrored, in the order they were found.
+    func pendingImages() async throws(MirrorError) -> [ImgurImage]
     /// The image's files are all in the mirror (or removed upstream): no run needs to try it again.
     func markImagesDone(_ imageIDs: [String]) async throws(MirrorError)
 

@@ -56,9 +56,15 @@ extension StateDatabase: CrawlStore {
         return try? JSONDecoder().decode([ImgurImage].self, from: Data(json.utf8))
     }
 
-    public func pendingAlbums(source: String) throws(MirrorError) -> [String] {
-        try read("SELECT id FROM albums WHERE source = ?1 AND state = 'pending' ORDER BY rowid", [.text(source)])
-            .compactMap { $0.first?.text }
+    public func pendingAlbums() throws(MirrorError) -> [String] {
+        try read("SELECT id FROM albums WHERE state = 'pending' ORDER BY rowid").compactMap { $0.first?.text }
+    }
+
+    public func recordAlbumFailure(_ albumID: String, problem: String) throws(MirrorError) -> Int {
+        try write(
+            "UPDATE albums SET failures = failures + 1, problem = ?2, updated_at = ?3 WHERE id = ?1",
+            [.text(albumID), .text(problem), .text(Self.now())])
+        return Int(try read("SELECT failures FROM albums WHERE id = ?1", [.text(albumID)]).first?.first?.integer ?? 0)
     }
 
     public func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) throws(MirrorError) -> [ImgurImage] {
@@ -79,9 +85,9 @@ extension StateDatabase: CrawlStore {
             [.text(albumID), .text(source), .text(problem), .text(Self.now())])
     }
 
-    public func pendingImages(source: String) throws(MirrorError) -> [ImgurImage] {
+    public func pendingImages() throws(MirrorError) -> [ImgurImage] {
         let decoder = JSONDecoder()
-        return try read("SELECT image FROM images WHERE source = ?1 AND done = 0 ORDER BY rowid", [.text(source)])
+        return try read("SELECT image FROM images WHERE done = 0 ORDER BY rowid")
             .compactMap { row in row.first?.text.flatMap { try? decoder.decode(ImgurImage.self, from: Data($0.utf8)) } }
     }
 

@@ -28,12 +28,12 @@ enum StateSchema {
                 PRIMARY KEY (source, entry_id)) WITHOUT ROWID;
             CREATE TABLE albums (
                 id TEXT PRIMARY KEY, source TEXT NOT NULL, state TEXT NOT NULL, images TEXT, problem TEXT,
-                updated_at TEXT NOT NULL);
-            CREATE INDEX albums_pending ON albums (source, state);
+                failures INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL);
+            CREATE INDEX albums_pending ON albums (state);
             CREATE TABLE images (
                 id TEXT PRIMARY KEY, source TEXT NOT NULL, album_id TEXT, image TEXT NOT NULL,
                 done INTEGER NOT NULL DEFAULT 0, listed_at TEXT NOT NULL);
-            CREATE INDEX images_pending ON images (source, done);
+            CREATE INDEX images_pending ON images (done);
             CREATE TABLE api_budgets (api TEXT PRIMARY KEY, budget TEXT NOT NULL);
             DROP TABLE IF EXISTS listings;
             """),

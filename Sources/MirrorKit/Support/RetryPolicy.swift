@@ -88,8 +88,9 @@ public struct RetryPolicy: Sendable, Equatable {
     /// Runs `attempt` (given its number, from 1) until it succeeds, throws, or the policy gives up.
     ///
     /// - Parameters:
-    ///   - maxSingleWait: the longest one wait may be; a longer one (a server's `Retry-After`, say)
-    ///     gives up at once with ``GiveUp/waitTooLong(_:)`` instead of sleeping.
+    ///   - maxSingleWait: the longest wait a server may ask for (`Retry-After`, a budget reset); a
+    ///     longer one gives up at once with ``GiveUp/waitTooLong(_:)`` instead of sleeping. The
+    ///     policy's own backoff is not held to it.
     ///   - giveUp: turns the last failure and the reason into the error thrown.
     ///   - onRetry: hears each failure and the wait before the next attempt.
     public func run<Value: Sendable, Failure: Error>(
@@ -109,7 +110,9 @@ public struct RetryPolicy: Sendable, Equatable {
             case .retry(let error, let wait): (failure, retryAfter) = (error, wait)
             }
             let delay = delay(afterAttempt: number, retryAfter: retryAfter)
-            if let maxSingleWait, delay > maxSingleWait { throw giveUp(failure, .waitTooLong(delay)) }
+            if let maxSingleWait, let retryAfter, retryAfter > maxSingleWait {
+                throw giveUp(failure, .waitTooLong(delay))
+            }
             guard number < maxAttempts else { throw giveUp(failure, .attemptsExhausted) }
             guard waited + delay <= maxTotalWait else { throw giveUp(failure, .totalWaitExceeded(delay)) }
             onRetry(failure, delay)

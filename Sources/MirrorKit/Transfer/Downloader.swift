@@ -76,8 +76,11 @@ public struct Downloader: Sendable {
             expectedEntityLength: resume?.record.totalLength)
         let response: TransferResponse
         do {
-            response = try await engine.perform(
-                request, id: id, progress: progress, onBodyStart: { recordValidators(of: $0, url: url) })
+            response = try await engine.perform(request, id: id, progress: progress, onBodyStart: { head in
+                // The host answers: a body that later stalls says nothing against the host itself.
+                if !RetryPolicy.isThrottling(status: head.status) { health?.recordAnswer(url: url) }
+                recordValidators(of: head, url: url)
+            })
         } catch let error as TransferError {
             received += error.response?.bytesReceived ?? 0
             return try failedTransfer(url, error)
@@ -126,11 +129,14 @@ public struct Downloader: Sendable {
                 partials.remove(url)
                 throw DownloadError(url: url, reason: .removed)
             }
-        } else if error.isConnectionLevel {
-            health?.recordConnectionFailure(url: url, message: error.reasonText)
-            if let verdict = health?.verdict(forURL: url) {
+        } else if error.isConnectionLevel, let health {
+            health.recordConnectionFailure(url: url, message: error.reasonText)
+            if let verdict = health.verdict(forURL: url) {
                 throw DownloadError(url: url, reason: .hostUnavailable(verdict.description))
             }
+            // Worth another try whatever its code (a certificate failure too): the host's verdict,
+            // not one file's line of errors, is what a host that cannot be reached should produce.
+            return .retry(DownloadError(url: url, reason: .transfer(error.reason)), retryAfter: nil)
         }
         if case .rangeMismatch = error.reason {
             // The server's idea of the resource changed under us: start it over.
@@ -156,15 +162,14 @@ public struct Downloader: Sendable {
     }
 
     /// The error that ends a fetch the policy gave up on. A host that throttles past the policy
-    /// (its 429s or 503s outlast every attempt, or it asks for a longer pause) is given up for
-    /// the run: the file is left for a later run, not failed.
+    /// (its 429s or 503s outlast every attempt with nothing served meanwhile) is given up for the
+    /// run: the file is left for a later run, not failed. One file that keeps failing while its
+    /// host serves others simply fails.
     private func gaveUp(_ failure: DownloadError, _ reason: RetryPolicy.GiveUp) -> DownloadError {
         if reason == .cancelled { return DownloadError(url: failure.url, reason: .transfer(.cancelled)) }
-        if let health, case .httpStatus(let status) = failure.reason, RetryPolicy.isThrottling(status: status) {
-            health.giveUpThrottled(url: failure.url, status: status)
-            if let verdict = health.verdict(forURL: failure.url) {
-                return DownloadError(url: failure.url, reason: .hostUnavailable(verdict.description))
-            }
+        if let health, case .httpStatus(let status) = failure.reason, RetryPolicy.isThrottling(status: status),
+           health.giveUpThrottled(url: failure.url, status: status), let verdict = health.verdict(forURL: failure.url) {
+            return DownloadError(url: failure.url, reason: .hostUnavailable(verdict.description))
         }
         return failure
     }

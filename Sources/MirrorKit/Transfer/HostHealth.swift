@@ -65,6 +65,7 @@ public final class HostHealth: Sendable {
         var failingURLs: Set<String> = []
         var firstFailure: ContinuousClock.Instant?
         var throttlesInARow = 0
+        var throttledURLs: Set<String> = []
         /// The AIMD concurrency, fractional so that additive increase can be gradual.
         var limit: Double
         var verdict: Verdict?
@@ -103,6 +104,7 @@ public final class HostHealth: Sendable {
             host.failingURLs = []
             host.firstFailure = nil
             host.throttlesInARow = 0
+            host.throttledURLs = []
             host.limit = min(host.limit + 1 / host.limit, Double(settings.maxPerHost))
         }
     }
@@ -114,7 +116,9 @@ public final class HostHealth: Sendable {
             if host.failingURLs.count < settings.downAfterFiles { host.failingURLs.insert(url) }
             let first = host.firstFailure ?? .now
             host.firstFailure = first
-            let spansEnough = host.failingURLs.count >= settings.downAfterFiles || .now - first >= settings.downAfterTime
+            // One file alone never condemns a host: it may be that file's own trouble.
+            let spansEnough = host.failingURLs.count >= settings.downAfterFiles
+                || (host.failingURLs.count >= 2 && .now - first >= settings.downAfterTime)
             if host.verdict == nil, host.failuresInARow >= settings.downAfterFailures, spansEnough {
                 host.verdict = .down(host: URLAuthority.of(url), failures: host.failuresInARow, lastError: message)
             }
@@ -128,20 +132,27 @@ public final class HostHealth: Sendable {
             host.failingURLs = []
             host.firstFailure = nil
             host.throttlesInARow += 1
+            if host.throttledURLs.count < 2 { host.throttledURLs.insert(url) }
             host.limit = max(host.limit / 2, 1)
-            if host.verdict == nil, host.throttlesInARow >= settings.throttledOutAfter {
+            if host.verdict == nil, host.throttlesInARow >= settings.throttledOutAfter, host.throttledURLs.count >= 2 {
                 host.verdict = .throttled(host: URLAuthority.of(url), status: status, answers: host.throttlesInARow)
             }
         }
     }
 
-    /// The host asks for a pause longer than a download may wait: give it up for this run.
-    public func giveUpThrottled(url: String, status: Int) {
+    /// A file's 429s or 503s outlasted its retries: the host is given up for this run when it has
+    /// served nothing through at least half of ``Settings/throttledOutAfter`` such answers, for more
+    /// than this one file (it is limiting us, not failing that file); returns whether it was.
+    @discardableResult
+    public func giveUpThrottled(url: String, status: Int) -> Bool {
+        var givenUp = false
         update(url) { host in
-            if host.verdict == nil {
-                host.verdict = .throttled(host: URLAuthority.of(url), status: status, answers: max(host.throttlesInARow, 1))
+            if host.verdict == nil, host.throttlesInARow * 2 >= settings.throttledOutAfter, host.throttledURLs.count >= 2 {
+                host.verdict = .throttled(host: URLAuthority.of(url), status: status, answers: host.throttlesInARow)
             }
+            givenUp = host.verdict != nil
         }
+        return givenUp
     }
 
     private func update(_ url: String, _ change: (inout Host) -> Void) {

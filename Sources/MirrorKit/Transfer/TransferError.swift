@@ -45,13 +45,14 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
 
     /// The host could not be reached or talked to at all: couldn't resolve the proxy (5) or host
     /// (6), couldn't connect (7), a timeout (28), TLS handshake (35) or certificate (60) failures,
-    /// or an empty reply (52). Only meaningful when no response arrived.
+    /// an empty reply (52), or a connection reset before any answer (55, 56). Only meaningful
+    /// when no response arrived.
     public var isConnectionLevel: Bool {
         guard response == nil, case .transport(let code, _) = reason else { return false }
         return Self.connectionLevelCurlCodes.contains(code)
     }
 
-    static let connectionLevelCurlCodes: Set<Int32> = [5, 6, 7, 28, 35, 52, 60]
+    static let connectionLevelCurlCodes: Set<Int32> = [5, 6, 7, 28, 35, 52, 55, 56, 60]
 
     public var description: String {
         switch reason {

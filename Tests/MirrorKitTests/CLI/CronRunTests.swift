@@ -53,7 +53,8 @@ struct CronRunTests {
                 ]
                 let cut = try await MirrorProcess.run(arguments + ["--max-duration", "2s"])
                 #expect(cut.status == 0, "\(cut.stderr)")
-                #expect(cut.elapsed < .seconds(6))
+                // The deadline plus start-up and wind-down, on a loaded machine.
+                #expect(cut.elapsed < .seconds(15))
                 #expect(cut.stdout.contains("stopped at the --max-duration deadline"))
                 #expect(!FileManager.default.fileExists(atPath: out + "/full/B1gF1le.jpg"))
                 let partials = try FileManager.default.contentsOfDirectory(atPath: out + "/.mirror/partials")

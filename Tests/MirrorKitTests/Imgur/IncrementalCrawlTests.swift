@@ -11,7 +11,7 @@ struct IncrementalCrawlTests {
     /// One run as cron would start it: a new client (no memory but the state database), waiting
     /// for no reset (the "hour" passes between runs).
     private func run(
-        _ tag: String, _ server: FixtureServer, into dir: URL, pages: Int? = nil
+        _ tag: String, _ server: FixtureServer, into dir: URL, pages: Int? = nil, sort: GallerySort = .time
     ) async throws -> (summary: MirrorSummary, apiCalls: Int) {
         let before = server.apiRequestCount
         let client = ImgurClient(
@@ -19,7 +19,7 @@ struct IncrementalCrawlTests {
             politeness: .init(maxWait: .zero, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5))),
             logger: TestSupport.logger)
         let settings = TagMirror.Settings(
-            crawl: TagCrawler.Options(tag: tag, maxPages: pages),
+            crawl: TagCrawler.Options(tag: tag, sort: sort, maxPages: pages),
             urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
             concurrency: 8,
             retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
@@ -170,6 +170,115 @@ struct IncrementalCrawlTests {
                 // The listing was complete: only the head is read again, yet every image arrives.
                 #expect(calls == 1)
                 expectWholeMirror(of: "slow", server, in: dir)
+            }
+        }
+    }
+
+    @Test func theDailyBudgetIsKeptEvenWhenTheAPISaysNothingOfItsReset() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("daily", pages: 4, perPage: 12, albumEvery: 0, imageSize: 1024)
+            server.setRateLimit(userRemaining: 500, clientRemaining: 7)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let (first, calls) = try await run("daily", server, into: dir)
+                // 7 left, 5 kept in hand: two calls, then stop ("try later").
+                #expect(calls == 2)
+                #expect((first.stoppedBy as? ImgurError)?.kind == .rateLimited)
+                #expect(first.downloaded == 48)
+                // The next run knows the daily budget is spent without asking.
+                let (second, again) = try await run("daily", server, into: dir)
+                #expect(again == 0)
+                #expect((second.stoppedBy as? ImgurError)?.kind == .rateLimited)
+            }
+        }
+    }
+
+    @Test func anAlbumThatKeepsFailingIsRetriedForThreeRunsThenReportedOnceAndNeverBlocksThePages() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("broken", pages: 2, perPage: 12, albumEvery: 4, imagesPerAlbum: 2, imageSize: 1024)
+            let album = try #require(server.generatedAlbumIDs("broken").first)
+            server.inject(.imgurLegacyError(status: 500, message: "Internal error"), path: "/3/album/\(album)/images", times: 1000)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let (first, _) = try await run("broken", server, into: dir)
+                // The pages are read past it, and every other album is expanded.
+                #expect(server.requestCount(path: "/3/gallery/t/broken/time/all/2") == 1)
+                #expect(first.problems.isEmpty)
+                #expect(first.stoppedBy == nil)
+                let (second, _) = try await run("broken", server, into: dir)
+                #expect(second.problems.isEmpty)
+                let (third, _) = try await run("broken", server, into: dir)
+                #expect(third.problems.count == 1)
+                #expect(third.problems.first?.contains(album) == true)
+                let asked = server.requestCount(path: "/3/album/\(album)/images")
+                let (fourth, calls) = try await run("broken", server, into: dir)
+                #expect(fourth.problems.isEmpty)
+                #expect(fourth.isComplete)
+                #expect(calls == 1)
+                #expect(server.requestCount(path: "/3/album/\(album)/images") == asked)
+                let others = server.generatedAlbumIDs("broken").filter { $0 != album }
+                #expect(others.allSatisfy { server.requestCount(path: "/3/album/\($0)/images") == 1 })
+            }
+        }
+    }
+
+    @Test func anAlbumWhoseWaitIsCutShortByACancelStaysPending() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("wait", pages: 1, perPage: 4, albumEvery: 4, imagesPerAlbum: 2, imageSize: 1024)
+            let album = try #require(server.generatedAlbumIDs("wait").first)
+            server.inject(.imgurGatewayTooManyRequests(retryAfter: 30), path: "/3/album/\(album)/images")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let client = ImgurClient(
+                    apiBase: server.baseURL, clientID: "fixture", engine: engine,
+                    politeness: .init(maxWait: .seconds(60)), logger: TestSupport.logger)
+                let settings = TagMirror.Settings(
+                    crawl: TagCrawler.Options(tag: "wait"), urls: MediaURLBuilder(mediaBase: server.baseURL))
+                let mirror = try TagMirror(
+                    directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
+                    logger: TestSupport.logger)
+                let running = Task { await mirror.run() }
+                try await eventually("the album is asked for") { server.requestCount(path: "/3/album/\(album)/images") == 1 }
+                running.cancel()
+                #expect(await running.value.interrupted)
+                #expect(try await mirror.state.pendingAlbums() == [album])
+                // Nor does the cancel count against the album, as a failure of its own would.
+                let failures = try await mirror.state.read("SELECT failures FROM albums WHERE id = ?1", [.text(album)])
+                #expect(failures.first?.first?.integer == 0)
+                let (next, _) = try await run("wait", server, into: dir)
+                #expect(next.isComplete)
+                expectWholeMirror(of: "wait", server, in: dir)
+            }
+        }
+    }
+
+    @Test func aPassCutByPagesLeavesNoGapForALaterFullRun() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("gap", pages: 3, perPage: 12, albumEvery: 0, imageSize: 1024)
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await run("gap", server, into: dir)
+                // Three pages of new posts; a run limited to two pages reads only the first two.
+                server.prependToGeneratedTag("gap", count: 36, albumEvery: 0, imageSize: 1024)
+                _ = try await run("gap", server, into: dir, pages: 2)
+                // A full run must still reach the third page of new posts.
+                let (full, _) = try await run("gap", server, into: dir)
+                #expect(full.isComplete)
+                expectWholeMirror(of: "gap", server, in: dir)
+            }
+        }
+    }
+
+    @Test func whatOneListingLeftIsMirroredByAnotherListingsRunInTheSameDirectory() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("two", pages: 3, perPage: 12, albumEvery: 2, imagesPerAlbum: 2, imageSize: 1024)
+            server.setRateLimit(userRemaining: 12, userReset: 1, userLimit: 12, refills: false)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let (top, _) = try await run("two", server, into: dir, sort: .top)
+                #expect((top.stoppedBy as? ImgurError)?.kind == .rateLimited)
+                try await newHour(server, calls: 500)
+                // The same tag by time: its run expands the albums and mirrors the images the
+                // top listing found, as well as its own.
+                let (time, _) = try await run("two", server, into: dir, sort: .time)
+                #expect(time.isComplete)
+                expectWholeMirror(of: "two", server, in: dir)
+                #expect(server.generatedAlbumIDs("two").allSatisfy { server.requestCount(path: "/3/album/\($0)/images") == 1 })
             }
         }
     }

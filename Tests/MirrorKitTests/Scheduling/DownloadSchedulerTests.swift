@@ -216,22 +216,29 @@ struct DownloadSchedulerTests {
     }
 
     @Test func aFreshPauseIsNotCutShortByAnEarlierOnesTimer() async throws {
-        // Wide margins: the suite runs in parallel on two cores, so sleeps overshoot.
-        let scheduler = scheduler(pauseGrace: .seconds(1))
+        // The pause timers are fired by hand: which one fires when is the test's choice, not the
+        // machine's, however loaded it is.
+        let timers = ManualTimers()
+        let scheduler = DownloadScheduler(
+            transport: transport, configuration: .init(maxConcurrent: 3, maxPerHost: 3, pauseGrace: .seconds(10)),
+            sleep: { _ in try await timers.wait() })
         let preview = request(scheduler, url("p"))
         try await eventually { transport.running == [url("p")] }
         let first = request(scheduler, url("f1"), forced: true)
-        try await eventually { transport.running.contains(url("f1")) }
-        try await Task.sleep(for: .milliseconds(500))
+        try await eventually { transport.pauses.count == 1 && timers.count == 1 }
         transport.complete(url("f1"))
         _ = try await first.value
         try await eventually { transport.resumes == [url("p")] }
         let second = request(scheduler, url("f2"), forced: true)
-        try await eventually { transport.pauses.count == 2 }
-        // The first pause's timer would have fired by now; the second pause is only ~750 ms old.
-        try await Task.sleep(for: .milliseconds(750))
+        try await eventually { transport.pauses.count == 2 && timers.count == 2 }
+        // The first pause's grace runs out: it must not end the second pause.
+        timers.fire(0)
+        try await Task.sleep(for: .milliseconds(50))
         #expect(await state(scheduler, url("p")) == .paused)
         #expect(transport.fetchCount(url("p")) == 1)
+        // The second pause's own grace does: the transfer is stopped, to resume later by Range.
+        timers.fire(1)
+        try await eventually { await state(scheduler, url("p")) == .waiting }
         transport.complete(url("f2"))
         _ = try await second.value
         preview.cancel()

@@ -121,3 +121,44 @@ func eventually(
 struct EventuallyTimeout: Error, CustomStringConvertible {
     var description: String
 }
+
+/// Sleeps that end only when the test fires them, in the order they began.
+final class ManualTimers: Sendable {
+    private struct State {
+        var waiting: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var started = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Timers started so far.
+    var count: Int { state.withLock { $0.started } }
+
+    /// Like `Task.sleep`: a cancelled timer throws `CancellationError` at once.
+    func wait() async throws {
+        let index = state.withLock { state in
+            defer { state.started += 1 }
+            return state.started
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let cancelled = state.withLock { state in
+                    state.waiting[index] = continuation
+                    return Task.isCancelled
+                }
+                if cancelled { cancel(index) }
+            }
+        } onCancel: {
+            cancel(index)
+        }
+    }
+
+    private func cancel(_ index: Int) {
+        state.withLock { $0.waiting.removeValue(forKey: index) }?.resume(throwing: CancellationError())
+    }
+
+    /// Ends the timer started `index`-th (from 0), if it is still waiting.
+    func fire(_ index: Int) {
+        state.withLock { $0.waiting.removeValue(forKey: index) }?.resume()
+    }
+}

@@ -19,20 +19,30 @@ struct HostHealthTests {
     }
 
     @Test func aHostThatFailsSomeFilesButServesOthersIsNotDown() {
-        let health = HostHealth(settings: .init(maxPerHost: 6, downAfterFailures: 4, downAfterFiles: 3))
+        // The defaults: down after 3 failures in a row across 3 files. Two in a row, then a file
+        // served, over and over, is a flaky host, not a down one.
+        let health = HostHealth()
         for index in 0..<50 {
             health.recordConnectionFailure(url: "https://flaky.test/\(index)a.jpg", message: "reset")
             health.recordConnectionFailure(url: "https://flaky.test/\(index)b.jpg", message: "reset")
-            health.recordConnectionFailure(url: "https://flaky.test/\(index)c.jpg", message: "reset")
             health.recordAnswer(url: "https://flaky.test/\(index)d.jpg")
         }
         #expect(health.verdicts.isEmpty)
     }
 
-    @Test func oneFileRetryingForLongEnoughAlsoMakesAHostDown() {
-        let health = HostHealth(settings: .init(maxPerHost: 6, downAfterFailures: 4, downAfterFiles: 3, downAfterTime: .zero))
-        for _ in 0..<4 { health.recordConnectionFailure(url: "https://cdn.test/only.mp4", message: "timeout") }
+    @Test func oneFileFailingAloneNeverMakesAHostDownButTwoFailingForLongEnoughDo() {
+        let health = HostHealth(settings: .init(maxPerHost: 6, downAfterFailures: 3, downAfterFiles: 3, downAfterTime: .zero))
+        for _ in 0..<10 { health.recordConnectionFailure(url: "https://cdn.test/only.mp4", message: "timeout") }
+        #expect(health.verdict(forHost: "cdn.test") == nil)
+        health.recordConnectionFailure(url: "https://cdn.test/next.mp4", message: "timeout")
         #expect(health.verdict(forHost: "cdn.test") != nil)
+    }
+
+    @Test func oneFileThatKeepsAnswering503FailsAloneWhileItsHostServesTheRest() {
+        let health = HostHealth(settings: .init(maxPerHost: 6, throttledOutAfter: 12))
+        for _ in 0..<30 { health.recordThrottle(url: "https://cdn.test/broken.jpg", status: 503) }
+        #expect(!health.giveUpThrottled(url: "https://cdn.test/broken.jpg", status: 503))
+        #expect(health.verdicts.isEmpty)
     }
 
     @Test func throttlingHalvesAHostsConcurrencyAndSuccessGrowsItBack() {

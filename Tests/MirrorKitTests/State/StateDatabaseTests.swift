@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("The state database: migrations, the crawl store")
+struct StateDatabaseTests {
+    @Test func aVersion1DatabaseIsMigratedAndKeepsWhatItRecorded() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let directory = try MirrorDirectory(root: dir)
+            let path = directory.stateDirectory.appendingPathComponent("state.sqlite3").path
+            do {
+                // A database as the first release wrote it.
+                let v1 = try SQLiteConnection.open(path)
+                try v1.script(StateSchema.migrations[0].sql + "PRAGMA user_version = 1;")
+                try v1.execute(
+                    "INSERT INTO mirrored (url, path, bytes, mirrored_at) VALUES ('https://i.test/a.jpg', 'full/a.jpg', 5, 'x')")
+                try v1.execute("INSERT INTO listings (source, completed_at) VALUES ('imgur tag cats', 'x')")
+            }
+            let state = try StateDatabase(directory: directory)
+            #expect(await state.mirroredPath(of: "https://i.test/a.jpg") == "full/a.jpg")
+            let cursor = try await state.cursor(for: "imgur tag cats time all")
+            #expect(cursor.pass == 0 && cursor.nextPage == nil && !cursor.reachedEnd)
+            let version = try SQLiteConnection.open(path).rows("PRAGMA user_version").first?.first?.integer
+            #expect(version == Int64(StateSchema.latest))
+        }
+    }
+
+    @Test func aDatabaseFromANewerMirrorIsRefusedAndLeftAlone() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let directory = try MirrorDirectory(root: dir)
+            let path = directory.stateDirectory.appendingPathComponent("state.sqlite3").path
+            try SQLiteConnection.open(path).script("CREATE TABLE future (x); PRAGMA user_version = 99;")
+            #expect(throws: MirrorError.self) { try StateDatabase(directory: directory) }
+            let names = try FileManager.default.contentsOfDirectory(atPath: directory.stateDirectory.path)
+            #expect(!names.contains { $0.contains("damaged") })
+        }
+    }
+
+    @Test func aPageIsRecordedWithItsCursorInOneStep() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+            var cursor = CrawlCursor(source: "s")
+            cursor.nextPage = 1
+            let images = [ImgurImage(id: "aaaaa1"), ImgurImage(id: "aaaaa2")]
+            let added = try await state.recordPage(
+                ListedPage(newEntryIDs: ["aaaaa1", "aaaaa2", "album1"], images: images.map { ($0, nil) },
+                           pendingAlbumIDs: ["album1"], cursor: cursor),
+                source: "s")
+            #expect(added.map(\.id) == ["aaaaa1", "aaaaa2"])
+            // Recording the same images again adds nothing: they are queued already.
+            let again = try await state.recordPage(
+                ListedPage(newEntryIDs: [], images: images.map { ($0, nil) }, pendingAlbumIDs: [], cursor: cursor),
+                source: "s")
+            #expect(again.isEmpty)
+            #expect(try await state.cursor(for: "s").nextPage == 1)
+            #expect(try await state.knownEntries(["aaaaa1", "zzz"], source: "s") == ["aaaaa1": 0])
+            #expect(try await state.pendingAlbums() == ["album1"])
+            try await state.markImagesDone(["aaaaa1"])
+            #expect(try await state.pendingImages().map(\.id) == ["aaaaa2"])
+            let cached = try await state.recordAlbum("album1", images: [ImgurImage(id: "bbbbb1")], source: "s")
+            #expect(cached.map(\.id) == ["bbbbb1"])
+            #expect(try await state.cachedAlbum("album1")?.map(\.id) == ["bbbbb1"])
+            #expect(try await state.pendingAlbums().isEmpty)
+        }
+    }
+}
