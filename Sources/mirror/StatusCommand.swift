@@ -91,9 +91,11 @@ enum StatusLines {
         guard let next = cursor.nextPage else {
             let passes = cursor.pass == 1 ? "1 pass" : "\(cursor.pass) passes"
             let depth = cursor.reachedEnd ? "read to its end" : "read to the --pages limit"
-            return "listing \(depth) (\(passes) complete, \(cursor.pagesRead) pages read in all); the next run reads only what is new"
+            let head = cursor.headID.map { ", newest entry \($0)" } ?? ""
+            return "listing \(depth) (\(passes) complete, \(cursor.pagesRead) pages read in all\(head)); the next run reads only what is new"
         }
-        return "pass \(cursor.pass + 1) at page \(next)\(of); the next run carries on from there"
+        let head = cursor.headID.map { " (newest entry at the head: \($0))" } ?? ""
+        return "pass \(cursor.pass + 1) at page \(next)\(of)\(head); the next run carries on from there"
     }
 
     static func budgetLine(_ budget: APIBudget) -> String {

@@ -79,7 +79,10 @@ public struct TagMirror: Sendable {
             await submit(pending)
             let health = jobs.health
             let crawler = TagCrawler(client: client, store: jobs.state, logger: logger)
+            if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }
             crawl = await crawler.crawl(settings.crawl, found: submit, shouldStop: { !health.verdicts.isEmpty })
+            let calls = await client.callsMade()
+            logger.debug("API: \(calls) calls this run, \(crawl.pagesRead) pages, \(crawl.albumsFetched) albums")
         } catch {
             crawl.stoppedBy = error
         }

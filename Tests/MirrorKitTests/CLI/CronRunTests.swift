@@ -87,7 +87,7 @@ struct CronRunTests {
                 let status = try await MirrorProcess.run(["status", "--out", out])
                 #expect(status.status == 0)
                 #expect(status.stdout.contains("imgur tag many time all:"))
-                #expect(status.stdout.contains(" of about 12; the next run carries on"), "\(status.stdout)")
+                #expect(status.stdout.contains(" of about 12 (newest entry at the head: G"), "\(status.stdout)")
                 #expect(status.stdout.contains("albums: "))
                 #expect(status.stdout.contains(" cached"))
                 #expect(status.stdout.contains("5 of 500 calls left this hour"), "\(status.stdout)")

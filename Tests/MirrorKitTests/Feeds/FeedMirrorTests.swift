@@ -36,6 +36,20 @@ struct FeedMirrorTests {
         }
     }
 
+    @Test func aFeedAnswering503WithAnHTTPDateRetryAfterIsFetchedAfterThatDate() async throws {
+        try await TestSupport.withServer { server in
+            let date = HTTPDate.format(Date().addingTimeInterval(2))
+            server.inject(.respond(status: 503, headers: ["Retry-After": date], body: "busy"), path: "/feeds/podcast.rss")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let start = ContinuousClock.now
+                let summary = try await run(server, feed: "podcast.rss", into: dir)
+                #expect(summary.isComplete)
+                #expect(ContinuousClock.now - start >= .milliseconds(900))
+                #expect(server.requestCount(path: "/feeds/podcast.rss") == 2)
+            }
+        }
+    }
+
     @Test func aMalformedFeedMirrorsNothing() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in

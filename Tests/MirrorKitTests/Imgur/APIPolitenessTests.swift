@@ -47,6 +47,33 @@ struct APIPolitenessTests {
         }
     }
 
+    @Test func a429WithAnHTTPDateRetryAfterIsWaitedOutUntilThatDate() async throws {
+        try await TestSupport.withServer { server in
+            let date = HTTPDate.format(Date().addingTimeInterval(2))
+            server.inject(
+                .imgurLegacyError(status: 429, message: "Too Many Requests", headers: ["Retry-After": date]), path: page0)
+            let start = ContinuousClock.now
+            let items = try await client(server).tagPage("cats", sort: .time, window: .all, page: 0)
+            #expect(!items.isEmpty)
+            // Seconds to the date, not the 10 ms backoff (nor a failure to read the header).
+            #expect(ContinuousClock.now - start >= .milliseconds(900))
+            #expect(server.requestCount(path: page0) == 2)
+        }
+    }
+
+    @Test func anHTTPDateRetryAfterBeyondMaxWaitStopsWithTryLater() async throws {
+        try await TestSupport.withServer { server in
+            let date = HTTPDate.format(Date().addingTimeInterval(3600))
+            server.inject(.respond(status: 503, headers: ["Retry-After": date], body: "{}"), path: page0)
+            let error = await #expect(throws: ImgurError.self) {
+                try await client(server, maxWait: .seconds(60)).tagPage("cats", sort: .time, window: .all, page: 0)
+            }
+            #expect(error?.kind == .rateLimited)
+            #expect((3500...3600).contains(error?.retryAfter ?? 0))
+            #expect(server.requestCount(path: page0) == 1)
+        }
+    }
+
     @Test func readsAUserResetGivenAsAnEpochTime() {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         #expect(APIRateLimiter.secondsUntilReset(1_700_000_600, now: now) == 600)
