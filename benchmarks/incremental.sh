@@ -6,6 +6,7 @@
 #
 #   benchmarks/incremental.sh                 # the issue's shape: 24 pages x 12, every 2nd an album of 3, 40 calls/hour
 #   benchmarks/incremental.sh 182x60:5:3 500  # the real cats tag's shape: 10,920 entries, 500 calls/hour
+#   MIRROR=/path/to/older/mirror benchmarks/incremental.sh   # the same runs with another build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shape=${1:-24x12:2:3:2048}
@@ -18,6 +19,7 @@ done
 swift build -c release --product fixture-server >&2
 swift build -c release --product mirror >&2
 bin=$(swift build -c release --show-bin-path)
+mirror=${MIRROR:-$bin/mirror}
 work=$(mktemp -d)
 server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
@@ -39,7 +41,7 @@ for run in $(seq "$max_runs"); do
     start=$(date +%s.%N)
     set +e
     # --max-wait 0: a real hourly reset is further away than any wait allowed; here it is "1 s".
-    summary=$("$bin/mirror" big --out "$work/out" --client-id-file "$work/client-id" \
+    summary=$("$mirror" big --out "$work/out" --client-id-file "$work/client-id" \
         --api-base "$base" --media-base "$base" --concurrency 16 --max-wait 0 2>/dev/null)
     status=$?
     set -e
@@ -55,4 +57,4 @@ done
 twice=$(stats | jq '[.paths | to_entries[] | select(.key | test("^/3/album/")) | select(.value.requests > 1)] | length')
 albums=$(stats | jq '[.paths | to_entries[] | select(.key | test("^/3/album/"))] | length')
 echo "albums asked for: $albums, more than once: $twice"
-"$bin/mirror" status --out "$work/out" | sed -n '/^imgur tag/,$p'
+"$mirror" status --out "$work/out" | sed -n '/^imgur tag/,$p'
