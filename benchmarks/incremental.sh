@@ -13,9 +13,13 @@ shape=${1:-24x12:2:3:2048}
 budget=${2:-40}
 max_runs=${3:-20}
 scripts/setup
-for tool in jq bc curl; do
-    command -v "$tool" >/dev/null || { [ "$(id -u)" -eq 0 ] || sudo=sudo; ${sudo:-} apt-get install -y -qq "$tool" >/dev/null; }
-done
+missing=()
+for tool in jq bc curl; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if ((${#missing[@]})); then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
 swift build -c release --product fixture-server >&2
 swift build -c release --product mirror >&2
 bin=$(swift build -c release --show-bin-path)

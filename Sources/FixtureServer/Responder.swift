@@ -28,7 +28,9 @@ extension FixtureServer {
         } else if path == "/_fixture/refill" {
             // For scripts: a new "hour" of API budget; the reset the last answers named has passed.
             let calls = URLComponents(string: head.uri)?.queryItems?.first { $0.name == "calls" }?.value.flatMap { Int($0) } ?? 500
-            setRateLimit(userRemaining: calls, userReset: 1, userLimit: calls, refills: false)
+            // The daily budget goes on as it was: an hour passing does not refill it.
+            let daily = state.withLock { $0.rateLimit.clientRemaining }
+            setRateLimit(userRemaining: calls, userReset: 1, clientRemaining: daily, userLimit: calls, refills: false)
             await writer.send(status: 204, headers: HTTPHeaders(), body: ByteBuffer())
         } else if path.hasPrefix("/3/") {
             await respondToAPI(head, path: path, writer: writer)

@@ -59,7 +59,8 @@ struct FixtureServerCommand: AsyncParsableCommand {
             let size = shape.first?.split(separator: "x").compactMap { Int($0) } ?? []
             let numbers = shape.dropFirst().compactMap { Int($0) }
             guard parts.count == 2, !parts[0].isEmpty, size.count == 2, size.allSatisfy({ $0 > 0 }),
-                  numbers.count == shape.count - 1, numbers.count <= 3
+                  numbers.count == shape.count - 1, numbers.count <= 3, numbers.allSatisfy({ $0 >= 0 }),
+                  numbers.count < 2 || numbers[1] > 0, numbers.count < 3 || numbers[2] > 0
             else { throw ValidationError("--generated-tag takes NAME=PAGESxPER_PAGE[:ALBUM_EVERY[:IMAGES[:BYTES]]], got '\(entry)'") }
             server.addGeneratedTag(
                 parts[0], pages: size[0], perPage: size[1], albumEvery: numbers.first ?? 5,

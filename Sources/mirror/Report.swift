@@ -11,36 +11,36 @@ enum Report {
     ) throws {
         for problem in summary.problems { logger.error("\(problem)") }
         for album in summary.removedAlbums { logger.warning("album \(album) is gone from Imgur; it will not be asked for again") }
-        if case .signal(let number) = stop {
-            if !quiet { print("\(label): \(summary.line)") }
-            logger.warning("interrupted: partial downloads are kept and the next run resumes them")
-            throw ExitCode(128 + number)
-        }
         if summary.deferred > 0 {
             // One line per host, not one per file: the files are left for the next run.
             for verdict in summary.unavailableHosts {
                 logger.error("\(verdict): stopping; \(summary.deferred) files left for the next run")
             }
         }
-        let budgetStop = (summary.stoppedBy as? ImgurError)?.kind == .rateLimited
+        // A spent budget, or an API that limits us, is the plan on a large tag: the cursor is
+        // saved and a later run carries on. Anything else that stopped the listing is a fault.
+        let budgetStop = (summary.stoppedBy as? ImgurError).map { $0.kind == .rateLimited && $0.isAPIWide } ?? false
         if let stopped = summary.stoppedBy {
             if budgetStop {
-                // Expected on a tag larger than the budget: the cursor is saved, a later run carries on.
                 logger.warning("\(stopped)")
             } else {
                 logger.error(summary.wanted > 0 ? "listing stopped early: \(stopped)" : "\(stopped)")
             }
         }
-        // The deadline and the budget are the plan, not faults: the next run carries on.
-        let planned = (stop == .deadline || (budgetStop && (summary.stoppedBy as? ImgurError)?.isAPIWide == true))
+        if case .signal(let number) = stop {
+            if !quiet || !summary.failures.isEmpty { print("\(label): \(summary.line)") }
+            logger.warning("interrupted: partial downloads are kept and the next run resumes them")
+            throw ExitCode(128 + number)
+        }
         let faultFree = summary.failures.isEmpty && summary.problems.isEmpty && summary.deferred == 0
             && (summary.stoppedBy == nil || budgetStop)
-        if !quiet || !(summary.isComplete || (planned && faultFree)) {
+        let wellEnough = summary.isComplete || (faultFree && (stop == .deadline || budgetStop))
+        if !quiet || !wellEnough {
             let deadline = stop == .deadline ? "; stopped at the --max-duration deadline" : ""
             print("\(label): \(summary.line)\(deadline)")
         }
         switch summary.stoppedBy {
-        case let error as ImgurError where !(stop == .deadline && error.kind == .rateLimited):
+        case let error as ImgurError where !(stop == .deadline && budgetStop):
             throw ExitCode(ExitStatus.of(error))
         case let error as FeedError: throw ExitCode(error.isFetchFailure ? ExitStatus.unavailable : ExitStatus.dataError)
         case let error as MirrorError: throw ExitCode(ExitStatus.of(error))

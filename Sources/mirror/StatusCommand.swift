@@ -90,9 +90,13 @@ enum StatusLines {
         let of = cursor.estimatedPages.map { " of about \($0)" } ?? ""
         guard let next = cursor.nextPage else {
             let passes = cursor.pass == 1 ? "1 pass" : "\(cursor.pass) passes"
-            let depth = cursor.reachedEnd ? "read to its end" : "read to the --pages limit"
             let head = cursor.headID.map { ", newest entry \($0)" } ?? ""
-            return "listing \(depth) (\(passes) complete, \(cursor.pagesRead) pages read in all\(head)); the next run reads only what is new"
+            let figures = "(\(passes) complete, \(cursor.pagesRead) pages read in all\(head))"
+            if cursor.lastPassWasCut {
+                return "listing read to the --pages limit \(figures); a run without --pages reads on "
+                    + (cursor.reachedEnd ? "to what the last full pass saw" : "to the end")
+            }
+            return "listing read to its end \(figures); the next run reads only what is new"
         }
         let head = cursor.headID.map { " (newest entry at the head: \($0))" } ?? ""
         return "pass \(cursor.pass + 1) at page \(next)\(of)\(head); the next run carries on from there"

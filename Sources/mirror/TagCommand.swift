@@ -45,7 +45,7 @@ struct TagCommand: AsyncParsableCommand {
     @Option(help: "Most Imgur API calls per second (default: no limit beyond Imgur's own budget).")
     var maxApiRate: Double?
 
-    @Option(help: "Longest wait in seconds for a rate limit or an overloaded API before stopping with status 75 (default 300).")
+    @Option(help: "Longest wait in seconds the API may ask for (Retry-After, the hourly reset) before mirror stops with status 75 instead (default 300).")
     var maxWait: Int?
 
     @OptionGroup var download: DownloadOptions

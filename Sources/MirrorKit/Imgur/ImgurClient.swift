@@ -151,6 +151,9 @@ public struct ImgurClient: Sendable {
         do {
             response = try await engine.perform(request)
         } catch let error as TransferError {
+            if case .bodyTooLarge = error.reason {
+                throw ImgurError(kind: .malformedResponse, url: request.url, message: error.reasonText)
+            }
             let failure = ImgurError(kind: .unreachable, url: request.url, message: error.reasonText)
             guard error.isRetryable else { throw failure }
             return .retry(failure, retryAfter: nil)

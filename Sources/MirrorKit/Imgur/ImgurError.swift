@@ -38,9 +38,11 @@ public struct ImgurError: Error, Sendable, CustomStringConvertible {
         case .status(let status): "Imgur API \(url): HTTP \(status): \(message)"
         case .malformedResponse: "Imgur API \(url): unexpected response: \(message)"
         case .unreachable: "Imgur API \(url) unreachable: \(message)"
-        case .rateLimited:
+        case .rateLimited where isAPIWide:
             "Imgur API rate limit at \(url): \(message)"
                 + (retryAfter.map { "; resets in \($0) s" } ?? "") + "; stopping so a later run can carry on"
+        case .rateLimited:
+            "Imgur API \(url) keeps answering HTTP \(lastStatus ?? 0): \(message); stopping so a later run can carry on"
         }
     }
 

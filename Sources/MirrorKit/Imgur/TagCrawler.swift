@@ -42,6 +42,11 @@ public struct TagCrawler: Sendable {
         public var completedPass = false
         /// The cursor as this run left it.
         public var cursor: CrawlCursor?
+        /// Albums that failed this run, not yet counted against them.
+        var albumFailures: [(id: String, problem: String)] = []
+        /// Some API call answered this run (a page, an album).
+        var apiAnswered = false
+        var source = ""
     }
 
     /// The API whose budget the store keeps for this crawler.
@@ -67,6 +72,7 @@ public struct TagCrawler: Sendable {
         shouldStop: @Sendable () -> Bool = { false }
     ) async -> Result {
         var result = Result()
+        result.source = options.source
         var cursor = CrawlCursor(source: options.source)
         do throws(MirrorError) {
             cursor = try await store.cursor(for: options.source)
@@ -85,15 +91,23 @@ public struct TagCrawler: Sendable {
         let source = options.source
         func mayGoOn() -> Bool { !shouldStop() && !Task.isCancelled }
         var tried: Set<String> = []
-        /// Expands the albums still pending (each once a run); false when the crawl must stop.
+        /// Expands the albums still pending (each once a run); false when the crawl must stop. An
+        /// album that fails in a way that may be the API's (no answer, a 5xx, a 401 or 403) ends
+        /// the batch: the next page read tells whether the API is at fault.
         func expandPending() async throws(MirrorError) -> Bool {
             for albumID in try await store.pendingAlbums() where tried.insert(albumID).inserted {
-                guard mayGoOn(), try await expand(albumID, source: source, found: found, into: &result) else { return false }
+                guard mayGoOn() else { return false }
+                switch try await expand(albumID, source: source, found: found, into: &result) {
+                case .expanded, .failedAlone: continue
+                case .failedMaybeAPIWide: return true
+                case .stop: return false
+                }
             }
             return true
         }
+
         // Albums an earlier run found but could not expand come first: they are older.
-        guard try await expandPending() else { return }
+        guard try await expandPending() else { return try await settleAlbumFailures(&result) }
         var page: Int
         if let next = cursor.nextPage {
             // One page back: entries that moved across the boundary since are read, not skipped.
@@ -107,7 +121,7 @@ public struct TagCrawler: Sendable {
         while mayGoOn() {
             if let maxPages = options.maxPages, page >= maxPages {
                 try await completePass(&cursor, reachedEnd: false, result: &result)
-                return
+                return try await settleAlbumFailures(&result)
             }
             let listing: TagPage
             do {
@@ -115,28 +129,47 @@ public struct TagCrawler: Sendable {
             } catch {
                 if !Task.isCancelled { result.stoppedBy = error }
                 try await saveBudget()
-                return
+                return try await settleAlbumFailures(&result)
             }
+            result.apiAnswered = true
             try await saveBudget()
             if listing.items.isEmpty {
                 try await completePass(&cursor, reachedEnd: true, result: &result)
-                return
+                return try await settleAlbumFailures(&result)
             }
             result.pagesRead += 1
             let reachedKnown = try await record(listing, page: page, options: options, cursor: &cursor, found: found, into: &result)
-            guard try await expandPending() else { return }
+            guard try await expandPending() else { return try await settleAlbumFailures(&result) }
             if reachedKnown {
                 logger.debug("\(source): page \(page) shows entries an earlier pass saw: the pass is complete")
                 try await completePass(&cursor, reachedEnd: true, result: &result)
-                return
+                return try await settleAlbumFailures(&result)
             }
             page += 1
         }
+        try await settleAlbumFailures(&result)
+    }
+
+    /// Counts this run's album failures against their albums, but only when the API answered
+    /// other calls meanwhile: in an outage every album fails, and none of them is at fault. An
+    /// album that failed on its own in ``albumAttempts`` runs is given up and reported once.
+    private func settleAlbumFailures(_ result: inout Result) async throws(MirrorError) {
+        guard result.apiAnswered else { return }
+        for (albumID, problem) in result.albumFailures {
+            let failures = try await store.recordAlbumFailure(albumID, problem: problem)
+            if failures >= Self.albumAttempts {
+                try await store.recordAlbumGone(albumID, problem: problem, source: result.source)
+                result.problems.append("album \(albumID): \(problem) (in \(failures) runs; not asked for again)")
+            } else {
+                logger.warning("album \(albumID): \(problem); the next run asks again")
+            }
+        }
+        result.albumFailures = []
     }
 
     /// Records one page's new entries with the cursor past it; true when the page shows an entry
-    /// an earlier, completed pass saw and a pass has read to the end (in a newest-first listing,
-    /// everything below is then known).
+    /// that the last full pass (or one before it) saw: in a newest-first listing, everything below
+    /// it is known.
     private func record(
         _ listing: TagPage, page: Int, options: Options, cursor: inout CrawlCursor,
         found: @Sendable ([ImgurImage]) async -> Void, into result: inout Result
@@ -175,18 +208,28 @@ public struct TagCrawler: Sendable {
             source: source)
         logger.debug("\(source) page \(page): \(listing.items.count) entries, \(newEntries.count) new, \(added.count) images queued")
         if !added.isEmpty { await found(added) }
-        let pass = cursor.pass
-        return options.sort == .time && cursor.reachedEnd && known.values.contains { $0 < pass }
+        guard options.sort == .time, let full = cursor.lastFullPass else { return false }
+        return known.values.contains { $0 <= full }
     }
 
-    /// Fetches one album's images; false when the crawl must stop (the album stays pending).
+    private enum Expansion {
+        case expanded
+        /// The album's own trouble (a body of the wrong shape): the crawl goes on.
+        case failedAlone
+        /// Perhaps the API's trouble: the crawl goes on to a page, which tells.
+        case failedMaybeAPIWide
+        /// The budget is spent, the API limits us, or the run was cancelled.
+        case stop
+    }
+
+    /// Fetches one album's images. An album that fails stays pending (see ``settleAlbumFailures(_:)``).
     private func expand(
         _ albumID: String, source: String, found: @Sendable ([ImgurImage]) async -> Void, into result: inout Result
-    ) async throws(MirrorError) -> Bool {
+    ) async throws(MirrorError) -> Expansion {
         if let cached = try await store.cachedAlbum(albumID) {
             let added = try await store.recordAlbum(albumID, images: cached, source: source)
             if !added.isEmpty { await found(added) }
-            return true
+            return .expanded
         }
         let images: [ImgurImage]
         do {
@@ -194,44 +237,49 @@ public struct TagCrawler: Sendable {
         } catch {
             try await saveBudget()
             // A cancel ends the wait for an answer, not the album: it stays pending.
-            guard !Task.isCancelled else { return false }
+            guard !Task.isCancelled else { return .stop }
             switch error.kind {
             case .status(404), .status(410):
+                result.apiAnswered = true
                 try await store.recordAlbumGone(albumID, problem: error.message, source: source)
                 result.removedAlbums.append(albumID)
-                return true
-            case .status(401), .status(403), .unreachable:
-                // Not this album's fault: every call would fare the same.
-                result.stoppedBy = error
-                return false
+                return .expanded
             case .rateLimited where error.isAPIWide:
                 result.stoppedBy = error
-                return false
+                return .stop
+            case .malformedResponse:
+                result.apiAnswered = true
+                result.albumFailures.append((albumID, Self.albumProblem(error)))
+                return .failedAlone
             default:
-                // This album's own trouble (a 5xx that outlasted the retries, a body of the wrong
-                // shape): it stays pending for a few runs, then is given up and reported once.
-                let failures = try await store.recordAlbumFailure(albumID, problem: "\(error)")
-                if failures >= Self.albumAttempts {
-                    try await store.recordAlbumGone(albumID, problem: "\(error)", source: source)
-                    result.problems.append("album \(albumID): \(error) (\(failures) runs in a row; not asked for again)")
-                } else {
-                    logger.warning("album \(albumID): \(error); the next run asks again")
-                }
-                return true
+                result.albumFailures.append((albumID, Self.albumProblem(error)))
+                return .failedMaybeAPIWide
             }
         }
+        result.apiAnswered = true
         result.albumsFetched += 1
         try await saveBudget()
         let added = try await store.recordAlbum(albumID, images: images, source: source)
         if !added.isEmpty { await found(added) }
-        return true
+        return .expanded
     }
 
     /// Closes the open pass. `reachedEnd`: it read down to the listing's end (or to what a pass that
     /// did saw), not only to `--pages`; only then may a later pass stop at what this one saw.
+    /// What went wrong with an album, in a few words (the album is named by the caller).
+    static func albumProblem(_ error: ImgurError) -> String {
+        switch error.kind {
+        case .status(let status): "HTTP \(status): \(error.message)"
+        case .rateLimited: "HTTP \(error.lastStatus ?? 0) on every attempt: \(error.message)"
+        case .malformedResponse: "unexpected response: \(error.message)"
+        case .unreachable: "no answer: \(error.message)"
+        }
+    }
+
     private func completePass(_ cursor: inout CrawlCursor, reachedEnd: Bool, result: inout Result) async throws(MirrorError) {
-        // A pass cut off by --pages leaves a gap below it that a later, longer pass must read.
-        cursor.reachedEnd = reachedEnd
+        // A pass cut off by --pages leaves a gap below it: a later pass reads on past what this
+        // one saw, down to what the last full pass saw.
+        if reachedEnd { cursor.lastFullPass = cursor.pass }
         cursor.pass += 1
         cursor.nextPage = nil
         try await store.saveCursor(cursor)

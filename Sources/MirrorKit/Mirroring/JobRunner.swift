@@ -205,30 +205,27 @@ final class JobSession: Sendable {
 
     /// Starts mirroring `job`; `then` hears its outcome. A session that has finished takes no more.
     func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) {
-        let open = tasks.withLock { tasks in
-            if !tasks.finished { tasks.submitted += 1 }
-            return !tasks.finished
-        }
-        guard open else {
-            assertionFailure("a job submitted to a finished session: \(job.url)")
-            return
-        }
-        if forced {
-            lane.yield((job, then))
-            return
-        }
-        // Unstructured tasks, cancelled by hand: a task group removes each finished child from a
-        // linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
         let runner = runner
-        let task = Task {
-            let outcome = await runner.mirrorFromAnySource(job, forced: false)
-            await then?(outcome)
-            return outcome
-        }
-        tasks.withLock { tasks in
+        // Decided and enqueued under the lock, so that `finish` sees every job it counts.
+        let taken = tasks.withLock { tasks -> Bool in
+            guard !tasks.finished else { return false }
+            tasks.submitted += 1
+            if forced {
+                lane.yield((job, then))
+                return true
+            }
+            // Unstructured tasks, cancelled by hand: a task group removes each finished child from
+            // a linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
+            let task = Task {
+                let outcome = await runner.mirrorFromAnySource(job, forced: false)
+                await then?(outcome)
+                return outcome
+            }
             if tasks.cancelled { task.cancel() }
             tasks.unforced.append(task)
+            return true
         }
+        assert(taken, "a job submitted to a finished session: \(job.url)")
     }
 
     /// Waits for every job submitted and adds their outcomes to `summary`; cancelling the caller

@@ -254,11 +254,12 @@ public actor DownloadScheduler {
         transition(item, to: .paused)
         transport.pause(item.transferID)
         hub.emit(.paused(url: item.url))
-        let (url, id, grace, sleep) = (item.url, item.transferID, configuration.pauseGrace, sleep)
+        item.pauseNumber += 1
+        let (url, number, grace, sleep) = (item.url, item.pauseNumber, configuration.pauseGrace, sleep)
         item.pauseTimer = Task {
             // A cancelled timer must not fire: its pause ended (and a new one may have begun).
             do { try await sleep(grace) } catch { return }
-            self.pauseExpired(url, id: id)
+            self.pauseExpired(url, pause: number)
         }
     }
 
@@ -271,8 +272,8 @@ public actor DownloadScheduler {
     }
 
     /// A pause went on too long to keep the connection: stop the transfer; it resumes by Range.
-    private func pauseExpired(_ url: String, id: TransferID) {
-        guard let item = items[url], item.transferID == id, item.state == .paused else { return }
+    private func pauseExpired(_ url: String, pause number: UInt64) {
+        guard let item = items[url], item.pauseNumber == number, item.state == .paused else { return }
         stop(item, to: .waiting)
     }
 

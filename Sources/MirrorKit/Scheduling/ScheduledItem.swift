@@ -19,6 +19,9 @@ final class ScheduledItem {
     var waitingOrder: UInt64 = 0
     var isQueued = false
     var pauseTimer: Task<Void, Never>?
+    /// Counts the item's pauses, so that a timer that woke just as its pause ended (and another
+    /// began) cannot end the new one.
+    var pauseNumber: UInt64 = 0
     var suspendedOrder: UInt64 = 0
     var suspendedBytes: Int64 = 0
     /// Set when a transfer starts: most items never get that far while many wait.

@@ -20,16 +20,22 @@ public struct CrawlCursor: Sendable, Equatable, Codable {
     public var pageSize: Int?
     /// Pages read over all runs.
     public var pagesRead: Int
-    /// A pass has read the listing to its real end (not only to `--pages`): from then on, what an
-    /// earlier pass saw is known all the way down.
-    public var reachedEnd: Bool
+    /// The last pass that read the listing to its real end, or down to what such a pass saw (not
+    /// only to `--pages`): everything below an entry it saw is known, so a later pass of a
+    /// newest-first listing stops at the first such entry.
+    public var lastFullPass: Int?
+
+    /// Some pass has read the listing to its end.
+    public var reachedEnd: Bool { lastFullPass != nil }
+
+    /// The last completed pass was cut short by `--pages`: a run without it reads on to the gap.
+    public var lastPassWasCut: Bool { pass > 0 && lastFullPass != pass - 1 }
     public var updatedAt: Date?
 
     public init(source: String) {
         self.source = source
         pass = 0
         pagesRead = 0
-        reachedEnd = false
     }
 
     /// Pages in the whole listing, as far as its stated size tells.
@@ -66,10 +72,10 @@ public struct CrawlFigures: Sendable, Equatable, Codable {
     public var cursor: CrawlCursor
     /// Entries the listing has shown.
     public var entriesKnown: Int
-    /// Images found, and those not yet mirrored.
+    /// Images this listing found; images (of any listing in the directory) not yet mirrored.
     public var imagesKnown: Int
     public var imagesPending: Int
-    /// Albums whose image lists are cached, still to be asked for, and given up (removed, broken).
+    /// Albums whose image lists are cached, still to be asked for (any listing's), and given up.
     public var albumsCached: Int
     public var albumsPending: Int
     public var albumsGone: Int

@@ -3,7 +3,7 @@ import Foundation
 extension StateDatabase: CrawlStore {
     public func cursor(for source: String) throws(MirrorError) -> CrawlCursor {
         let rows = try read(
-            "SELECT pass, next_page, head_id, total_items, page_size, pages_read, updated_at, reached_end FROM crawl_cursors WHERE source = ?1",
+            "SELECT pass, next_page, head_id, total_items, page_size, pages_read, updated_at, last_full_pass FROM crawl_cursors WHERE source = ?1",
             [.text(source)])
         var cursor = CrawlCursor(source: source)
         guard let row = rows.first else { return cursor }
@@ -14,7 +14,7 @@ extension StateDatabase: CrawlStore {
         cursor.pageSize = row[4].integer.map(Int.init)
         cursor.pagesRead = Int(row[5].integer ?? 0)
         cursor.updatedAt = row[6].text.flatMap { ISO8601DateFormatter().date(from: $0) }
-        cursor.reachedEnd = row[7].integer == 1
+        cursor.lastFullPass = row[7].integer.map(Int.init)
         return cursor
     }
 
@@ -123,9 +123,9 @@ extension StateDatabase: CrawlStore {
             cursor: try cursor(for: source),
             entriesKnown: try count("SELECT count(*) FROM listing_entries WHERE source = ?1"),
             imagesKnown: try count("SELECT count(*) FROM images WHERE source = ?1"),
-            imagesPending: try count("SELECT count(*) FROM images WHERE source = ?1 AND done = 0"),
+            imagesPending: Int(try read("SELECT count(*) FROM images WHERE done = 0").first?.first?.integer ?? 0),
             albumsCached: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'cached'"),
-            albumsPending: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'pending'"),
+            albumsPending: Int(try read("SELECT count(*) FROM albums WHERE state = 'pending'").first?.first?.integer ?? 0),
             albumsGone: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'gone'"))
     }
 
@@ -151,18 +151,18 @@ extension StateDatabase: CrawlStore {
     }
 
     private static let saveCursorSQL = """
-        INSERT INTO crawl_cursors (source, pass, next_page, head_id, total_items, page_size, pages_read, updated_at, reached_end)
+        INSERT INTO crawl_cursors (source, pass, next_page, head_id, total_items, page_size, pages_read, updated_at, last_full_pass)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
         ON CONFLICT(source) DO UPDATE SET pass = excluded.pass, next_page = excluded.next_page,
             head_id = excluded.head_id, total_items = excluded.total_items, page_size = excluded.page_size,
-            pages_read = excluded.pages_read, updated_at = excluded.updated_at, reached_end = excluded.reached_end
+            pages_read = excluded.pages_read, updated_at = excluded.updated_at, last_full_pass = excluded.last_full_pass
         """
 
     private static func arguments(of cursor: CrawlCursor) -> [SQLiteValue] {
         [
             .text(cursor.source), .integer(Int64(cursor.pass)), SQLiteValue(cursor.nextPage), SQLiteValue(cursor.headID),
             SQLiteValue(cursor.totalItems), SQLiteValue(cursor.pageSize), .integer(Int64(cursor.pagesRead)),
-            .text(now()), .integer(cursor.reachedEnd ? 1 : 0),
+            .text(now()), SQLiteValue(cursor.lastFullPass),
         ]
     }
 }

@@ -21,7 +21,7 @@ enum StateSchema {
                 total_items INTEGER,
                 page_size INTEGER,
                 pages_read INTEGER NOT NULL DEFAULT 0,
-                reached_end INTEGER NOT NULL DEFAULT 0,
+                last_full_pass INTEGER,
                 updated_at TEXT NOT NULL);
             CREATE TABLE listing_entries (
                 source TEXT NOT NULL, entry_id TEXT NOT NULL, pass INTEGER NOT NULL,

@@ -129,8 +129,8 @@ public struct Downloader: Sendable {
                 partials.remove(url)
                 throw DownloadError(url: url, reason: .removed)
             }
-        } else if error.isConnectionLevel, let health {
-            health.recordConnectionFailure(url: url, message: error.reasonText)
+        } else if let unanswered = error.unanswered, let health {
+            health.recordUnanswered(url: url, unanswered, message: error.reasonText)
             if let verdict = health.verdict(forURL: url) {
                 throw DownloadError(url: url, reason: .hostUnavailable(verdict.description))
             }

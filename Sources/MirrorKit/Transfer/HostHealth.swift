@@ -3,12 +3,16 @@ import Synchronization
 /// What this run's downloads have learned about each host: whether it answers at all, whether it
 /// is limiting us, and how many transfers it should get at once.
 ///
-/// - A host is **down** when connections to it fail at the connection level (DNS, refused, TLS,
-///   a connect timeout: nothing was answered) several times in a row with no success in between,
-///   across several files or for a while. A host that fails some files but serves others is not.
-/// - A host is **throttling** while it answers 429 or 503: each such answer halves its
-///   concurrency, each success adds back a little (AIMD, as TCP does), and a host that answers
-///   nothing else for many requests in a row has **throttled us out** for this run.
+/// - A host is **down** when it cannot be reached: ``Settings/downAfterFailures`` attempts in a row
+///   fail before any connection exists (DNS, refused, TLS, a connect timeout: such failures cannot
+///   be one file's fault), or transfers to ``Settings/downAfterFiles`` different files in a row die
+///   before any answer (a reset, an empty reply, a timeout once connected), with nothing served in
+///   between. A host that fails some files but serves others is not down, and one file (or one
+///   image's two files) that keeps failing never makes its host down.
+/// - A host is **throttling** while it answers 429 or 503: the first such answer for a file halves
+///   the host's concurrency, each file served adds back a little (AIMD, as TCP does), and a host
+///   that answers nothing but that, for ``Settings/throttledOutAfter`` requests across
+///   ``Settings/downAfterFiles`` files, has **throttled us out** for this run.
 ///
 /// Once a host has a ``Verdict``, downloads from it stop being tried: the run ends with "try
 /// later" (exit 75) rather than a failure per file, and keeps every partial for the next run.
@@ -16,30 +20,26 @@ public final class HostHealth: Sendable {
     public struct Settings: Sendable, Equatable {
         /// The most transfers a host gets at once, and the level its concurrency grows back to.
         public var maxPerHost: Int
-        /// Connection-level failures in a row that make a host down, once they span
-        /// ``downAfterFiles`` files or ``downAfterTime``.
+        /// Attempts in a row that could not connect at all before the host is down.
         public var downAfterFailures: Int
+        /// Different files in a row that died before an answer, or that were throttled, before the
+        /// host is down or throttled out.
         public var downAfterFiles: Int
-        public var downAfterTime: Duration
         /// 429/503 answers in a row (nothing served between) after which the host is given up for
-        /// this run.
+        /// this run, once they span ``downAfterFiles`` files.
         public var throttledOutAfter: Int
 
-        public init(
-            maxPerHost: Int = 6, downAfterFailures: Int = 3, downAfterFiles: Int = 3,
-            downAfterTime: Duration = .seconds(10), throttledOutAfter: Int = 12
-        ) {
+        public init(maxPerHost: Int = 6, downAfterFailures: Int = 3, downAfterFiles: Int = 3, throttledOutAfter: Int = 12) {
             self.maxPerHost = max(maxPerHost, 1)
             self.downAfterFailures = max(downAfterFailures, 1)
             self.downAfterFiles = max(downAfterFiles, 1)
-            self.downAfterTime = downAfterTime
             self.throttledOutAfter = max(throttledOutAfter, 1)
         }
     }
 
     /// Why a host is no longer asked for anything this run.
     public enum Verdict: Sendable, Equatable, CustomStringConvertible {
-        /// Nothing answered: `failures` connection-level failures in a row, the last one `lastError`.
+        /// Nothing answered: `failures` failures in a row, the last one `lastError`.
         case down(host: String, failures: Int, lastError: String)
         /// It kept answering `status` (429 or 503): `answers` in a row, or a wait longer than allowed.
         case throttled(host: String, status: Int, answers: Int)
@@ -60,10 +60,18 @@ public final class HostHealth: Sendable {
         }
     }
 
+    /// How a request to a host failed before any answer.
+    public enum Unanswered: Sendable {
+        /// No connection was made: the host cannot be reached, whatever the file.
+        case notConnected
+        /// Connected, then nothing (a reset, an empty reply, a timeout): maybe that file's trouble.
+        case droppedBeforeAnswer
+    }
+
     private struct Host {
         var failuresInARow = 0
+        var unconnectedInARow = 0
         var failingURLs: Set<String> = []
-        var firstFailure: ContinuousClock.Instant?
         var throttlesInARow = 0
         var throttledURLs: Set<String> = []
         /// The AIMD concurrency, fractional so that additive increase can be gradual.
@@ -101,53 +109,54 @@ public final class HostHealth: Sendable {
     public func recordAnswer(url: String) {
         update(url) { host in
             host.failuresInARow = 0
+            host.unconnectedInARow = 0
             host.failingURLs = []
-            host.firstFailure = nil
             host.throttlesInARow = 0
             host.throttledURLs = []
             host.limit = min(host.limit + 1 / host.limit, Double(settings.maxPerHost))
         }
     }
 
-    /// Nothing was answered: the connection could not be made or broke before a response.
-    public func recordConnectionFailure(url: String, message: String) {
+    /// Nothing was answered.
+    public func recordUnanswered(url: String, _ kind: Unanswered, message: String) {
         update(url) { host in
             host.failuresInARow += 1
+            if kind == .notConnected { host.unconnectedInARow += 1 }
             if host.failingURLs.count < settings.downAfterFiles { host.failingURLs.insert(url) }
-            let first = host.firstFailure ?? .now
-            host.firstFailure = first
-            // One file alone never condemns a host: it may be that file's own trouble.
-            let spansEnough = host.failingURLs.count >= settings.downAfterFiles
-                || (host.failingURLs.count >= 2 && .now - first >= settings.downAfterTime)
-            if host.verdict == nil, host.failuresInARow >= settings.downAfterFailures, spansEnough {
+            let down = host.unconnectedInARow >= settings.downAfterFailures
+                || host.failingURLs.count >= settings.downAfterFiles
+            if host.verdict == nil, down {
                 host.verdict = .down(host: URLAuthority.of(url), failures: host.failuresInARow, lastError: message)
             }
         }
     }
 
-    /// The host answered 429 or 503: halve its concurrency; give it up after too many in a row.
+    /// The host answered 429 or 503: halve its concurrency (once per file); give it up after too
+    /// many in a row across enough files.
     public func recordThrottle(url: String, status: Int) {
         update(url) { host in
-            host.failuresInARow = 0
-            host.failingURLs = []
-            host.firstFailure = nil
             host.throttlesInARow += 1
-            if host.throttledURLs.count < 2 { host.throttledURLs.insert(url) }
-            host.limit = max(host.limit / 2, 1)
-            if host.verdict == nil, host.throttlesInARow >= settings.throttledOutAfter, host.throttledURLs.count >= 2 {
+            // A file retrying is one signal, not one per attempt.
+            if host.throttledURLs.count < settings.downAfterFiles, host.throttledURLs.insert(url).inserted {
+                host.limit = max(host.limit / 2, 1)
+            }
+            if host.verdict == nil, host.throttlesInARow >= settings.throttledOutAfter,
+               host.throttledURLs.count >= settings.downAfterFiles {
                 host.verdict = .throttled(host: URLAuthority.of(url), status: status, answers: host.throttlesInARow)
             }
         }
     }
 
     /// A file's 429s or 503s outlasted its retries: the host is given up for this run when it has
-    /// served nothing through at least half of ``Settings/throttledOutAfter`` such answers, for more
-    /// than this one file (it is limiting us, not failing that file); returns whether it was.
+    /// served nothing through at least half of ``Settings/throttledOutAfter`` such answers, across
+    /// ``Settings/downAfterFiles`` files (it is limiting us, not failing that file); returns whether
+    /// it was.
     @discardableResult
     public func giveUpThrottled(url: String, status: Int) -> Bool {
         var givenUp = false
         update(url) { host in
-            if host.verdict == nil, host.throttlesInARow * 2 >= settings.throttledOutAfter, host.throttledURLs.count >= 2 {
+            if host.verdict == nil, host.throttlesInARow * 2 >= settings.throttledOutAfter,
+               host.throttledURLs.count >= settings.downAfterFiles {
                 host.verdict = .throttled(host: URLAuthority.of(url), status: status, answers: host.throttlesInARow)
             }
             givenUp = host.verdict != nil

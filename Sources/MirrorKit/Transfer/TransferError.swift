@@ -43,13 +43,20 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
     /// TLS handshake (35), got nothing (52), send (55) and receive (56) errors, HTTP/2 stream (92).
     static let retryableCurlCodes: Set<Int32> = [6, 7, 16, 18, 28, 35, 52, 55, 56, 92]
 
-    /// The host could not be reached or talked to at all: couldn't resolve the proxy (5) or host
-    /// (6), couldn't connect (7), a timeout (28), TLS handshake (35) or certificate (60) failures,
-    /// an empty reply (52), or a connection reset before any answer (55, 56). Only meaningful
-    /// when no response arrived.
-    public var isConnectionLevel: Bool {
-        guard response == nil, case .transport(let code, _) = reason else { return false }
-        return Self.connectionLevelCurlCodes.contains(code)
+    /// How the host failed to answer, when it did not answer at all: no connection was made
+    /// (couldn't resolve the proxy (5) or host (6), couldn't connect (7), a connect timeout (28),
+    /// TLS handshake (35) or certificate (60) failures), or the connection died before a response
+    /// (an empty reply (52), a reset (55, 56), a timeout once connected (28)). Nil when a response
+    /// arrived or the failure is of another kind.
+    public var unanswered: HostHealth.Unanswered? {
+        guard response == nil, case .transport(let code, let message) = reason else { return nil }
+        switch code {
+        case 5, 6, 7, 35, 60: return .notConnected
+        // curl says "Connection timed out" or "Failed to connect" for the connect phase.
+        case 28 where message.contains("onnect"): return .notConnected
+        case 28, 52, 55, 56: return .droppedBeforeAnswer
+        default: return nil
+        }
     }
 
     static let connectionLevelCurlCodes: Set<Int32> = [5, 6, 7, 28, 35, 52, 55, 56, 60]

@@ -257,10 +257,13 @@ struct IncrementalCrawlTests {
                 // Three pages of new posts; a run limited to two pages reads only the first two.
                 server.prependToGeneratedTag("gap", count: 36, albumEvery: 0, imageSize: 1024)
                 _ = try await run("gap", server, into: dir, pages: 2)
-                // A full run must still reach the third page of new posts.
+                // A full run must still reach the third page of new posts, and stop at the page
+                // where what the first, full pass saw begins (page 3), not read the rest again.
                 let (full, _) = try await run("gap", server, into: dir)
                 #expect(full.isComplete)
                 expectWholeMirror(of: "gap", server, in: dir)
+                #expect(server.requestCount(path: "/3/gallery/t/gap/time/all/3") == 2)
+                #expect(server.requestCount(path: "/3/gallery/t/gap/time/all/4") == 0)
             }
         }
     }
@@ -279,6 +282,32 @@ struct IncrementalCrawlTests {
                 #expect(time.isComplete)
                 expectWholeMirror(of: "two", server, in: dir)
                 #expect(server.generatedAlbumIDs("two").allSatisfy { server.requestCount(path: "/3/album/\($0)/images") == 1 })
+            }
+        }
+    }
+
+    @Test func anOutageOfTheAPIDoesNotCountAgainstThePendingAlbums() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("outage", pages: 1, perPage: 4, albumEvery: 4, imagesPerAlbum: 2, imageSize: 1024)
+            let album = try #require(server.generatedAlbumIDs("outage").first)
+            let albumPath = "/3/album/\(album)/images"
+            try await TestSupport.withTemporaryDirectory { dir in
+                // The album fails once while the API answers otherwise: that counts.
+                server.inject(.imgurLegacyError(status: 500, message: "Internal error"), path: albumPath, times: 2)
+                _ = try await run("outage", server, into: dir)
+                // Then the whole API is down for five runs: the album is tried first each time,
+                // and the listing fails too; none of that is the album's fault.
+                for _ in 0..<5 {
+                    server.inject(.imgurLegacyError(status: 500, message: "Internal error"), path: albumPath, times: 2)
+                    server.inject(.imgurLegacyError(status: 503, message: "Down"), path: "/3/gallery/t/outage/time/all/0", times: 2)
+                    let (down, _) = try await run("outage", server, into: dir)
+                    #expect(down.stoppedBy != nil)
+                    #expect(down.problems.isEmpty)
+                }
+                // Back up: the album is still pending, and now mirrored.
+                let (back, _) = try await run("outage", server, into: dir)
+                #expect(back.isComplete)
+                expectWholeMirror(of: "outage", server, in: dir)
             }
         }
     }

@@ -7,42 +7,51 @@ import Testing
 struct HostHealthTests {
     let engine = TransferEngine()
 
-    @Test func connectionFailuresAcrossFilesWithNoSuccessBetweenMakeAHostDown() {
-        let health = HostHealth(settings: .init(maxPerHost: 6, downAfterFailures: 4, downAfterFiles: 3))
-        for index in 0..<3 { health.recordConnectionFailure(url: "https://cdn.test/\(index).jpg", message: "refused") }
+    @Test func attemptsThatCannotConnectMakeAHostDownWhateverTheFile() {
+        let health = HostHealth()
+        health.recordUnanswered(url: "https://cdn.test/a.jpg", .notConnected, message: "refused")
+        health.recordUnanswered(url: "https://cdn.test/a.jpg", .notConnected, message: "refused")
         #expect(health.verdict(forHost: "cdn.test") == nil)
-        health.recordConnectionFailure(url: "https://cdn.test/3.jpg", message: "Couldn't connect to server")
+        health.recordUnanswered(url: "https://cdn.test/a.jpg", .notConnected, message: "Couldn't connect to server")
         #expect(health.verdict(forURL: "https://cdn.test/anything.jpg")
-            == .down(host: "cdn.test", failures: 4, lastError: "Couldn't connect to server"))
+            == .down(host: "cdn.test", failures: 3, lastError: "Couldn't connect to server"))
         // Another host, or the same host on another port, is judged apart.
         #expect(health.verdict(forHost: "cdn.test:8443") == nil)
     }
 
+    @Test func connectionsThatDieBeforeAnAnswerNeedThreeFilesOneBrokenImageIsNotEnough() {
+        let health = HostHealth()
+        // One image: its thumbnail and its full-size file, retried over and over.
+        for _ in 0..<10 {
+            health.recordUnanswered(url: "https://cdn.test/Xm.jpg", .droppedBeforeAnswer, message: "reset")
+            health.recordUnanswered(url: "https://cdn.test/X.jpg", .droppedBeforeAnswer, message: "reset")
+        }
+        #expect(health.verdicts.isEmpty)
+        health.recordUnanswered(url: "https://cdn.test/Y.jpg", .droppedBeforeAnswer, message: "reset")
+        #expect(health.verdict(forHost: "cdn.test") != nil)
+    }
+
     @Test func aHostThatFailsSomeFilesButServesOthersIsNotDown() {
-        // The defaults: down after 3 failures in a row across 3 files. Two in a row, then a file
-        // served, over and over, is a flaky host, not a down one.
         let health = HostHealth()
         for index in 0..<50 {
-            health.recordConnectionFailure(url: "https://flaky.test/\(index)a.jpg", message: "reset")
-            health.recordConnectionFailure(url: "https://flaky.test/\(index)b.jpg", message: "reset")
+            // Two files in a row fail (one could not connect, one was reset), then one is served.
+            health.recordUnanswered(url: "https://flaky.test/\(index)a.jpg", .notConnected, message: "refused")
+            health.recordUnanswered(url: "https://flaky.test/\(index)b.jpg", .droppedBeforeAnswer, message: "reset")
             health.recordAnswer(url: "https://flaky.test/\(index)d.jpg")
         }
         #expect(health.verdicts.isEmpty)
     }
 
-    @Test func oneFileFailingAloneNeverMakesAHostDownButTwoFailingForLongEnoughDo() {
-        let health = HostHealth(settings: .init(maxPerHost: 6, downAfterFailures: 3, downAfterFiles: 3, downAfterTime: .zero))
-        for _ in 0..<10 { health.recordConnectionFailure(url: "https://cdn.test/only.mp4", message: "timeout") }
-        #expect(health.verdict(forHost: "cdn.test") == nil)
-        health.recordConnectionFailure(url: "https://cdn.test/next.mp4", message: "timeout")
-        #expect(health.verdict(forHost: "cdn.test") != nil)
-    }
-
-    @Test func oneFileThatKeepsAnswering503FailsAloneWhileItsHostServesTheRest() {
+    @Test func oneImageWhoseFilesKeepAnswering503NeverGivesUpItsHost() {
         let health = HostHealth(settings: .init(maxPerHost: 6, throttledOutAfter: 12))
-        for _ in 0..<30 { health.recordThrottle(url: "https://cdn.test/broken.jpg", status: 503) }
+        for _ in 0..<30 {
+            health.recordThrottle(url: "https://cdn.test/brokenm.jpg", status: 503)
+            health.recordThrottle(url: "https://cdn.test/broken.jpg", status: 503)
+        }
         #expect(!health.giveUpThrottled(url: "https://cdn.test/broken.jpg", status: 503))
         #expect(health.verdicts.isEmpty)
+        // Halved once per file, not once per attempt.
+        #expect(health.concurrencyLimit(forHost: "cdn.test") == 1)
     }
 
     @Test func throttlingHalvesAHostsConcurrencyAndSuccessGrowsItBack() {
@@ -66,7 +75,7 @@ struct HostHealthTests {
 
     @Test func aHostThatAnswersNothingButThrottlingIsGivenUp() {
         let health = HostHealth(settings: .init(maxPerHost: 4, throttledOutAfter: 5))
-        for index in 0..<5 { health.recordThrottle(url: "https://cdn.test/\(index).mp4", status: 429) }
+        for index in 0..<5 { health.recordThrottle(url: "https://cdn.test/\(index % 3).mp4", status: 429) }
         #expect(health.verdict(forHost: "cdn.test") == .throttled(host: "cdn.test", status: 429, answers: 5))
     }
 
