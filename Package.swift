@@ -35,9 +35,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .target(name: "CMirrorSystem"),
         .target(
             name: "MirrorKit",
             dependencies: [
+                "CMirrorSystem",
                 "CCurl",
                 "CLibXML2",
                 "COpenSSL",

@@ -136,6 +136,7 @@ struct JobRunner: Sendable {
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
             let lastModified = partials.record(for: job.url)?.lastModified.flatMap(HTTPDate.parse)
+            partials.detachRecord(for: job.url)
             let committed = try directory.commit(file.path, as: job.relativePath, mode: mode)
             partials.remove(job.url)
             guard let name = committed else { return .alreadyPresent }
@@ -246,6 +247,12 @@ final class JobSession: Sendable {
         }
         for outcome in outcomes { runner.record(outcome, in: &summary) }
         if outcomes.count < submitted { summary.interrupted = true }
+        do {
+            try runner.directory.syncDirectories()
+        } catch {
+            runner.logger.error("\(error)")
+            summary.problems.append("\(error)")
+        }
         reporter.cancel()
         await reporter.value
     }

@@ -1,4 +1,6 @@
+import CMirrorSystem
 import Foundation
+import Synchronization
 
 /// How a finished download is named when its file name is already taken.
 public enum DownloadMode: String, Sendable, CaseIterable, Codable {
@@ -11,11 +13,29 @@ public enum DownloadMode: String, Sendable, CaseIterable, Codable {
 /// The mirror's output directory: finished files under their final names, and mirror's own
 /// working state under `.mirror/`.
 ///
-/// A file appears under its final name only once complete: it is synced to disk, then linked into
-/// place with `link(2)`, which fails rather than replace an existing file, so a concurrent writer
-/// or an earlier run's file is never overwritten.
+/// A file appears under its final name only once complete: its data is synced to disk, then it is
+/// renamed into place in one step with `renameat2(RENAME_NOREPLACE)`, which fails rather than
+/// replace an existing file, so a concurrent writer or an earlier run's file is never overwritten
+/// and no moment exists where one inode has two names. The directories that gained names are
+/// synced in batches (``syncDirectories()``): a power cut may lose a name given just before it,
+/// never a file's contents, and the next run fetches what it finds missing.
 public struct MirrorDirectory: Sendable {
     public let root: URL
+    private let bookkeeping = Bookkeeping()
+
+    /// Directories known to exist, and directories with names not yet synced.
+    private final class Bookkeeping: Sendable {
+        struct State {
+            var created: Set<String> = []
+            var unsynced: Set<String> = []
+            var commitsSinceSync = 0
+        }
+
+        let state = Mutex(State())
+    }
+
+    /// Commits between two syncs of the directories they touched.
+    static let commitsPerDirectorySync = 128
 
     /// Where mirror keeps partial downloads, the state database and the run lock.
     public var stateDirectory: URL { root.appendingPathComponent(".mirror", isDirectory: true) }
@@ -49,26 +69,67 @@ public struct MirrorDirectory: Sendable {
         _ partialPath: String, as relativePath: String, mode: DownloadMode
     ) throws(MirrorError) -> String? {
         let target = try path(of: relativePath)
-        let parent = target.deletingLastPathComponent()
-        try Self.createDirectory(parent)
+        let parent = target.deletingLastPathComponent().path
+        try ensureDirectory(parent)
         try Self.sync(path: partialPath)
         var attempt = 0
         while true {
             let candidate = attempt == 0 ? relativePath : Self.numbered(relativePath, attempt)
             let candidatePath = try path(of: candidate).path
-            if link(partialPath, candidatePath) == 0 {
-                unlink(partialPath)
-                try Self.sync(path: parent.path)
+            if try Self.moveWithoutReplacing(partialPath, to: candidatePath) {
+                try noteNewName(in: parent)
                 return candidate
             }
-            let code = errno
-            guard code == EEXIST else { throw MirrorError.fileSystem(path: candidatePath, errno: code) }
             if mode == .skipIfExists {
                 unlink(partialPath)
                 return nil
             }
             attempt += 1
         }
+    }
+
+    /// Syncs every directory that gained a name since the last sync.
+    public func syncDirectories() throws(MirrorError) {
+        let directories = bookkeeping.state.withLock { state in
+            defer {
+                state.unsynced = []
+                state.commitsSinceSync = 0
+            }
+            return state.unsynced
+        }
+        for directory in directories.sorted() { try Self.sync(path: directory) }
+    }
+
+    /// `mkdir -p`, once per directory and run.
+    private func ensureDirectory(_ path: String) throws(MirrorError) {
+        guard !bookkeeping.state.withLock({ $0.created.contains(path) }) else { return }
+        try Self.createDirectory(URL(fileURLWithPath: path))
+        _ = bookkeeping.state.withLock { $0.created.insert(path) }
+    }
+
+    private func noteNewName(in directory: String) throws(MirrorError) {
+        let due = bookkeeping.state.withLock { state in
+            state.unsynced.insert(directory)
+            state.commitsSinceSync += 1
+            return state.commitsSinceSync >= Self.commitsPerDirectorySync
+        }
+        if due { try syncDirectories() }
+    }
+
+    /// Renames `from` to `to` unless `to` exists; false when it does. Where the file system cannot
+    /// rename without replacing, `link` + `unlink` does the same in two steps.
+    static func moveWithoutReplacing(_ from: String, to: String) throws(MirrorError) -> Bool {
+        if mirror_rename_noreplace(from, to) == 0 { return true }
+        var code = errno
+        if code == EINVAL || code == ENOSYS || code == EOPNOTSUPP {
+            if link(from, to) == 0 {
+                unlink(from)
+                return true
+            }
+            code = errno
+        }
+        guard code == EEXIST else { throw MirrorError.fileSystem(path: to, errno: code) }
+        return false
     }
 
     /// Sets a mirrored file's modification time (best effort: a failure changes nothing else).

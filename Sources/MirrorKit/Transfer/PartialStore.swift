@@ -1,3 +1,4 @@
+import CMirrorSystem
 import Foundation
 
 /// What is known about a partial download: enough to ask for the rest and to be sure the rest
@@ -18,8 +19,10 @@ public struct PartialRecord: Sendable, Codable, Equatable {
 }
 
 /// Where partial downloads live between attempts and between runs: for each URL a `.part` file
-/// with the bytes and a `.json` record of their validators, both named by the URL's MD5 so any URL
-/// maps to a safe, fixed-length name.
+/// with the bytes, named by the URL's MD5 so any URL maps to a safe, fixed-length name, and the
+/// record of their validators in that file's extended attribute `user.mirror.partial`. One inode
+/// per download: creating and deleting files is what a small download costs most on ext4. Where
+/// the file system keeps no extended attributes, the record goes to a `.json` file beside it.
 ///
 /// The record is written before the first byte of a body, and the `.part` file only ever grows
 /// by bytes already written, so whatever kills the process (even SIGKILL) leaves a prefix that the
@@ -51,17 +54,39 @@ public struct PartialStore: Sendable {
         return stat(partPath(for: url), &info) == 0 ? Int64(info.st_size) : 0
     }
 
+    static let attribute = "user.mirror.partial"
+
     public func record(for url: String) -> PartialRecord? {
-        guard let data = FileManager.default.contents(atPath: recordPath(for: url)),
-              let record = try? JSONDecoder().decode(PartialRecord.self, from: data), record.url == url
+        guard let record = Self.record(partPath: partPath(for: url), recordPath: recordPath(for: url)),
+              record.url == url
         else { return nil }
         return record
     }
 
-    /// Writes the record atomically (a temporary file renamed over the old one).
+    /// The record of the `.part` file at `partPath`: its attribute, else the `.json` beside it.
+    private static func record(partPath: String, recordPath: String) -> PartialRecord? {
+        let decoder = JSONDecoder()
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        let count = buffer.withUnsafeMutableBytes { mirror_getxattr(partPath, attribute, $0.baseAddress, $0.count) }
+        if count > 0, let record = try? decoder.decode(PartialRecord.self, from: Data(buffer[..<count])) {
+            return record
+        }
+        guard let data = FileManager.default.contents(atPath: recordPath) else { return nil }
+        return try? decoder.decode(PartialRecord.self, from: data)
+    }
+
+    /// Writes the record: into the `.part` file's attribute (one call, no new file) when the file
+    /// is there and its file system keeps attributes, else atomically into the `.json` file.
     public func save(_ record: PartialRecord) throws(MirrorError) {
-        let path = recordPath(for: record.url)
         guard let data = try? JSONEncoder().encode(record) else { return }
+        let part = partPath(for: record.url)
+        let stored = data.withUnsafeBytes { mirror_setxattr(part, Self.attribute, $0.baseAddress, $0.count) } == 0
+        if stored {
+            // A record an older build left beside the file would otherwise be read instead.
+            unlink(recordPath(for: record.url))
+            return
+        }
+        let path = recordPath(for: record.url)
         do {
             try data.write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
@@ -86,16 +111,22 @@ public struct PartialStore: Sendable {
     public func heldPartials() -> [(record: PartialRecord, length: Int64)] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         var found: [(record: PartialRecord, length: Int64, modified: Int)] = []
-        for name in names where name.hasSuffix(".json") {
-            let path = directory.appendingPathComponent(name).path
-            guard let data = FileManager.default.contents(atPath: path),
-                  let record = try? JSONDecoder().decode(PartialRecord.self, from: data)
-            else { continue }
+        for name in names where name.hasSuffix(".part") {
+            let part = directory.appendingPathComponent(name).path
+            let json = directory.appendingPathComponent(String(name.dropLast(5)) + ".json").path
+            guard let record = Self.record(partPath: part, recordPath: json) else { continue }
             var info = stat()
-            let modified = stat(path, &info) == 0 ? Int(info.st_mtim.tv_sec) : 0
-            found.append((record, length(for: record.url), modified))
+            guard stat(part, &info) == 0 else { continue }
+            found.append((record, Int64(info.st_size), Int(info.st_mtim.tv_sec)))
         }
         return found.sorted { ($0.modified, $0.record.url) < ($1.modified, $1.record.url) }.map { ($0.record, $0.length) }
+    }
+
+    /// Takes the record off a complete `.part` file about to get its final name: the mirror's
+    /// files carry none of its bookkeeping.
+    public func detachRecord(for url: String) {
+        mirror_removexattr(partPath(for: url), Self.attribute)
+        unlink(recordPath(for: url))
     }
 
     /// Deletes what is held for `url`.

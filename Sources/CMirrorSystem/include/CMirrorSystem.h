@@ -1,0 +1,17 @@
+#ifndef MIRROR_SYSTEM_H
+#define MIRROR_SYSTEM_H
+
+#include <sys/types.h>
+
+// File-system calls Swift's Glibc module does not import: renameat2 (glibc declares it only with
+// _GNU_SOURCE) and the extended-attribute calls of <sys/xattr.h>.
+
+/// Renames `from` to `to` unless `to` exists (RENAME_NOREPLACE): -1 with errno EEXIST then, and
+/// EINVAL or ENOSYS where the file system or kernel cannot do it.
+int mirror_rename_noreplace(const char *from, const char *to);
+
+ssize_t mirror_getxattr(const char *path, const char *name, void *value, size_t size);
+int mirror_setxattr(const char *path, const char *name, const void *value, size_t size);
+int mirror_removexattr(const char *path, const char *name);
+
+#endif

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# mirror beside the tools users would pick instead (curl --parallel, aria2c, wget), on the same
+# files in one run: nginx serves a generated, Imgur-shaped static tag on 127.0.0.1 (API pages at
+# their paths, full-size files and thumbnails), optionally through a latency-adding proxy of our
+# own. Each tool downloads into an empty directory; wall time is the median of the rounds, CPU is
+# user + system, RSS the peak; requests and bytes come from nginx's access log.
+#
+#   benchmarks/throughput.sh                    # every workload, 3 rounds, release build
+#   benchmarks/throughput.sh small rtt          # some of them
+#   benchmarks/throughput.sh --smoke            # seconds-long, tiny sizes, 1 round (CI)
+#
+# Workloads: small (1,000 images: 50 KiB full-size + 8 KiB thumbnail), rtt (300 images of
+# 200 KiB through a 50 ms round trip), large (4 x 256 MiB), dup (30 % duplicate URLs: requests
+# must equal unique URLs), rerun (an unchanged second run of 10,000 items: < 1 s, no media requests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+smoke=0
+rounds=3
+workloads=()
+for argument in "$@"; do
+    case "$argument" in
+        --smoke) smoke=1; rounds=1 ;;
+        --rounds=*) rounds=${argument#--rounds=} ;;
+        small|rtt|large|dup|rerun) workloads+=("$argument") ;;
+        *) echo "usage: $0 [--smoke] [--rounds=N] [small|rtt|large|dup|rerun ...]" >&2; exit 64 ;;
+    esac
+done
+((${#workloads[@]})) || workloads=(small rtt large dup rerun)
+
+scripts/setup
+missing=()
+command -v nginx >/dev/null || missing+=(nginx-light)
+for tool in aria2c:aria2 wget:wget curl:curl bc:bc python3:python3; do
+    command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
+done
+if ((${#missing[@]})); then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+
+# The smoke run only shows the script works end to end: a debug build is enough and quicker.
+configuration=release
+((smoke)) && configuration=debug
+swift build -c "$configuration" --product mirror >&2
+bin=$(swift build -c "$configuration" --show-bin-path)
+
+work=$(mktemp -d)
+chmod 755 "$work"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+echo fixture > "$work/client-id"
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+port=$(free_port)
+mkdir -p "$work/www" "$work/tmp"
+cat > "$work/nginx.conf" <<EOF
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+    log_format bench '\$request_uri \$status \$body_bytes_sent';
+    access_log $work/access.log bench;
+    client_body_temp_path $work/tmp/body;
+    proxy_temp_path $work/tmp/proxy;
+    fastcgi_temp_path $work/tmp/fastcgi;
+    uwsgi_temp_path $work/tmp/uwsgi;
+    scgi_temp_path $work/tmp/scgi;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    keepalive_timeout 120;
+    types { image/jpeg jpg; }
+    default_type application/octet-stream;
+    server {
+        listen 127.0.0.1:$port;
+        root $work/www;
+        location /3/ { default_type application/json; }
+    }
+}
+EOF
+"$nginx_bin" -c "$work/nginx.conf" -p "$work" 2>/dev/null
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+direct="http://127.0.0.1:$port"
+
+proxy_port=$(free_port)
+python3 benchmarks/latency-proxy.py "$proxy_port" "$port" 50 &
+pids+=($!)
+delayed="http://127.0.0.1:$proxy_port"
+
+# make TAG IMAGES FULL THUMB [DUP%]: a fresh tree for TAG.
+make_tree() {
+    rm -rf "$work/www"/*
+    python3 benchmarks/make-tag-tree.py "$work/www" "$@" >/dev/null
+    chmod -R a+rX "$work/www"
+}
+
+# One run of one tool into an empty directory: "wall cpu rss_kib requests media_requests bytes".
+measure() { # tool tag base
+    local tool=$1 tag=$2 base=$3 out="$work/out-$1"
+    rm -rf "$out"
+    mkdir -p "$out"
+    : > "$work/access.log"
+    case "$tool" in
+        mirror) command=("$bin/mirror" "$tag" --out "$out" --client-id-file "$work/client-id" --quiet
+                         --api-base "$base" --media-base "$base" --concurrency 16) ;;
+        curl) sed "s|^\(.*\)$|url = \"$base\1\"\noutput = \"$out\1\"|" "$work/www/urls.txt" > "$work/curl.cfg"
+              command=(curl --parallel --parallel-max 16 -s -S -f -K "$work/curl.cfg") ;;
+        aria2c) sed "s|^/\(.*\)$|$base/\1\n  out=\1|" "$work/www/urls.txt" > "$work/aria2.txt"
+                command=(aria2c -j16 -x1 -q -i "$work/aria2.txt" -d "$out" --allow-overwrite=true
+                         --auto-file-renaming=false --file-allocation=none) ;;
+        wget) sed "s|^|$base|" "$work/www/urls.txt" > "$work/wget.txt"
+              command=(wget -q -nv -i "$work/wget.txt" -P "$out") ;;
+    esac
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${command[@]}" >/dev/null 2>"$work/$tool.stderr" || true
+    sleep 0.2  # nginx writes its log line after the response
+    read -r wall user system rss < "$work/time"
+    local requests media bytes
+    requests=$(wc -l < "$work/access.log")
+    media=$(grep -vc '^/3/' "$work/access.log" || true)
+    bytes=$(awk '{ total += $3 } END { print total + 0 }' "$work/access.log")
+    echo "$wall $(echo "$user + $system" | bc) $rss $requests $media $bytes"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# compare TAG BASE TOOLS...: rounds of every tool, interleaved; one table row per tool.
+compare() {
+    local tag=$1 base=$2
+    shift 2
+    local tools=("$@") tool round
+    for tool in "${tools[@]}"; do : > "$work/results-$tool"; done
+    for round in $(seq "$rounds"); do
+        for tool in "${tools[@]}"; do measure "$tool" "$tag" "$base" >> "$work/results-$tool"; done
+    done
+    printf '| %-8s | %9s | %9s | %8s | %8s | %12s |\n' tool "wall s" "CPU s" "RSS MiB" requests "bytes"
+    printf '|---|---:|---:|---:|---:|---:|\n'
+    local best="" mirror_wall=""
+    for tool in "${tools[@]}"; do
+        local wall cpu rss requests bytes
+        wall=$(cut -d' ' -f1 "$work/results-$tool" | median)
+        cpu=$(cut -d' ' -f2 "$work/results-$tool" | median)
+        rss=$(cut -d' ' -f3 "$work/results-$tool" | sort -n | tail -1)
+        requests=$(tail -1 "$work/results-$tool" | cut -d' ' -f5)
+        bytes=$(tail -1 "$work/results-$tool" | cut -d' ' -f6)
+        printf '| %-8s | %9.2f | %9.2f | %8.1f | %8d | %12d |\n' "$tool" "$wall" "$cpu" "$(echo "$rss / 1024" | bc -l)" "$requests" "$bytes"
+        if [ "$tool" = mirror ]; then
+            mirror_wall=$wall
+        elif [ -z "$best" ] || [ "$(echo "$wall < $best" | bc)" = 1 ]; then
+            best=$wall
+        fi
+    done
+    [ -n "$best" ] && [ -n "$mirror_wall" ] && printf 'mirror / best peer (wall): %.2f\n' "$(echo "$mirror_wall / $best" | bc -l)"
+}
+
+scale() { ((smoke)) && echo "$2" || echo "$1"; }
+echo "# $(date -u +%F), $(nproc) cores, $(uname -r), $configuration build, $rounds round(s); nginx $($nginx_bin -v 2>&1 | cut -d/ -f2), curl $(curl --version | head -1 | cut -d' ' -f2), aria2 $(aria2c --version | head -1 | cut -d' ' -f3), wget $(wget --version | head -1 | cut -d' ' -f3)"
+for workload in "${workloads[@]}"; do
+    case "$workload" in
+        small)
+            images=$(scale 1000 40)
+            make_tree small "$images" $((50 << 10)) $((8 << 10))
+            echo; echo "## small: $images images, 50 KiB + 8 KiB, loopback"
+            compare small "$direct" mirror curl aria2c wget ;;
+        rtt)
+            images=$(scale 300 20)
+            make_tree rtt "$images" $((200 << 10)) $((8 << 10))
+            echo; echo "## rtt: $images images of 200 KiB + 8 KiB, 50 ms round trip"
+            compare rtt "$delayed" mirror curl aria2c wget ;;
+        large)
+            size=$(scale $((256 << 20)) $((4 << 20)))
+            make_tree large 4 "$size" $((8 << 10))
+            echo; echo "## large: 4 files of $((size >> 20)) MiB (and 4 thumbnails), loopback"
+            compare large "$direct" mirror curl aria2c ;;
+        dup)
+            images=$(scale 1000 40)
+            make_tree dup "$images" $((50 << 10)) $((8 << 10)) 30
+            echo; echo "## dup: $images images, and 30 % more entries repeating earlier ones (requests must be unique URLs: $(sort -u "$work/www/urls.txt" | wc -l))"
+            compare dup "$direct" mirror curl aria2c ;;
+        rerun)
+            images=$(scale 10000 200)
+            make_tree rerun "$images" 1024 512
+            measure mirror rerun "$direct" > /dev/null
+            # The same directory again: nothing changed, so nothing but the API's head is asked for.
+            : > "$work/access.log"
+            /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$bin/mirror" rerun --out "$work/out-mirror" \
+                --client-id-file "$work/client-id" --quiet --api-base "$direct" --media-base "$direct" >/dev/null || true
+            sleep 0.2
+            read -r wall user system rss < "$work/time"
+            echo; echo "## rerun: an unchanged second run over $images items"
+            printf 'mirror: %.2f s wall, %.2f s CPU, %.1f MiB RSS, %d requests (%d for media)\n' "$wall" \
+                "$(echo "$user + $system" | bc)" "$(echo "$rss / 1024" | bc -l)" "$(wc -l < "$work/access.log")" \
+                "$(grep -vc '^/3/' "$work/access.log" || true)" ;;
+    esac
+done
