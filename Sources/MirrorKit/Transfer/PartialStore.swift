@@ -1,5 +1,6 @@
 import CMirrorSystem
 import Foundation
+import Synchronization
 
 /// What is known about a partial download: enough to ask for the rest and to be sure the rest
 /// belongs to the same bytes.
@@ -29,10 +30,20 @@ public struct PartialRecord: Sendable, Codable, Equatable {
 /// next attempt can resume with `Range` and check with `If-Range`.
 public struct PartialStore: Sendable {
     public let directory: URL
+    /// Whether any `.json` record may exist (left by an older build, or written where attributes
+    /// fail): only then is one looked for when a partial is saved, committed or removed.
+    private let recordFiles: RecordFiles
+
+    private final class RecordFiles: Sendable {
+        let mayExist: Atomic<Bool>
+        init(_ value: Bool) { mayExist = Atomic(value) }
+    }
 
     public init(directory: URL) throws(MirrorError) {
         self.directory = directory
         try MirrorDirectory.createDirectory(directory)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        recordFiles = RecordFiles(names.contains { $0.hasSuffix(".json") })
     }
 
     /// The `.part` file for `url`.
@@ -83,9 +94,10 @@ public struct PartialStore: Sendable {
         let stored = data.withUnsafeBytes { mirror_setxattr(part, Self.attribute, $0.baseAddress, $0.count) } == 0
         if stored {
             // A record an older build left beside the file would otherwise be read instead.
-            unlink(recordPath(for: record.url))
+            if recordFiles.mayExist.load(ordering: .relaxed) { unlink(recordPath(for: record.url)) }
             return
         }
+        recordFiles.mayExist.store(true, ordering: .relaxed)
         let path = recordPath(for: record.url)
         do {
             try data.write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -126,12 +138,12 @@ public struct PartialStore: Sendable {
     /// files carry none of its bookkeeping.
     public func detachRecord(for url: String) {
         mirror_removexattr(partPath(for: url), Self.attribute)
-        unlink(recordPath(for: url))
+        if recordFiles.mayExist.load(ordering: .relaxed) { unlink(recordPath(for: url)) }
     }
 
     /// Deletes what is held for `url`.
     public func remove(_ url: String) {
         unlink(partPath(for: url))
-        unlink(recordPath(for: url))
+        if recordFiles.mayExist.load(ordering: .relaxed) { unlink(recordPath(for: url)) }
     }
 }

@@ -33,13 +33,14 @@ struct PartialStoreTests {
     @Test func aRecordAnOlderBuildLeftBesideThePartIsStillRead() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let folder = dir.appendingPathComponent("partials")
-            let partials = try PartialStore(directory: folder)
             let url = "https://i.test/old.jpg"
-            let part = partials.partPath(for: url)
+            let part = try PartialStore(directory: folder).partPath(for: url)
             try TestSupport.write(Array(repeating: 7, count: 100), to: part)
             let json = String(part.dropLast(5)) + ".json"
             let record = PartialRecord(url: url, etag: "\"abc\"", lastModified: nil, totalLength: 1000)
             try JSONEncoder().encode(record).write(to: URL(fileURLWithPath: json))
+            // The next run opens the store and finds what the older build left.
+            let partials = try PartialStore(directory: folder)
             #expect(partials.record(for: url) == record)
             #expect(partials.resumePoint(for: url)?.offset == 100)
             // Saving again moves the record into the file and drops the old one.
