@@ -13,7 +13,7 @@ extension StateDatabase: CrawlStore {
         cursor.totalItems = row[3].integer.map(Int.init)
         cursor.pageSize = row[4].integer.map(Int.init)
         cursor.pagesRead = Int(row[5].integer ?? 0)
-        cursor.updatedAt = row[6].text.flatMap { ISO8601DateFormatter().date(from: $0) }
+        cursor.updatedAt = row[6].text.flatMap { try? Date($0, strategy: .iso8601) }
         cursor.lastFullPass = row[7].integer.map(Int.init)
         return cursor
     }

@@ -22,6 +22,24 @@ struct RetryPolicyTests {
         #expect(RetryPolicy.retryAfter("99999999999999999999999", now: now) == RetryPolicy.longestRetryAfter)
     }
 
+    @Test func theHandReadFixdateAgreesWithTheFormatter() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var seconds = -2_208_988_800.0  // 1900
+        while seconds < 4_102_444_800 {  // 2100
+            let text = formatter.string(from: Date(timeIntervalSince1970: seconds))
+            #expect(HTTPDate.parseFixdate(text) == formatter.date(from: text), "\(text)")
+            seconds += 7_777_777.7
+        }
+        #expect(HTTPDate.parseFixdate("Thu, 29 Feb 2024 23:59:59 GMT") == Date(timeIntervalSince1970: 1_709_251_199))
+        for bad in ["Fri, 30 Feb 2024 00:00:00 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
+                    "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 UTC", ""] {
+            #expect(HTTPDate.parseFixdate(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func theSameStatusesAreRetriedEverywhere() {
         for status in [408, 429, 500, 502, 503, 504, 599] { #expect(RetryPolicy.isRetryable(status: status)) }
         for status in [200, 301, 400, 401, 403, 404, 410, 416] { #expect(!RetryPolicy.isRetryable(status: status)) }
