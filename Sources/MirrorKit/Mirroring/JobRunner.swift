@@ -138,9 +138,11 @@ struct JobRunner: Sendable {
             let lastModified = partials.record(for: job.url)?.lastModified.flatMap(HTTPDate.parse)
             partials.detachRecord(for: job.url)
             // The commit moves the partial away (or, when the name is taken, deletes it).
-            guard let name = try directory.commit(file.path, as: job.relativePath, mode: mode) else {
-                return .alreadyPresent
+            let (directory, mode) = (directory, mode)
+            let committed = try await BlockingIO.run { () throws(MirrorError) in
+                try directory.commit(file.path, as: job.relativePath, mode: mode)
             }
+            guard let name = committed else { return .alreadyPresent }
             // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
             if let lastModified { directory.setModificationDate(lastModified, of: name) }
             try await state.recordMirrored(job.url, as: name, bytes: file.length)

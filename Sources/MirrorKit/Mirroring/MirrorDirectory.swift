@@ -71,7 +71,7 @@ public struct MirrorDirectory: Sendable {
         let target = try path(of: relativePath)
         let parent = target.deletingLastPathComponent().path
         try ensureDirectory(parent)
-        try Self.sync(path: partialPath)
+        try Self.sync(path: partialPath, dataOnly: true)
         var attempt = 0
         while true {
             let candidate = attempt == 0 ? relativePath : Self.numbered(relativePath, attempt)
@@ -171,11 +171,12 @@ public struct MirrorDirectory: Sendable {
         }
     }
 
-    /// fsync a file or directory, so a rename or link that follows survives a power cut.
-    static func sync(path: String) throws(MirrorError) {
+    /// fsync a file or directory, so a rename or link that follows survives a power cut;
+    /// `dataOnly` (fdatasync) for a file whose name is about to change anyway.
+    static func sync(path: String, dataOnly: Bool = false) throws(MirrorError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw MirrorError.fileSystem(path: path, errno: errno) }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw MirrorError.fileSystem(path: path, errno: errno) }
+        guard (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 else { throw MirrorError.fileSystem(path: path, errno: errno) }
     }
 }
