@@ -57,6 +57,12 @@ struct JobRunner: Sendable {
             maxConcurrent: concurrency, maxPerHost: concurrency))
     }
 
+    /// Makes the names given so far durable (before anything that vouches for them is written).
+    func syncDirectories() async throws(MirrorError) {
+        let directory = directory
+        try await BlockingIO.run { () throws(MirrorError) in try directory.syncDirectories() }
+    }
+
     /// Opens a session that takes jobs as a source finds them; keeps `.mirror/status.json`
     /// current until it finishes.
     func start(source: String) -> JobSession {
@@ -135,12 +141,22 @@ struct JobRunner: Sendable {
                 partials.remove(job.url)
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
-            let lastModified = partials.record(for: job.url)?.lastModified.flatMap(HTTPDate.parse)
-            partials.detachRecord(for: job.url)
-            // The commit moves the partial away (or, when the name is taken, deletes it).
-            let (directory, mode) = (directory, mode)
-            let committed = try await BlockingIO.run { () throws(MirrorError) in
-                try directory.commit(file.path, as: job.relativePath, mode: mode)
+            let record = partials.record(for: job.url)
+            let lastModified = record?.lastModified.flatMap(HTTPDate.parse)
+            // The commit moves the partial away (or, when the name is taken, deletes it); the
+            // record comes off only just before, and goes back if the commit fails, so that a
+            // complete download is never left without the validators that make it resumable.
+            let (directory, mode, partials) = (directory, mode, partials)
+            let committed: String?
+            do {
+                committed = try await BlockingIO.run { () throws(MirrorError) in
+                    try directory.commit(file.path, as: job.relativePath, mode: mode) {
+                        partials.detachRecord(for: job.url)
+                    }
+                }
+            } catch {
+                if let record { try? partials.save(record) }
+                throw error
             }
             guard let name = committed else { return .alreadyPresent }
             // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
@@ -251,7 +267,7 @@ final class JobSession: Sendable {
         for outcome in outcomes { runner.record(outcome, in: &summary) }
         if outcomes.count < submitted { summary.interrupted = true }
         do {
-            try runner.directory.syncDirectories()
+            try await runner.syncDirectories()
         } catch {
             runner.logger.error("\(error)")
             summary.problems.append("\(error)")

@@ -65,19 +65,33 @@ public struct MirrorDirectory: Sendable {
     ///
     /// - Returns: nil when `mode` is ``DownloadMode/skipIfExists`` and the name was taken; the
     ///   download is then discarded.
+    ///
+    /// `beforeRename` runs once the data is synced, just before the file gets its name.
     public func commit(
-        _ partialPath: String, as relativePath: String, mode: DownloadMode
+        _ partialPath: String, as relativePath: String, mode: DownloadMode, beforeRename: () -> Void = {}
     ) throws(MirrorError) -> String? {
         let target = try path(of: relativePath)
         let parent = target.deletingLastPathComponent().path
         try ensureDirectory(parent)
         try Self.sync(path: partialPath, dataOnly: true)
+        beforeRename()
         var attempt = 0
+        var recreated = false
         while true {
             let candidate = attempt == 0 ? relativePath : Self.numbered(relativePath, attempt)
             let candidatePath = try path(of: candidate).path
-            if try Self.moveWithoutReplacing(partialPath, to: candidatePath) {
-                try noteNewName(in: parent)
+            let moved: Bool
+            do {
+                moved = try Self.moveWithoutReplacing(partialPath, to: candidatePath)
+            } catch .fileSystem(_, ENOENT) where !recreated {
+                // The folder went away since this run made it: make it again, once.
+                recreated = true
+                _ = bookkeeping.state.withLock { $0.created.remove(parent) }
+                try ensureDirectory(parent)
+                continue
+            }
+            if moved {
+                noteNewName(in: parent)
                 return candidate
             }
             if mode == .skipIfExists {
@@ -88,16 +102,25 @@ public struct MirrorDirectory: Sendable {
         }
     }
 
-    /// Syncs every directory that gained a name since the last sync.
+    /// Syncs every directory that gained a name since the last sync. Those it could not sync stay
+    /// due, for the next call.
     public func syncDirectories() throws(MirrorError) {
-        let directories = bookkeeping.state.withLock { state in
+        var directories = bookkeeping.state.withLock { state in
             defer {
                 state.unsynced = []
                 state.commitsSinceSync = 0
             }
             return state.unsynced
         }
-        for directory in directories.sorted() { try Self.sync(path: directory) }
+        while let directory = directories.first {
+            do {
+                try Self.sync(path: directory)
+                directories.remove(directory)
+            } catch {
+                bookkeeping.state.withLock { $0.unsynced.formUnion(directories) }
+                throw error
+            }
+        }
     }
 
     /// `mkdir -p`, once per directory and run.
@@ -107,13 +130,15 @@ public struct MirrorDirectory: Sendable {
         _ = bookkeeping.state.withLock { $0.created.insert(path) }
     }
 
-    private func noteNewName(in directory: String) throws(MirrorError) {
+    /// Counts a new name; every so many, syncs the directories. A sync that fails here is not
+    /// this file's failure: the directories stay due, and the sync at the session's end reports it.
+    private func noteNewName(in directory: String) {
         let due = bookkeeping.state.withLock { state in
             state.unsynced.insert(directory)
             state.commitsSinceSync += 1
             return state.commitsSinceSync >= Self.commitsPerDirectorySync
         }
-        if due { try syncDirectories() }
+        if due { try? syncDirectories() }
     }
 
     /// Renames `from` to `to` unless `to` exists; false when it does. Where the file system cannot

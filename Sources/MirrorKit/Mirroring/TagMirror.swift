@@ -49,7 +49,11 @@ public struct TagMirror: Sendable {
     /// cancel, or a media host given up for the run; the next run carries on from there.
     public func run() async -> MirrorSummary {
         let session = jobs.start(source: "tag \(settings.crawl.tag)")
-        let images = ImageCompletion(store: jobs.state, logger: logger)
+        let jobs = jobs
+        let images = ImageCompletion(store: jobs.state, logger: logger) { () throws(MirrorError) in
+            // An image marked done is not looked at again: its files' names must be on disk first.
+            try await jobs.syncDirectories()
+        }
         var summary = MirrorSummary()
         let problems = Mutex<[String]>([])
         let submit: @Sendable ([ImgurImage]) async -> Void = { [settings] found in
@@ -115,11 +119,13 @@ private final class ImageCompletion: Sendable {
 
     private let store: any CrawlStore
     private let logger: Logger
+    private let beforeMarking: @Sendable () async throws(MirrorError) -> Void
     private let state = Mutex(State())
 
-    init(store: any CrawlStore, logger: Logger) {
+    init(store: any CrawlStore, logger: Logger, beforeMarking: @escaping @Sendable () async throws(MirrorError) -> Void) {
         self.store = store
         self.logger = logger
+        self.beforeMarking = beforeMarking
     }
 
     var storeProblems: [String] { state.withLock { $0.problems } }
@@ -151,7 +157,9 @@ private final class ImageCompletion: Sendable {
     }
 
     private func write(_ batch: [String]) async {
+        guard !batch.isEmpty else { return }
         do {
+            try await beforeMarking()
             try await store.markImagesDone(batch)
         } catch {
             // The files are in the mirror; the next run finds them there and settles them again.

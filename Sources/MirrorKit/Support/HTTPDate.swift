@@ -35,15 +35,17 @@ enum HTTPDate {
     static func parseFixdate(_ text: String) -> Date? {
         // "Sun, 06 Nov 1994 08:49:37 GMT"
         let parts = text.trimmingCharacters(in: .whitespaces).split(separator: " ")
+        func digits(_ part: Substring) -> Bool { part.utf8.allSatisfy { (48...57).contains($0) } }
         guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT",
+              digits(parts[1]), digits(parts[3]),
               let day = Int(parts[1]), parts[1].count == 2, (1...31).contains(day),
               let month = months.firstIndex(of: String(parts[2])),
               let year = Int(parts[3]), parts[3].count == 4
         else { return nil }
         let clock = parts[4].split(separator: ":")
-        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
+        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 && digits($0) }),
               let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
-              hour < 24, minute < 60, second < 61
+              hour < 24, minute < 60, second < 60
         else { return nil }
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]

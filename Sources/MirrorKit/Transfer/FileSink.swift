@@ -17,9 +17,18 @@ final class FileSink {
     private var digest: MD5Context?
 
     init(path: String, offset: Int64, capacity: Int = 1 << 20) throws(TransferError.Reason) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        var fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .fileWrite(errno: errno) }
         var info = stat()
+        if fstat(fd, &info) == 0, info.st_nlink > 1 {
+            // Another name shares these bytes (a mirrored file, linked by an older build): never
+            // write through it; start a file of our own.
+            close(fd)
+            guard offset == 0 else { throw .rangeMismatch(requested: offset, received: "a partial linked elsewhere") }
+            unlink(path)
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw .fileWrite(errno: errno) }
+        }
         if offset > 0, fstat(fd, &info) == 0, Int64(info.st_size) < offset {
             // The partial shrank (or vanished) since the offset was taken: appending at `offset`
             // would leave a hole of zeros in the file.

@@ -43,7 +43,17 @@ public struct PartialStore: Sendable {
         self.directory = directory
         try MirrorDirectory.createDirectory(directory)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        recordFiles = RecordFiles(names.contains { $0.hasSuffix(".json") })
+        // A record whose bytes are gone is of no use: drop it, so it keeps nothing looking for more.
+        let parts = Set(names.filter { $0.hasSuffix(".part") }.map { $0.dropLast(5) })
+        var records = false
+        for name in names where name.hasSuffix(".json") {
+            if parts.contains(name.dropLast(5)) {
+                records = true
+            } else {
+                unlink(directory.appendingPathComponent(name).path)
+            }
+        }
+        recordFiles = RecordFiles(records)
     }
 
     /// The `.part` file for `url`.
@@ -74,10 +84,14 @@ public struct PartialStore: Sendable {
         return record
     }
 
+    /// Records longer than this go to the `.json` file: file systems cap attribute sizes (ext4 at
+    /// about a block), and a signed URL can be long.
+    static let largestAttribute = 2048
+
     /// The record of the `.part` file at `partPath`: its attribute, else the `.json` beside it.
     private static func record(partPath: String, recordPath: String) -> PartialRecord? {
         let decoder = JSONDecoder()
-        var buffer = [UInt8](repeating: 0, count: 8192)
+        var buffer = [UInt8](repeating: 0, count: largestAttribute)
         let count = buffer.withUnsafeMutableBytes { mirror_getxattr(partPath, attribute, $0.baseAddress, $0.count) }
         if count > 0, let record = try? decoder.decode(PartialRecord.self, from: Data(buffer[..<count])) {
             return record
@@ -91,12 +105,15 @@ public struct PartialStore: Sendable {
     public func save(_ record: PartialRecord) throws(MirrorError) {
         guard let data = try? JSONEncoder().encode(record) else { return }
         let part = partPath(for: record.url)
-        let stored = data.withUnsafeBytes { mirror_setxattr(part, Self.attribute, $0.baseAddress, $0.count) } == 0
+        let stored = data.count <= Self.largestAttribute
+            && data.withUnsafeBytes { mirror_setxattr(part, Self.attribute, $0.baseAddress, $0.count) } == 0
         if stored {
             // A record an older build left beside the file would otherwise be read instead.
             if recordFiles.mayExist.load(ordering: .relaxed) { unlink(recordPath(for: record.url)) }
             return
         }
+        // An attribute of an earlier version of these bytes would be read before the file.
+        mirror_removexattr(part, Self.attribute)
         recordFiles.mayExist.store(true, ordering: .relaxed)
         let path = recordPath(for: record.url)
         do {
@@ -110,8 +127,15 @@ public struct PartialStore: Sendable {
     /// still current. Nil, and whatever was held is dropped, when there is no such validator:
     /// appending to bytes of unknown origin could splice two different files.
     public func resumePoint(for url: String) -> (offset: Int64, record: PartialRecord, validator: String)? {
-        let length = length(for: url)
-        guard length > 0 else { return nil }
+        var info = stat()
+        guard stat(partPath(for: url), &info) == 0, info.st_size > 0 else { return nil }
+        let length = Int64(info.st_size)
+        // A partial that shares its inode with another name (an older build killed between link
+        // and unlink) must not be written to: that would change the mirrored file.
+        guard info.st_nlink == 1 else {
+            remove(url)
+            return nil
+        }
         guard let record = record(for: url), let validator = record.ifRangeValidator else {
             remove(url)
             return nil

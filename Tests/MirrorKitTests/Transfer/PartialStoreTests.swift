@@ -20,7 +20,12 @@ struct PartialStoreTests {
                 let downloader = Downloader(
                     engine: TransferEngine(), partials: partials, retry: RetryPolicy(maxAttempts: 1), logger: TestSupport.logger)
                 _ = try? await downloader.fetch(url)
-                #expect(names(in: folder).count == 1)
+                // Where the file system keeps no user attributes the record goes beside the file.
+                let probe = folder.appendingPathComponent("probe").path
+                try TestSupport.write([0], to: probe)
+                let attributes = mirror_setxattr(probe, "user.probe", "x", 1) == 0
+                unlink(probe)
+                #expect(names(in: folder).count == (attributes ? 1 : 2))
                 #expect(names(in: folder).first?.hasSuffix(".part") == true)
                 let record = try #require(partials.record(for: url))
                 #expect(record.etag == server.etag(of: "/aB3dE5f.jpg"))
@@ -68,6 +73,82 @@ struct PartialStoreTests {
                 // And the partials folder is empty: nothing was left behind by the commits.
                 #expect(names(in: dir.appendingPathComponent(".mirror/partials")).isEmpty)
             }
+        }
+    }
+
+    @Test func aRecordTooLongForAnAttributeGoesBesideTheFileAndAStaleAttributeNeverWins() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+            let url = "https://cdn.test/file.tgz"
+            try TestSupport.write(Array(repeating: 1, count: 10), to: partials.partPath(for: url))
+            // First a short record (an attribute), then the server's new version with a long one.
+            try partials.save(PartialRecord(url: url, etag: "\"old\"", lastModified: nil, totalLength: 10))
+            let new = PartialRecord(url: url, etag: "\"" + String(repeating: "n", count: 3000) + "\"", lastModified: nil, totalLength: 99)
+            try partials.save(new)
+            #expect(partials.record(for: url) == new)
+            #expect(partials.resumePoint(for: url)?.record == new)
+            // A long URL (a signed query string) is kept whole, beside the file.
+            let signed = "https://cdn.test/file.tgz?signature=" + String(repeating: "x", count: 5000)
+            try TestSupport.write(Array(repeating: 1, count: 10), to: partials.partPath(for: signed))
+            let long = PartialRecord(url: signed, etag: "\"s\"", lastModified: nil, totalLength: 10)
+            try partials.save(long)
+            #expect(partials.record(for: signed) == long)
+        }
+    }
+
+    @Test func aPartialThatSharesItsInodeWithAnotherNameIsNeverResumedOrWrittenThrough() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+            let url = "https://cdn.test/linked.jpg"
+            let published = dir.appendingPathComponent("published.jpg").path
+            try TestSupport.write(Array("the mirrored file".utf8), to: published)
+            #expect(link(published, partials.partPath(for: url)) == 0)
+            try partials.save(PartialRecord(url: url, etag: "\"e\"", lastModified: nil, totalLength: 100))
+            #expect(partials.resumePoint(for: url) == nil)
+            #expect(!FileManager.default.fileExists(atPath: partials.partPath(for: url)))
+            #expect(TestSupport.bytes(at: published) == Array("the mirrored file".utf8))
+            // And a sink opened on such a file starts a file of its own.
+            #expect(link(published, partials.partPath(for: url)) == 0)
+            let sink = try FileSink(path: partials.partPath(for: url), offset: 0)
+            let bytes: [UInt8] = [9, 9, 9, 9]
+            try bytes.withUnsafeBytes { try sink.append($0) }
+            try sink.flush()
+            #expect(TestSupport.bytes(at: published) == Array("the mirrored file".utf8))
+        }
+    }
+
+    @Test func aCommitThatFailsLeavesTheCompleteDownloadResumable() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                // full/ is a file: no full-size file can be committed.
+                try TestSupport.write(Array("not a folder".utf8), to: dir.appendingPathComponent("full").path)
+                let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: TransferEngine(), logger: TestSupport.logger)
+                let settings = TagMirror.Settings(
+                    crawl: TagCrawler.Options(tag: "cats"), urls: MediaURLBuilder(mediaBase: server.baseURL),
+                    concurrency: 6, retry: RetryPolicy(maxAttempts: 1))
+                let summary = try await TagMirror(
+                    directory: try MirrorDirectory(root: dir), client: client, engine: TransferEngine(),
+                    settings: settings, logger: TestSupport.logger
+                ).run()
+                #expect(!summary.failures.isEmpty)
+                let held = try PartialStore(directory: dir.appendingPathComponent(".mirror/partials")).heldPartials()
+                #expect(held.count == summary.failures.count)
+                #expect(held.allSatisfy { $0.record.etag != nil && $0.length > 0 })
+            }
+        }
+    }
+
+    @Test func aFolderDeletedDuringARunIsMadeAgain() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let directory = try MirrorDirectory(root: dir)
+            let first = dir.appendingPathComponent("a.part").path
+            try TestSupport.write([1, 2, 3], to: first)
+            #expect(try directory.commit(first, as: "preview/a.jpg", mode: .skipIfExists) == "preview/a.jpg")
+            try FileManager.default.removeItem(at: dir.appendingPathComponent("preview"))
+            let second = dir.appendingPathComponent("b.part").path
+            try TestSupport.write([4, 5, 6], to: second)
+            #expect(try directory.commit(second, as: "preview/b.jpg", mode: .skipIfExists) == "preview/b.jpg")
+            #expect(TestSupport.bytes(at: dir.appendingPathComponent("preview/b.jpg").path) == [4, 5, 6])
         }
     }
 }
