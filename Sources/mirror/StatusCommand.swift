@@ -49,7 +49,7 @@ struct StatusCommand: AsyncParsableCommand {
             let percent = item.percent.map { String(format: "%5.1f%%", $0) } ?? "    ?%"
             print("  \(item.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) \(percent) \(item.isForced ? "forced " : "       ")\(item.url)")
         }
-        let waiting = status.scheduler.items.count { $0.state == .waiting }
+        let waiting = status.scheduler.counts[.waiting] ?? 0
         if waiting > 0 { print("  … and \(waiting) waiting") }
     }
 

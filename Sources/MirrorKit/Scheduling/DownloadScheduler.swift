@@ -119,12 +119,15 @@ public actor DownloadScheduler {
         pump()
     }
 
-    /// Counts per state and every unfinished item.
-    public func status() -> SchedulerStatus {
+    /// Counts per state, and the unfinished items that are not just waiting (those are only
+    /// counted, unless `includingWaiting`): the snapshot is rebuilt every second, and a tag of
+    /// 100,000 items must not cost 100,000 entries each time.
+    public func status(includingWaiting: Bool = false) -> SchedulerStatus {
         var counts = finishedCounts
         var list: [SchedulerStatus.Item] = []
         for item in items.values {
             counts[item.state, default: 0] += 1
+            guard includingWaiting || item.state != .waiting else { continue }
             let progress = item.progress?.current ?? TransferProgress(completed: 0, total: nil)
             list.append(SchedulerStatus.Item(
                 url: item.url, state: item.state, isForced: item.isForced,

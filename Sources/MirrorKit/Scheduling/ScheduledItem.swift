@@ -114,7 +114,7 @@ struct WaitingStacks {
     }
 }
 
-/// The latest progress of one item, written from the engine thread, read by ``DownloadScheduler/status()``.
+/// The latest progress of one item, written from the engine thread, read by ``DownloadScheduler/status(includingWaiting:)``.
 final class ProgressBox: Sendable {
     private let value = Mutex(TransferProgress(completed: 0, total: nil))
 

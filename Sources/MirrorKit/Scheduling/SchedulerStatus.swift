@@ -16,7 +16,8 @@ public struct SchedulerStatus: Sendable, Codable, Equatable {
 
     /// Items per state, finished ones included.
     public var counts: [DownloadState: Int]
-    /// Every item not yet finished, forced first, then by state.
+    /// The items under way (downloading, paused, suspended), forced first, then by state; waiting
+    /// ones are in ``counts`` only, unless the snapshot was asked to list them.
     public var items: [Item]
 
     /// `downloading 3, waiting 120, paused 2, completed 40`: the non-zero counts.

@@ -27,7 +27,7 @@ struct DownloadSchedulerTests {
     }
 
     private func state(_ scheduler: DownloadScheduler, _ url: String) async -> DownloadState? {
-        await scheduler.status().items.first { $0.url == url }?.state
+        await scheduler.status(includingWaiting: true).items.first { $0.url == url }?.state
     }
 
     // MARK: - Concurrency and order
@@ -105,7 +105,7 @@ struct DownloadSchedulerTests {
         transport.receive(url("older"), bytes: 300)
         let newer = request(scheduler, url("newer"), forced: true)
         try await eventually { transport.running == [url("newer")] }
-        let status = await scheduler.status()
+        let status = await scheduler.status(includingWaiting: true)
         let older = status.items.first { $0.url == url("older") }
         #expect(older?.state == .waiting)
         #expect(older?.isForced == false)
@@ -141,7 +141,7 @@ struct DownloadSchedulerTests {
     @Test func manyCallersShareOneTransferAndAllGetTheFile() async throws {
         let scheduler = scheduler()
         let callers = (1...5).map { _ in request(scheduler, url("same")) }
-        try await eventually { await scheduler.status().items.first?.state == .downloading }
+        try await eventually { await scheduler.status(includingWaiting: true).items.first?.state == .downloading }
         try await Task.sleep(for: .milliseconds(10))
         transport.receive(url("same"), bytes: 42)
         transport.complete(url("same"))
@@ -159,7 +159,7 @@ struct DownloadSchedulerTests {
             await #expect(throws: DownloadError.self) { _ = try await caller.value }
         }
         #expect(transport.fetchCount(url("bad")) == 1)
-        #expect(await scheduler.status().counts[.failed] == 1)
+        #expect(await scheduler.status(includingWaiting: true).counts[.failed] == 1)
     }
 
     @Test func joiningWithForcedUpgradesTheItem() async throws {
@@ -170,7 +170,7 @@ struct DownloadSchedulerTests {
         let upgraded = request(scheduler, url("item"), forced: true)
         try await eventually { transport.pauses == [url("other")] }
         #expect(transport.fetchCount(url("item")) == 1)
-        #expect(await scheduler.status().items.first { $0.url == url("item") }?.isForced == true)
+        #expect(await scheduler.status(includingWaiting: true).items.first { $0.url == url("item") }?.isForced == true)
         transport.complete(url("item"))
         _ = try await (item.value, upgraded.value)
         try await eventually { transport.resumes == [url("other")] }
@@ -210,9 +210,21 @@ struct DownloadSchedulerTests {
         try await eventually { transport.running.isEmpty }
         let again = request(scheduler, url("big"), forced: forcedAgain)
         try await eventually { transport.running == [url("big")] }
-        #expect(await scheduler.status().items.first?.isForced == forcedAgain)
+        #expect(await scheduler.status(includingWaiting: true).items.first?.isForced == forcedAgain)
         transport.complete(url("big"))
         #expect(try await again.value.length == 64)
+    }
+
+    @Test func theSnapshotCountsWaitingItemsWithoutListingThem() async throws {
+        let scheduler = scheduler(maxConcurrent: 2, maxPerHost: 2)
+        let requests = (0..<50).map { request(scheduler, url("w\($0)")) }
+        try await eventually { transport.running.count == 2 }
+        let status = await scheduler.status()
+        #expect(status.counts[.waiting] == 48)
+        #expect(status.items.count == 2)
+        #expect(status.items.allSatisfy { $0.state == .downloading })
+        #expect(await scheduler.status(includingWaiting: true).items.count == 50)
+        requests.forEach { $0.cancel() }
     }
 
     @Test func aFreshPauseIsNotCutShortByAnEarlierOnesTimer() async throws {
@@ -270,7 +282,7 @@ struct DownloadSchedulerTests {
         try await eventually { transport.discarded == [url("a")] }
         #expect(await state(scheduler, url("a")) == nil)
         #expect(await state(scheduler, url("b")) == .suspended)
-        #expect(await scheduler.status().counts[.cancelled] == 1)
+        #expect(await scheduler.status(includingWaiting: true).counts[.cancelled] == 1)
     }
 
     @Test func suspendedPartialsBeyondTheByteBudgetArePurged() async throws {
@@ -332,7 +344,7 @@ struct DownloadSchedulerTests {
         let task = request(scheduler, url("e"))
         try await eventually { transport.running == [url("e")] }
         let joined = request(scheduler, url("e"))
-        try await eventually { await scheduler.status().items.first.map { _ in true } ?? false }
+        try await eventually { await scheduler.status(includingWaiting: true).items.first.map { _ in true } ?? false }
         try await Task.sleep(for: .milliseconds(10))
         transport.complete(url("e"))
         _ = try await (task.value, joined.value)
@@ -362,7 +374,7 @@ struct DownloadSchedulerTests {
         try await eventually { transport.running == [url("running")] }
         let waiting = request(scheduler, url("waiting"))
         try await eventually { await state(scheduler, url("waiting")) == .waiting }
-        let status = await scheduler.status()
+        let status = await scheduler.status(includingWaiting: true)
         #expect(status.counts == [.completed: 1, .downloading: 1, .waiting: 1])
         #expect(status.summaryLine == "waiting 1, downloading 1, completed 1")
         #expect(status.items.map(\.url) == [url("running"), url("waiting")])

@@ -58,7 +58,7 @@ struct SchedulerIntegrationTests {
             try await eventually("transfer stops") { server.requests.count { $0.path == "/revive.bin" } == 1 }
             let kept = partials.length(for: url)
             #expect(kept >= 1 << 20)
-            #expect(await scheduler.status().items.first?.state == .suspended)
+            #expect(await scheduler.status(includingWaiting: true).items.first?.state == .suspended)
 
             let file = try await scheduler.schedule(url)
             #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/revive.bin")))
@@ -79,7 +79,7 @@ struct SchedulerIntegrationTests {
             server.addMedia(path: "/forced.bin", size: 4 << 20)
             let events = scheduler.events()
             let previewTasks = previews.map { path in Task { try await scheduler.schedule(server.baseURL + path) } }
-            try await eventually { await scheduler.status().counts[.downloading] == 4 }
+            try await eventually { await scheduler.status(includingWaiting: true).counts[.downloading] == 4 }
             let forced = try await scheduler.schedule(server.baseURL + "/forced.bin", forced: true)
             #expect(TestSupport.digest(ofFile: forced.path) == TestSupport.digest(server.content(of: "/forced.bin")))
             for (path, task) in zip(previews, previewTasks) {
