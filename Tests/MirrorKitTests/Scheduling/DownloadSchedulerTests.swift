@@ -259,6 +259,8 @@ struct DownloadSchedulerTests {
     @Test func suspendedItemsNeverRestartOnTheirOwn() async throws {
         let scheduler = scheduler(maxConcurrent: 1)
         let running = request(scheduler, url("running"))
+        // The one slot must be taken before the second request arrives: tasks start in any order.
+        try await eventually { transport.running == [url("running")] }
         let waiting = request(scheduler, url("waiting"))
         try await eventually { await state(scheduler, url("waiting")) == .waiting }
         await scheduler.cancel(url("waiting"))
