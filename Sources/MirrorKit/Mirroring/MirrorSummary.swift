@@ -30,8 +30,12 @@ public struct MirrorSummary: Sendable {
         failures.isEmpty && problems.isEmpty && stoppedBy == nil && !interrupted && deferred == 0
     }
 
-    /// `12 files: 10 downloaded (1.2 MB), 2 already present, 0 failed`.
+    /// `12 files: 10 downloaded (1.2 MB), 2 already present, 0 failed`, or `nothing new` when the
+    /// run found nothing to fetch.
     public var line: String {
+        if wanted == 0, failures.isEmpty, removed.isEmpty, !interrupted {
+            return (["nothing new"] + (listing.map { [$0.line] } ?? [])).joined(separator: ", ")
+        }
         var parts = ["\(wanted) files: \(downloaded) downloaded (\(Self.formatBytes(bytesDownloaded)))"]
         parts.append("\(alreadyPresent) already present")
         if !removed.isEmpty { parts.append("\(removed.count) removed upstream") }
@@ -64,8 +68,9 @@ public struct ListingProgress: Sendable, Equatable {
     public var estimatedPages: Int?
 
     public var line: String {
-        guard let nextPage else { return "listing read (\(pagesRead) pages this run)" }
+        let pages = pagesRead == 1 ? "1 page" : "\(pagesRead) pages"
+        guard let nextPage else { return "listing read (\(pages) this run)" }
         let of = estimatedPages.map { " of about \($0)" } ?? ""
-        return "listing at page \(nextPage)\(of) (\(pagesRead) read this run; the next run carries on)"
+        return "listing at page \(nextPage)\(of) (\(pages) read this run; the next run carries on)"
     }
 }

@@ -81,6 +81,12 @@ struct MirrorCommandTests {
                 ])
                 #expect(quietAgain.status == 0)
                 #expect(quietAgain.stdout.isEmpty && quietAgain.stderr.isEmpty)
+                let again = try await mirror([
+                    "cats", "--out", out, "--client-id-file", idFile,
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                #expect(again.status == 0)
+                #expect(again.stdout == "cats: nothing new, listing read (1 page this run)\n")
             }
         }
     }
