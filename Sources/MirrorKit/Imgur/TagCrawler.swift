@@ -134,6 +134,15 @@ public struct TagCrawler: Sendable {
             result.apiAnswered = true
             try await saveBudget()
             if listing.items.isEmpty {
+                if Self.endLooksEarly(page: page, cursor: cursor), cursor.suspectedEnd != page {
+                    // A glitch would otherwise end the pass for good: everything below it would
+                    // never be read. Believe it when a later run sees the same.
+                    cursor.suspectedEnd = page
+                    try await store.saveCursor(cursor)
+                    logger.warning("\(source): page \(page) came back empty, short of the \(cursor.totalItems ?? 0) entries the tag has; the next run asks again")
+                    return try await settleAlbumFailures(&result)
+                }
+                cursor.suspectedEnd = nil
                 try await completePass(&cursor, reachedEnd: true, result: &result)
                 return try await settleAlbumFailures(&result)
             }
@@ -266,6 +275,12 @@ public struct TagCrawler: Sendable {
 
     /// Closes the open pass. `reachedEnd`: it read down to the listing's end (or to what a pass that
     /// did saw), not only to `--pages`; only then may a later pass stop at what this one saw.
+    /// An empty page at least a page short of the listing's stated size.
+    static func endLooksEarly(page: Int, cursor: CrawlCursor) -> Bool {
+        guard let total = cursor.totalItems, let size = cursor.pageSize, size > 0 else { return false }
+        return (page + 1) * size < total
+    }
+
     /// What went wrong with an album, in a few words (the album is named by the caller).
     static func albumProblem(_ error: ImgurError) -> String {
         switch error.kind {

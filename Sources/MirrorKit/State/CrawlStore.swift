@@ -25,6 +25,10 @@ public struct CrawlCursor: Sendable, Equatable, Codable {
     /// newest-first listing stops at the first such entry.
     public var lastFullPass: Int?
 
+    /// A page that came back empty well before the listing's stated size: believed to be the end
+    /// only when a later run finds it empty again.
+    public var suspectedEnd: Int?
+
     /// Some pass has read the listing to its end.
     public var reachedEnd: Bool { lastFullPass != nil }
 

@@ -3,7 +3,7 @@ import Foundation
 extension StateDatabase: CrawlStore {
     public func cursor(for source: String) throws(MirrorError) -> CrawlCursor {
         let rows = try read(
-            "SELECT pass, next_page, head_id, total_items, page_size, pages_read, updated_at, last_full_pass FROM crawl_cursors WHERE source = ?1",
+            "SELECT pass, next_page, head_id, total_items, page_size, pages_read, updated_at, last_full_pass, suspected_end FROM crawl_cursors WHERE source = ?1",
             [.text(source)])
         var cursor = CrawlCursor(source: source)
         guard let row = rows.first else { return cursor }
@@ -15,6 +15,7 @@ extension StateDatabase: CrawlStore {
         cursor.pagesRead = Int(row[5].integer ?? 0)
         cursor.updatedAt = row[6].text.flatMap { try? Date($0, strategy: .iso8601) }
         cursor.lastFullPass = row[7].integer.map(Int.init)
+        cursor.suspectedEnd = row[8].integer.map(Int.init)
         return cursor
     }
 
@@ -151,18 +152,19 @@ extension StateDatabase: CrawlStore {
     }
 
     private static let saveCursorSQL = """
-        INSERT INTO crawl_cursors (source, pass, next_page, head_id, total_items, page_size, pages_read, updated_at, last_full_pass)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        INSERT INTO crawl_cursors (source, pass, next_page, head_id, total_items, page_size, pages_read, updated_at, last_full_pass, suspected_end)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
         ON CONFLICT(source) DO UPDATE SET pass = excluded.pass, next_page = excluded.next_page,
             head_id = excluded.head_id, total_items = excluded.total_items, page_size = excluded.page_size,
-            pages_read = excluded.pages_read, updated_at = excluded.updated_at, last_full_pass = excluded.last_full_pass
+            pages_read = excluded.pages_read, updated_at = excluded.updated_at, last_full_pass = excluded.last_full_pass,
+            suspected_end = excluded.suspected_end
         """
 
     private static func arguments(of cursor: CrawlCursor) -> [SQLiteValue] {
         [
             .text(cursor.source), .integer(Int64(cursor.pass)), SQLiteValue(cursor.nextPage), SQLiteValue(cursor.headID),
             SQLiteValue(cursor.totalItems), SQLiteValue(cursor.pageSize), .integer(Int64(cursor.pagesRead)),
-            .text(now()), SQLiteValue(cursor.lastFullPass),
+            .text(now()), SQLiteValue(cursor.lastFullPass), SQLiteValue(cursor.suspectedEnd),
         ]
     }
 }

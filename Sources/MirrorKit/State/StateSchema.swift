@@ -22,6 +22,7 @@ enum StateSchema {
                 page_size INTEGER,
                 pages_read INTEGER NOT NULL DEFAULT 0,
                 last_full_pass INTEGER,
+                suspected_end INTEGER,
                 updated_at TEXT NOT NULL);
             CREATE TABLE listing_entries (
                 source TEXT NOT NULL, entry_id TEXT NOT NULL, pass INTEGER NOT NULL,

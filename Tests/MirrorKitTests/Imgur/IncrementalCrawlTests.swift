@@ -311,4 +311,35 @@ struct IncrementalCrawlTests {
             }
         }
     }
+
+    @Test func anEmptyPageInTheMiddleOfTheListingIsNotTakenForItsEnd() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("glitch", pages: 4, perPage: 12, albumEvery: 0, imageSize: 1024)
+            let empty = #"{"data":{"name":"glitch","total_items":48,"items":[]},"success":true,"status":200}"#
+            server.inject(.respond(status: 200, body: empty), path: "/3/gallery/t/glitch/time/all/2")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let (first, _) = try await run("glitch", server, into: dir)
+                #expect(first.listing?.nextPage != nil, "the pass must stay open")
+                let (second, _) = try await run("glitch", server, into: dir)
+                #expect(second.isComplete)
+                #expect(second.listing?.nextPage == nil)
+                expectWholeMirror(of: "glitch", server, in: dir)
+            }
+        }
+    }
+
+    @Test func anEmptyPageSeenTwiceIsTheEndWhateverTheStatedSize() async throws {
+        try await TestSupport.withServer { server in
+            // Page 0 says 36 entries; page 1 comes back empty in two runs running.
+            server.addGeneratedTag("stale", pages: 3, perPage: 12, albumEvery: 0, imageSize: 1024)
+            let empty = #"{"data":{"name":"stale","total_items":36,"items":[]},"success":true,"status":200}"#
+            server.inject(.respond(status: 200, body: empty), path: "/3/gallery/t/stale/time/all/1", times: 2)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let (first, _) = try await run("stale", server, into: dir)
+                #expect(first.listing?.nextPage == 1)
+                let (second, _) = try await run("stale", server, into: dir)
+                #expect(second.listing?.nextPage == nil, "seen empty twice: the end")
+            }
+        }
+    }
 }
