@@ -14,6 +14,8 @@ struct GeneratedTag: Sendable {
     var perPage: Int
     /// Newest first.
     var entries: [Entry] = []
+    /// Added to the `total_items` the pages state, as a stale count would be.
+    var overstatedBy = 0
 
     /// The API body of page `page` (an empty `items` past the end).
     func pageBody(_ page: Int, imageSize: (String) -> Int) -> Data {
@@ -29,7 +31,7 @@ struct GeneratedTag: Sendable {
             return Self.imageObject(entry.id, size: imageSize(entry.id)).merging(["is_album": false]) { $1 }
         }
         let body: [String: Any] = [
-            "data": ["name": name, "followers": 0, "total_items": entries.count, "following": false, "items": items],
+            "data": ["name": name, "followers": 0, "total_items": entries.count + overstatedBy, "following": false, "items": items],
             "success": true, "status": 200,
         ]
         return (try? JSONSerialization.data(withJSONObject: body)) ?? Data()
@@ -67,6 +69,11 @@ extension FixtureServer {
                 to: name, count: count, atHead: true, albumEvery: albumEvery, imagesPerAlbum: imagesPerAlbum,
                 imageSize: imageSize)
         }
+    }
+
+    /// Makes generated tag `name`'s pages state `extra` more entries than it lists.
+    public func overstateGeneratedTag(_ name: String, by extra: Int) {
+        state.withLock { $0.generatedTags[name]?.overstatedBy = extra }
     }
 
     /// Every image of generated tag `name`, albums expanded.

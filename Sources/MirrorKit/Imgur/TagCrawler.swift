@@ -134,7 +134,8 @@ public struct TagCrawler: Sendable {
             result.apiAnswered = true
             try await saveBudget()
             if listing.items.isEmpty {
-                if Self.endLooksEarly(page: page, cursor: cursor), cursor.suspectedEnd != page {
+                let confirmed = cursor.suspectedEnd.map { page >= $0 } ?? false
+                if !confirmed, Self.endLooksEarly(page: page, stated: listing.totalItems, cursor: cursor) {
                     // A glitch would otherwise end the pass for good: everything below it would
                     // never be read. Believe it when a later run sees the same.
                     cursor.suspectedEnd = page
@@ -273,11 +274,11 @@ public struct TagCrawler: Sendable {
         return .expanded
     }
 
-    /// Closes the open pass. `reachedEnd`: it read down to the listing's end (or to what a pass that
-    /// did saw), not only to `--pages`; only then may a later pass stop at what this one saw.
-    /// An empty page at least a page short of the listing's stated size.
-    static func endLooksEarly(page: Int, cursor: CrawlCursor) -> Bool {
-        guard let total = cursor.totalItems, let size = cursor.pageSize, size > 0 else { return false }
+    /// An empty page at least a page short of the listing's size, as the empty page itself (else
+    /// page 0) states it. A second run in a row that ends on an empty page at or past the one
+    /// suspected confirms the end (new posts may have pushed it down meanwhile).
+    static func endLooksEarly(page: Int, stated: Int?, cursor: CrawlCursor) -> Bool {
+        guard let total = stated ?? cursor.totalItems, let size = cursor.pageSize, size > 0 else { return false }
         return (page + 1) * size < total
     }
 
@@ -291,10 +292,13 @@ public struct TagCrawler: Sendable {
         }
     }
 
+    /// Closes the open pass. `reachedEnd`: it read down to the listing's end (or to what a pass that
+    /// did saw), not only to `--pages`; only then may a later pass stop at what this one saw.
     private func completePass(_ cursor: inout CrawlCursor, reachedEnd: Bool, result: inout Result) async throws(MirrorError) {
         // A pass cut off by --pages leaves a gap below it: a later pass reads on past what this
         // one saw, down to what the last full pass saw.
         if reachedEnd { cursor.lastFullPass = cursor.pass }
+        cursor.suspectedEnd = nil
         cursor.pass += 1
         cursor.nextPage = nil
         try await store.saveCursor(cursor)

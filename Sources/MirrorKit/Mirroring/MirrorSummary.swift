@@ -33,7 +33,7 @@ public struct MirrorSummary: Sendable {
     /// `12 files: 10 downloaded (1.2 MB), 2 already present, 0 failed`, or `nothing new` when the
     /// run found nothing to fetch.
     public var line: String {
-        if wanted == 0, failures.isEmpty, removed.isEmpty, !interrupted {
+        if wanted == 0, failures.isEmpty, removed.isEmpty, problems.isEmpty, !interrupted, stoppedOnlyByTheBudget {
             return (["nothing new"] + (listing.map { [$0.line] } ?? [])).joined(separator: ", ")
         }
         var parts = ["\(wanted) files: \(downloaded) downloaded (\(Self.formatBytes(bytesDownloaded)))"]
@@ -44,6 +44,14 @@ public struct MirrorSummary: Sendable {
         if interrupted { parts.append("interrupted (partial downloads kept)") }
         if let listing { parts.append(listing.line) }
         return parts.joined(separator: ", ")
+    }
+
+    /// Nothing stopped the listing, or only the API budget did (the next run carries on): then
+    /// "nothing new" is the truth about what this run could see.
+    var stoppedOnlyByTheBudget: Bool {
+        guard let stoppedBy else { return true }
+        guard let error = stoppedBy as? ImgurError else { return false }
+        return error.kind == .rateLimited && error.isAPIWide
     }
 
     /// `1.2 MB`: decimal units, one decimal.

@@ -342,4 +342,22 @@ struct IncrementalCrawlTests {
             }
         }
     }
+
+    @Test func anOverstatedTagWhoseEndMovesDownWithNewPostsStillCompletes() async throws {
+        try await TestSupport.withServer { server in
+            // The API says 120 entries and lists 36; new posts arrive between runs, moving the
+            // empty page down a page each time.
+            server.addGeneratedTag("moving", pages: 3, perPage: 12, albumEvery: 0, imageSize: 1024)
+            server.overstateGeneratedTag("moving", by: 84)
+            try await TestSupport.withTemporaryDirectory { dir in
+                var complete = false
+                for _ in 0..<4 {
+                    let (summary, _) = try await run("moving", server, into: dir)
+                    if summary.listing?.nextPage == nil { complete = true; break }
+                    server.prependToGeneratedTag("moving", count: 12, albumEvery: 0, imageSize: 1024)
+                }
+                #expect(complete, "the pass never completed")
+            }
+        }
+    }
 }
