@@ -17,9 +17,8 @@ enum Report {
                 logger.error("\(verdict): stopping; \(summary.deferred) files left for the next run")
             }
         }
-        // A spent budget, or an API that limits us, is the plan on a large tag: the cursor is
-        // saved and a later run carries on. Anything else that stopped the listing is a fault.
-        let budgetStop = (summary.stoppedBy as? ImgurError).map { $0.kind == .rateLimited && $0.isAPIWide } ?? false
+        // A spent budget is the plan on a large tag; anything else that stopped the listing is a fault.
+        let budgetStop = summary.stoppedByTheBudget
         if let stopped = summary.stoppedBy {
             if budgetStop {
                 logger.warning("\(stopped)")
@@ -33,7 +32,7 @@ enum Report {
             throw ExitCode(128 + number)
         }
         let faultFree = summary.failures.isEmpty && summary.problems.isEmpty && summary.deferred == 0
-            && (summary.stoppedBy == nil || budgetStop)
+            && summary.stoppedOnlyByTheBudget
         let wellEnough = summary.isComplete || (faultFree && (stop == .deadline || budgetStop))
         if !quiet || !wellEnough {
             let deadline = stop == .deadline ? "; stopped at the --max-duration deadline" : ""

@@ -82,7 +82,7 @@ enum StatusLines {
             if figures.albumsGone > 0 { albums += ", \(figures.albumsGone) gone" }
             lines.append(albums)
         }
-        if let budget = try? await state.budget(api: "imgur") { lines.append(budgetLine(budget)) }
+        if let budget = try? await state.budget(api: TagCrawler.budgetKey) { lines.append(budgetLine(budget)) }
         return lines
     }
 

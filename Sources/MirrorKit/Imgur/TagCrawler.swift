@@ -38,19 +38,16 @@ public struct TagCrawler: Sendable {
         public var removedAlbums: [String] = []
         /// The error that stopped the listing early, if one did: the next run carries on.
         public var stoppedBy: (any Error & Sendable)?
-        /// This run completed a pass (the listing was read to its end or to what an earlier pass saw).
-        public var completedPass = false
         /// The cursor as this run left it.
         public var cursor: CrawlCursor?
         /// Albums that failed this run, not yet counted against them.
         var albumFailures: [(id: String, problem: String)] = []
         /// Some API call answered this run (a page, an album).
         var apiAnswered = false
-        var source = ""
     }
 
     /// The API whose budget the store keeps for this crawler.
-    static let budgetKey = "imgur"
+    public static let budgetKey = "imgur"
     /// Runs in which an album may fail on its own before it is given up.
     static let albumAttempts = 3
 
@@ -72,11 +69,11 @@ public struct TagCrawler: Sendable {
         shouldStop: @Sendable () -> Bool = { false }
     ) async -> Result {
         var result = Result()
-        result.source = options.source
         var cursor = CrawlCursor(source: options.source)
         do throws(MirrorError) {
             cursor = try await store.cursor(for: options.source)
             try await walk(options, cursor: &cursor, found: found, shouldStop: shouldStop, into: &result)
+            try await settleAlbumFailures(&result, source: options.source)
         } catch {
             result.stoppedBy = error
         }
@@ -107,7 +104,7 @@ public struct TagCrawler: Sendable {
         }
 
         // Albums an earlier run found but could not expand come first: they are older.
-        guard try await expandPending() else { return try await settleAlbumFailures(&result) }
+        guard try await expandPending() else { return }
         var page: Int
         if let next = cursor.nextPage {
             // One page back: entries that moved across the boundary since are read, not skipped.
@@ -120,8 +117,8 @@ public struct TagCrawler: Sendable {
         }
         while mayGoOn() {
             if let maxPages = options.maxPages, page >= maxPages {
-                try await completePass(&cursor, reachedEnd: false, result: &result)
-                return try await settleAlbumFailures(&result)
+                try await completePass(&cursor, reachedEnd: false)
+                return
             }
             let listing: TagPage
             do {
@@ -129,7 +126,7 @@ public struct TagCrawler: Sendable {
             } catch {
                 if !Task.isCancelled { result.stoppedBy = error }
                 try await saveBudget()
-                return try await settleAlbumFailures(&result)
+                return
             }
             result.apiAnswered = true
             try await saveBudget()
@@ -141,34 +138,32 @@ public struct TagCrawler: Sendable {
                     cursor.suspectedEnd = page
                     try await store.saveCursor(cursor)
                     logger.warning("\(source): page \(page) came back empty, short of the \(cursor.totalItems ?? 0) entries the tag has; the next run asks again")
-                    return try await settleAlbumFailures(&result)
+                    return
                 }
-                cursor.suspectedEnd = nil
-                try await completePass(&cursor, reachedEnd: true, result: &result)
-                return try await settleAlbumFailures(&result)
+                try await completePass(&cursor, reachedEnd: true)
+                return
             }
             result.pagesRead += 1
             let reachedKnown = try await record(listing, page: page, options: options, cursor: &cursor, found: found, into: &result)
-            guard try await expandPending() else { return try await settleAlbumFailures(&result) }
+            guard try await expandPending() else { return }
             if reachedKnown {
                 logger.debug("\(source): page \(page) shows entries an earlier pass saw: the pass is complete")
-                try await completePass(&cursor, reachedEnd: true, result: &result)
-                return try await settleAlbumFailures(&result)
+                try await completePass(&cursor, reachedEnd: true)
+                return
             }
             page += 1
         }
-        try await settleAlbumFailures(&result)
     }
 
     /// Counts this run's album failures against their albums, but only when the API answered
     /// other calls meanwhile: in an outage every album fails, and none of them is at fault. An
     /// album that failed on its own in ``albumAttempts`` runs is given up and reported once.
-    private func settleAlbumFailures(_ result: inout Result) async throws(MirrorError) {
+    private func settleAlbumFailures(_ result: inout Result, source: String) async throws(MirrorError) {
         guard result.apiAnswered else { return }
         for (albumID, problem) in result.albumFailures {
             let failures = try await store.recordAlbumFailure(albumID, problem: problem)
             if failures >= Self.albumAttempts {
-                try await store.recordAlbumGone(albumID, problem: problem, source: result.source)
+                try await store.recordAlbumGone(albumID, problem: problem, source: source)
                 result.problems.append("album \(albumID): \(problem) (in \(failures) runs; not asked for again)")
             } else {
                 logger.warning("album \(albumID): \(problem); the next run asks again")
@@ -232,7 +227,7 @@ public struct TagCrawler: Sendable {
         case stop
     }
 
-    /// Fetches one album's images. An album that fails stays pending (see ``settleAlbumFailures(_:)``).
+    /// Fetches one album's images. An album that fails stays pending (see ``settleAlbumFailures(_:source:)``).
     private func expand(
         _ albumID: String, source: String, found: @Sendable ([ImgurImage]) async -> Void, into result: inout Result
     ) async throws(MirrorError) -> Expansion {
@@ -294,7 +289,7 @@ public struct TagCrawler: Sendable {
 
     /// Closes the open pass. `reachedEnd`: it read down to the listing's end (or to what a pass that
     /// did saw), not only to `--pages`; only then may a later pass stop at what this one saw.
-    private func completePass(_ cursor: inout CrawlCursor, reachedEnd: Bool, result: inout Result) async throws(MirrorError) {
+    private func completePass(_ cursor: inout CrawlCursor, reachedEnd: Bool) async throws(MirrorError) {
         // A pass cut off by --pages leaves a gap below it: a later pass reads on past what this
         // one saw, down to what the last full pass saw.
         if reachedEnd { cursor.lastFullPass = cursor.pass }
@@ -302,7 +297,6 @@ public struct TagCrawler: Sendable {
         cursor.pass += 1
         cursor.nextPage = nil
         try await store.saveCursor(cursor)
-        result.completedPass = true
     }
 
     private func saveBudget() async throws(MirrorError) {

@@ -98,7 +98,7 @@ struct JobRunner: Sendable {
         guard health.verdict(forURL: error.url) != nil else { return false }
         switch error.reason {
         case .httpStatus(let status): return RetryPolicy.isThrottling(status: status)
-        case .transfer(.transport(let code, _)): return TransferError.connectionLevelCurlCodes.contains(code)
+        case .transfer(let reason): return TransferError(url: error.url, reason: reason).unanswered != nil
         default: return false
         }
     }

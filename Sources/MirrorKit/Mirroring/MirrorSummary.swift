@@ -46,13 +46,15 @@ public struct MirrorSummary: Sendable {
         return parts.joined(separator: ", ")
     }
 
-    /// Nothing stopped the listing, or only the API budget did (the next run carries on): then
-    /// "nothing new" is the truth about what this run could see.
-    var stoppedOnlyByTheBudget: Bool {
-        guard let stoppedBy else { return true }
+    /// The listing stopped because the API budget is spent, or the API limits us: the plan on a
+    /// large tag, not a fault (the cursor is saved and a later run carries on).
+    public var stoppedByTheBudget: Bool {
         guard let error = stoppedBy as? ImgurError else { return false }
         return error.kind == .rateLimited && error.isAPIWide
     }
+
+    /// Nothing stopped the listing, or only the API budget did.
+    public var stoppedOnlyByTheBudget: Bool { stoppedBy == nil || stoppedByTheBudget }
 
     /// `1.2 MB`: decimal units, one decimal.
     public static func formatBytes(_ bytes: Int64) -> String {

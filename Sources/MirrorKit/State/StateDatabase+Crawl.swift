@@ -117,16 +117,16 @@ extension StateDatabase: CrawlStore {
     }
 
     public func figures(source: String) throws(MirrorError) -> CrawlFigures {
-        func count(_ sql: String) throws(MirrorError) -> Int {
-            Int(try read(sql, [.text(source)]).first?.first?.integer ?? 0)
+        func count(_ sql: String, _ arguments: [SQLiteValue] = [.text(source)]) throws(MirrorError) -> Int {
+            Int(try read(sql, arguments).first?.first?.integer ?? 0)
         }
         return CrawlFigures(
             cursor: try cursor(for: source),
             entriesKnown: try count("SELECT count(*) FROM listing_entries WHERE source = ?1"),
             imagesKnown: try count("SELECT count(*) FROM images WHERE source = ?1"),
-            imagesPending: Int(try read("SELECT count(*) FROM images WHERE done = 0").first?.first?.integer ?? 0),
+            imagesPending: try count("SELECT count(*) FROM images WHERE done = 0", []),
             albumsCached: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'cached'"),
-            albumsPending: Int(try read("SELECT count(*) FROM albums WHERE state = 'pending'").first?.first?.integer ?? 0),
+            albumsPending: try count("SELECT count(*) FROM albums WHERE state = 'pending'", []),
             albumsGone: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'gone'"))
     }
 

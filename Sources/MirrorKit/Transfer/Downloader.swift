@@ -56,9 +56,7 @@ public struct Downloader: Sendable {
             giveUp: { failure, reason in gaveUp(failure, reason) },
             onRetry: { failure, delay in logger.debug("retrying \(url) in \(delay) after: \(failure)") }
         ) { _ throws(DownloadError) in
-            if let verdict = health?.verdict(forURL: url) {
-                throw DownloadError(url: url, reason: .hostUnavailable(verdict.description))
-            }
+            if let unavailable = hostUnavailable(url) { throw unavailable }
             return try await attempt(url, id: id, expectedSize: expectedSize, progress: progress, received: &received)
         }
     }
@@ -131,9 +129,7 @@ public struct Downloader: Sendable {
             }
         } else if let unanswered = error.unanswered, let health {
             health.recordUnanswered(url: url, unanswered, message: error.reasonText)
-            if let verdict = health.verdict(forURL: url) {
-                throw DownloadError(url: url, reason: .hostUnavailable(verdict.description))
-            }
+            if let unavailable = hostUnavailable(url) { throw unavailable }
             // Worth another try whatever its code (a certificate failure too): the host's verdict,
             // not one file's line of errors, is what a host that cannot be reached should produce.
             return .retry(DownloadError(url: url, reason: .transfer(error.reason)), retryAfter: nil)
@@ -168,10 +164,15 @@ public struct Downloader: Sendable {
     private func gaveUp(_ failure: DownloadError, _ reason: RetryPolicy.GiveUp) -> DownloadError {
         if reason == .cancelled { return DownloadError(url: failure.url, reason: .transfer(.cancelled)) }
         if let health, case .httpStatus(let status) = failure.reason, RetryPolicy.isThrottling(status: status),
-           health.giveUpThrottled(url: failure.url, status: status), let verdict = health.verdict(forURL: failure.url) {
-            return DownloadError(url: failure.url, reason: .hostUnavailable(verdict.description))
+           health.giveUpThrottled(url: failure.url, status: status), let unavailable = hostUnavailable(failure.url) {
+            return unavailable
         }
         return failure
+    }
+
+    /// The error for a file whose host this run has given up, if it has.
+    private func hostUnavailable(_ url: String) -> DownloadError? {
+        health?.verdict(forURL: url).map { DownloadError(url: url, reason: .hostUnavailable($0.description)) }
     }
 
     /// Saves the validators of a response about to write the partial, before its first byte.

@@ -59,7 +59,6 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    static let connectionLevelCurlCodes: Set<Int32> = [5, 6, 7, 28, 35, 52, 55, 56, 60]
 
     public var description: String {
         switch reason {
