@@ -128,11 +128,13 @@ actor APIRateLimiter {
         if let value = headers["X-RateLimit-UserRemaining"].flatMap({ Int($0) }) { budget.userRemaining = value; seen = true }
         if let value = headers["X-RateLimit-UserLimit"].flatMap({ Int($0) }) { budget.userLimit = value }
         if let value = headers["X-RateLimit-ClientRemaining"].flatMap({ Int($0) }) { budget.clientRemaining = value; seen = true }
+        // The budgets are hourly and daily: a reset said to be further away is not believed, or
+        // one lying answer would stop every later run, which would never ask again.
         if let reset = headers["X-RateLimit-UserReset"].flatMap({ Int64($0) }) {
-            budget.userResetAt = now.addingTimeInterval(Self.secondsUntilReset(reset, now: now))
+            budget.userResetAt = now.addingTimeInterval(min(Self.secondsUntilReset(reset, now: now), 3600))
         }
         if let reset = headers["X-RateLimit-ClientReset"].flatMap({ Int64($0) }) {
-            budget.clientResetAt = now.addingTimeInterval(Self.secondsUntilReset(reset, now: now))
+            budget.clientResetAt = now.addingTimeInterval(min(Self.secondsUntilReset(reset, now: now), 86_400))
         }
         if seen { budget.observedAt = now }
     }

@@ -206,6 +206,9 @@ public struct TagCrawler: Sendable {
             cursor.pageSize = listing.items.count
         }
         cursor.totalItems = listing.totalItems ?? cursor.totalItems
+        // Entries never seen where an empty page was: that was a glitch, not the end. (Entries
+        // seen before are the listing moving down, and say nothing of it.)
+        if !newEntries.isEmpty, let suspected = cursor.suspectedEnd, page >= suspected { cursor.suspectedEnd = nil }
         cursor.nextPage = page + 1
         cursor.pagesRead += 1
         let added = try await store.recordPage(
@@ -273,7 +276,9 @@ public struct TagCrawler: Sendable {
     /// page 0) states it. A second run in a row that ends on an empty page at or past the one
     /// suspected confirms the end (new posts may have pushed it down meanwhile).
     static func endLooksEarly(page: Int, stated: Int?, cursor: CrawlCursor) -> Bool {
-        guard let total = stated ?? cursor.totalItems, let size = cursor.pageSize, size > 0 else { return false }
+        // The larger of the two: an empty page stating a small total is no proof of the end.
+        guard let total = [stated, cursor.totalItems].compactMap({ $0 }).max(), let size = cursor.pageSize, size > 0
+        else { return false }
         return (page + 1) * size < total
     }
 

@@ -141,22 +141,14 @@ struct JobRunner: Sendable {
                 partials.remove(job.url)
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
-            let record = partials.record(for: job.url)
-            let lastModified = record?.lastModified.flatMap(HTTPDate.parse)
+            let lastModified = partials.record(for: job.url)?.lastModified.flatMap(HTTPDate.parse)
             // The commit moves the partial away (or, when the name is taken, deletes it); the
-            // record comes off only just before, and goes back if the commit fails, so that a
-            // complete download is never left without the validators that make it resumable.
+            // record comes off the file only once it has its final name.
             let (directory, mode, partials) = (directory, mode, partials)
-            let committed: String?
-            do {
-                committed = try await BlockingIO.run { () throws(MirrorError) in
-                    try directory.commit(file.path, as: job.relativePath, mode: mode) {
-                        partials.detachRecord(for: job.url)
-                    }
+            let committed = try await BlockingIO.run { () throws(MirrorError) in
+                try directory.commit(file.path, as: job.relativePath, mode: mode) {
+                    partials.detachRecord(for: job.url, movedTo: $0)
                 }
-            } catch {
-                if let record { try? partials.save(record) }
-                throw error
             }
             guard let name = committed else { return .alreadyPresent }
             // Like wget -N and gallery-dl: the file carries the server's date, not the download's.

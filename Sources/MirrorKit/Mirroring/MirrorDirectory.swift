@@ -66,15 +66,14 @@ public struct MirrorDirectory: Sendable {
     /// - Returns: nil when `mode` is ``DownloadMode/skipIfExists`` and the name was taken; the
     ///   download is then discarded.
     ///
-    /// `beforeRename` runs once the data is synced, just before the file gets its name.
+    /// `afterRename` gets the absolute path of the file under its final name.
     public func commit(
-        _ partialPath: String, as relativePath: String, mode: DownloadMode, beforeRename: () -> Void = {}
+        _ partialPath: String, as relativePath: String, mode: DownloadMode, afterRename: (String) -> Void = { _ in }
     ) throws(MirrorError) -> String? {
         let target = try path(of: relativePath)
         let parent = target.deletingLastPathComponent().path
         try ensureDirectory(parent)
         try Self.sync(path: partialPath, dataOnly: true)
-        beforeRename()
         var attempt = 0
         var recreated = false
         while true {
@@ -92,6 +91,7 @@ public struct MirrorDirectory: Sendable {
             }
             if moved {
                 noteNewName(in: parent)
+                afterRename(candidatePath)
                 return candidate
             }
             if mode == .skipIfExists {

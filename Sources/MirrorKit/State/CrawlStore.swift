@@ -45,7 +45,8 @@ public struct CrawlCursor: Sendable, Equatable, Codable {
     /// Pages in the whole listing, as far as its stated size tells.
     public var estimatedPages: Int? {
         guard let totalItems, let pageSize, pageSize > 0 else { return nil }
-        return max((totalItems + pageSize - 1) / pageSize, 1)
+        // No `total + size - 1`: a lying `total_items` near Int.max would overflow it.
+        return max(totalItems / pageSize + (totalItems % pageSize > 0 ? 1 : 0), 1)
     }
 }
 

@@ -158,10 +158,11 @@ public struct PartialStore: Sendable {
         return found.sorted { ($0.modified, $0.record.url) < ($1.modified, $1.record.url) }.map { ($0.record, $0.length) }
     }
 
-    /// Takes the record off a complete `.part` file about to get its final name: the mirror's
-    /// files carry none of its bookkeeping.
-    public func detachRecord(for url: String) {
-        mirror_removexattr(partPath(for: url), Self.attribute)
+    /// Takes the record of `url`'s download off the file it became (at `path`, its final name):
+    /// the mirror's files carry none of its bookkeeping. Done after the rename, so that a kill
+    /// before it leaves a resumable partial, and one after it only a stray attribute.
+    public func detachRecord(for url: String, movedTo path: String) {
+        mirror_removexattr(path, Self.attribute)
         if recordFiles.mayExist.load(ordering: .relaxed) { unlink(recordPath(for: url)) }
     }
 

@@ -360,4 +360,24 @@ struct IncrementalCrawlTests {
             }
         }
     }
+
+    @Test func aSuspicionProvedWrongDoesNotConfirmALaterGlitch() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("twice", pages: 4, perPage: 12, albumEvery: 0, imageSize: 1024)
+            // An empty page that even states a total of 0: no proof of the end either.
+            let empty = #"{"data":{"name":"twice","total_items":0,"items":[]},"success":true,"status":200}"#
+            server.inject(.respond(status: 200, body: empty), path: "/3/gallery/t/twice/time/all/1")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let (first, _) = try await run("twice", server, into: dir)
+                #expect(first.listing?.nextPage == 1)
+                // Page 1 has its entries after all; then page 2 glitches once.
+                server.inject(.respond(status: 200, body: empty), path: "/3/gallery/t/twice/time/all/2")
+                let (second, _) = try await run("twice", server, into: dir)
+                #expect(second.listing?.nextPage == 2, "a new suspicion, not a confirmed end")
+                let (third, _) = try await run("twice", server, into: dir)
+                #expect(third.isComplete)
+                expectWholeMirror(of: "twice", server, in: dir)
+            }
+        }
+    }
 }

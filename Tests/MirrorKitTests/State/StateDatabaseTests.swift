@@ -63,4 +63,13 @@ struct StateDatabaseTests {
             #expect(try await state.pendingAlbums().isEmpty)
         }
     }
+
+    @Test func aLyingTotalDoesNotOverflowThePageEstimate() {
+        var cursor = CrawlCursor(source: "s")
+        cursor.pageSize = 60
+        cursor.totalItems = Int.max
+        #expect(cursor.estimatedPages == Int.max / 60 + 1)
+        cursor.totalItems = 120
+        #expect(cursor.estimatedPages == 2)
+    }
 }
