@@ -176,37 +176,21 @@ struct JobRunner: Sendable {
     }
 }
 
-/// The jobs of one run, taken as they come: unforced ones all at once (the scheduler limits
-/// them), forced ones one after another, each taking the bandwidth while it runs.
+/// The jobs of one run, taken as they come, all at once: the scheduler decides what runs, forced
+/// jobs taking the bandwidth first.
 final class JobSession: Sendable {
-    private typealias ForcedJob = (job: MirrorJob, then: (@Sendable (JobRunner.Outcome) async -> Void)?)
-
     private struct Tasks {
-        var unforced: [Task<JobRunner.Outcome, Never>] = []
-        var submitted = 0
+        var running: [Task<JobRunner.Outcome, Never>] = []
         var cancelled = false
         var finished = false
     }
 
     private let runner: JobRunner
-    private let lane: AsyncStream<ForcedJob>.Continuation
-    private let laneTask: Task<[JobRunner.Outcome], Never>
     private let reporter: Task<Void, Never>
     private let tasks = Mutex(Tasks())
 
     fileprivate init(runner: JobRunner, source: String) {
         self.runner = runner
-        let (stream, lane) = AsyncStream.makeStream(of: ForcedJob.self)
-        self.lane = lane
-        laneTask = Task {
-            var outcomes: [JobRunner.Outcome] = []
-            for await forced in stream {
-                let outcome = await runner.mirrorFromAnySource(forced.job, forced: true)
-                await forced.then?(outcome)
-                outcomes.append(outcome)
-            }
-            return outcomes
-        }
         let (logger, scheduler, directory) = (runner.logger, runner.scheduler, runner.directory)
         reporter = Task {
             await RunStatus.keepWriting(
@@ -218,23 +202,18 @@ final class JobSession: Sendable {
     /// Starts mirroring `job`; `then` hears its outcome. A session that has finished takes no more.
     func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) {
         let runner = runner
-        // Decided and enqueued under the lock, so that `finish` sees every job it counts.
+        // Decided and started under the lock, so that `finish` sees every job it counts.
         let taken = tasks.withLock { tasks -> Bool in
             guard !tasks.finished else { return false }
-            tasks.submitted += 1
-            if forced {
-                lane.yield((job, then))
-                return true
-            }
             // Unstructured tasks, cancelled by hand: a task group removes each finished child from
             // a linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
             let task = Task {
-                let outcome = await runner.mirrorFromAnySource(job, forced: false)
+                let outcome = await runner.mirrorFromAnySource(job, forced: forced)
                 await then?(outcome)
                 return outcome
             }
             if tasks.cancelled { task.cancel() }
-            tasks.unforced.append(task)
+            tasks.running.append(task)
             return true
         }
         assert(taken, "a job submitted to a finished session: \(job.url)")
@@ -243,21 +222,18 @@ final class JobSession: Sendable {
     /// Waits for every job submitted and adds their outcomes to `summary`; cancelling the caller
     /// cancels them (partials are kept).
     func finish(into summary: inout MirrorSummary) async {
-        lane.finish()
-        let (unforced, submitted) = tasks.withLock { tasks in
+        let running = tasks.withLock { tasks in
             tasks.finished = true
-            return (tasks.unforced, tasks.submitted)
+            return tasks.running
         }
-        summary.wanted += submitted
+        summary.wanted += running.count
         var outcomes: [JobRunner.Outcome] = []
         await withTaskCancellationHandler {
-            for task in unforced { outcomes.append(await task.value) }
-            outcomes += await laneTask.value
+            for task in running { outcomes.append(await task.value) }
         } onCancel: {
             cancel()
         }
         for outcome in outcomes { runner.record(outcome, in: &summary) }
-        if outcomes.count < submitted { summary.interrupted = true }
         do {
             try await runner.syncDirectories()
         } catch {
@@ -272,9 +248,8 @@ final class JobSession: Sendable {
     func cancel() {
         let running = tasks.withLock { tasks in
             tasks.cancelled = true
-            return tasks.unforced
+            return tasks.running
         }
         running.forEach { $0.cancel() }
-        laneTask.cancel()
     }
 }

@@ -5,10 +5,13 @@ import Logging
 public protocol DownloadTransport: Sendable {
     /// Downloads `url` into its partial, continuing from what the partial holds, and returns the
     /// complete, verified file. Must end promptly with an error when the calling task is cancelled,
-    /// keeping what it received.
+    /// keeping what it received. `receiving` hears true when the file's body starts arriving and
+    /// false while it is not (waiting to try again): a forced transfer holds others back only
+    /// while it receives.
     func fetch(
         _ url: String, id: TransferID, expectedSize: Int64?,
-        progress: @escaping @Sendable (TransferProgress) -> Void
+        progress: @escaping @Sendable (TransferProgress) -> Void,
+        receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile
 
     /// Holds a running transfer without dropping it.
@@ -49,9 +52,10 @@ public struct EngineTransport: DownloadTransport {
 
     public func fetch(
         _ url: String, id: TransferID, expectedSize: Int64?,
-        progress: @escaping @Sendable (TransferProgress) -> Void
+        progress: @escaping @Sendable (TransferProgress) -> Void,
+        receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {
-        try await downloader.fetch(url, id: id, expectedSize: expectedSize, progress: progress)
+        try await downloader.fetch(url, id: id, expectedSize: expectedSize, progress: progress, receiving: receiving)
     }
 
     public func pause(_ id: TransferID) { engine.pause(id) }

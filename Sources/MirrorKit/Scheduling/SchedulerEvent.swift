@@ -10,8 +10,6 @@ public enum SchedulerEvent: Sendable, Equatable {
     case resumed(url: String)
     /// Another caller joined an item already known; `callers` counts them all.
     case coalesced(url: String, callers: Int, forced: Bool)
-    /// A forced item gave way to a newer forced item and waits again, unforced.
-    case demoted(url: String)
     /// Soft-cancelled with `bytes` of partial data kept.
     case suspended(url: String, bytes: Int64)
     /// Hard-cancelled over the suspended budget; its partial data is deleted.
@@ -22,7 +20,7 @@ public enum SchedulerEvent: Sendable, Equatable {
     public var url: String {
         switch self {
         case .queued(let url, _), .started(let url, _, _), .progress(let url, _, _), .paused(let url),
-             .resumed(let url), .coalesced(let url, _, _), .demoted(let url), .suspended(let url, _),
+             .resumed(let url), .coalesced(let url, _, _), .suspended(let url, _),
              .purged(let url), .completed(let url, _), .failed(let url, _):
             url
         }

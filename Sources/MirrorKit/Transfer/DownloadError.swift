@@ -1,5 +1,5 @@
 /// Why one file could not be mirrored.
-public struct DownloadError: Error, Sendable, CustomStringConvertible {
+public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Reason: Sendable, Equatable {
         /// The server answered with a status other than 2xx.
         case httpStatus(Int)

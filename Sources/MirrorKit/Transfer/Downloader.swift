@@ -2,7 +2,7 @@ import Foundation
 import Logging
 
 /// A downloaded file, complete and verified, waiting in the partial store to be committed.
-public struct FetchedFile: Sendable {
+public struct FetchedFile: Sendable, Equatable {
     public var url: String
     public var path: String
     public var length: Int64
@@ -47,24 +47,30 @@ public struct Downloader: Sendable {
     /// answers 200 instead replaces them. When the server's ETag is an MD5 (Imgur's CDN), the
     /// file's MD5 must match it. A host that ``HostHealth`` has given up fails at once with
     /// ``DownloadError/Reason/hostUnavailable(_:)``, as does one that throttles past the policy.
+    /// `receiving` hears true when the file's body starts arriving, false when an attempt failed
+    /// and the next one waits.
     public func fetch(
         _ url: String, id: TransferID = .next(), expectedSize: Int64? = nil,
-        progress: (@Sendable (TransferProgress) -> Void)? = nil
+        progress: (@Sendable (TransferProgress) -> Void)? = nil, receiving: (@Sendable (Bool) -> Void)? = nil
     ) async throws(DownloadError) -> FetchedFile {
         var received: Int64 = 0
         return try await retry.run(
             giveUp: { failure, reason in gaveUp(failure, reason) },
-            onRetry: { failure, delay in logger.debug("retrying \(url) in \(delay) after: \(failure)") }
+            onRetry: { failure, delay in
+                receiving?(false)
+                logger.debug("retrying \(url) in \(delay) after: \(failure)")
+            }
         ) { _ throws(DownloadError) in
             if let unavailable = hostUnavailable(url) { throw unavailable }
-            return try await attempt(url, id: id, expectedSize: expectedSize, progress: progress, received: &received)
+            return try await attempt(
+                url, id: id, expectedSize: expectedSize, progress: progress, receiving: receiving, received: &received)
         }
     }
 
     /// One request: the file, a failure worth another try, or a failure that ends it.
     private func attempt(
         _ url: String, id: TransferID, expectedSize: Int64?, progress: (@Sendable (TransferProgress) -> Void)?,
-        received: inout Int64
+        receiving: (@Sendable (Bool) -> Void)?, received: inout Int64
     ) async throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
         let resume = partials.resumePoint(for: url)
         let request = TransferRequest(
@@ -77,6 +83,7 @@ public struct Downloader: Sendable {
             response = try await engine.perform(request, id: id, progress: progress, onBodyStart: { head in
                 // The host answers: a body that later stalls says nothing against the host itself.
                 if !RetryPolicy.isThrottling(status: head.status) { health?.recordAnswer(url: url) }
+                if (200..<300).contains(head.status) { receiving?(true) }
                 recordValidators(of: head, url: url)
             })
         } catch let error as TransferError {

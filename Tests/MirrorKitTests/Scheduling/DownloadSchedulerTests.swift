@@ -27,7 +27,7 @@ struct DownloadSchedulerTests {
     }
 
     private func state(_ scheduler: DownloadScheduler, _ url: String) async -> DownloadState? {
-        await scheduler.status(includingWaiting: true).items.first { $0.url == url }?.state
+        await scheduler.state(of: url)
     }
 
     // MARK: - Concurrency and order
@@ -49,7 +49,7 @@ struct DownloadSchedulerTests {
         let tasks = ["a", "b"].flatMap { host in (1...3).map { request(scheduler, url("\($0)", host: "\(host).example")) } }
         try await eventually { transport.running.count == 2 }
         try await Task.sleep(for: .milliseconds(20))
-        let hosts = Set(transport.running.map { ScheduledItem.host(of: $0) })
+        let hosts = Set(transport.running.map { URLAuthority.of($0) })
         #expect(hosts == ["a.example", "b.example"])
         tasks.forEach { $0.cancel() }
     }
@@ -75,49 +75,69 @@ struct DownloadSchedulerTests {
 
     // MARK: - Forced
 
-    @Test func aForcedItemPausesRunningItemsAndRunsAlone() async throws {
-        let scheduler = scheduler(maxConcurrent: 2)
+    @Test func aReceivingForcedItemHoldsRunningItemsBack() async throws {
+        let scheduler = scheduler(maxConcurrent: 3)
         let previews = ["p1", "p2"].map { request(scheduler, url($0)) }
         try await eventually { transport.running.count == 2 }
-        let queued = request(scheduler, url("p3-later"))
-        try await eventually { await state(scheduler, url("p3-later")) == .waiting }
         let forced = request(scheduler, url("big"), forced: true)
         try await eventually { transport.running.contains(url("big")) }
-        #expect(Set(transport.pauses) == [url("p1"), url("p2")])
+        try await eventually { Set(transport.pauses) == [url("p1"), url("p2")] }
         #expect(await state(scheduler, url("p1")) == .paused)
-        #expect(await state(scheduler, url("p3-later")) == .waiting)
+        // Nothing unforced starts while it receives, though a slot is free.
+        let queued = request(scheduler, url("p3-later"))
+        try await eventually { await state(scheduler, url("p3-later")) == .waiting }
+        try await Task.sleep(for: .milliseconds(20))
         #expect(!transport.running.contains(url("p3-later")))
 
         transport.complete(url("big"))
         _ = try await forced.value
         try await eventually { Set(transport.resumes) == [url("p1"), url("p2")] }
         #expect(await state(scheduler, url("p1")) == .downloading)
-        transport.complete(url("p1"))
         try await eventually { transport.running.contains(url("p3-later")) }
         previews.forEach { $0.cancel() }
         queued.cancel()
     }
 
-    @Test func aNewerForcedItemDemotesTheOlderOne() async throws {
-        let scheduler = scheduler()
-        let olderTask = request(scheduler, url("older"), forced: true)
-        try await eventually { transport.running == [url("older")] }
-        transport.receive(url("older"), bytes: 300)
-        let newer = request(scheduler, url("newer"), forced: true)
-        try await eventually { transport.running == [url("newer")] }
-        let status = await scheduler.status(includingWaiting: true)
-        let older = status.items.first { $0.url == url("older") }
-        #expect(older?.state == .waiting)
-        #expect(older?.isForced == false)
-        #expect(status.items.first { $0.url == url("newer") }?.isForced == true)
+    @Test func forcedItemsRunTogetherUpToTheLimit() async throws {
+        let scheduler = scheduler(maxConcurrent: 3)
+        let preview = request(scheduler, url("p"))
+        try await eventually { transport.running == [url("p")] }
+        let forced = (1...4).map { request(scheduler, url("f\($0)"), forced: true) }
+        try await eventually { transport.running.count { $0.contains("/f") } == 3 }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(transport.running.count { $0.contains("/f") } == 3)
+        #expect(await state(scheduler, url("p")) == .paused)
+        for name in transport.running where name.contains("/f") { transport.complete(name) }
+        // The fourth takes a freed slot; the preview waits until every forced item is done.
+        try await eventually { transport.running.count { $0.contains("/f") } == 1 }
+        let last = try #require(transport.running.first { $0.contains("/f") })
+        transport.complete(last)
+        for task in forced { _ = try await task.value }
+        try await eventually { await state(scheduler, url("p")) == .downloading }
+        #expect(transport.fetchCount(url("p")) == 1)
+        preview.cancel()
+    }
 
-        transport.complete(url("newer"))
-        _ = try await newer.value
-        // The demoted item resumes from its partial once the forced one is done.
-        try await eventually { transport.running == [url("older")] }
-        #expect(transport.calls.last == FakeTransport.Call(url: url("older"), offset: 300))
-        transport.complete(url("older"))
-        #expect(try await olderTask.value.length == 300)
+    @Test func aForcedItemThatIsNotReceivingHoldsNobodyBack() async throws {
+        let transport = FakeTransport(receivesAtOnce: false)
+        let scheduler = DownloadScheduler(transport: transport, configuration: .init(maxConcurrent: 2, maxPerHost: 2))
+        let previews = ["p1", "p2", "p3"].map { name in Task { try await scheduler.schedule(url(name)) } }
+        try await eventually { transport.running.count == 2 }
+        let forced = Task { try await scheduler.schedule(url("big"), forced: true) }
+        // It takes a slot from one preview, but while it connects the other goes on.
+        try await eventually { transport.running.contains(url("big")) && transport.pauses.count == 1 }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(transport.pauses.count == 1)
+        // Receiving, it holds the other back; backing off between attempts, it lets it go again.
+        transport.setReceiving(url("big"), true)
+        try await eventually { transport.pauses.count == 2 }
+        transport.setReceiving(url("big"), false)
+        try await eventually { transport.resumes.count == 1 }
+        #expect(await state(scheduler, url("big")) == .downloading)
+        transport.complete(url("big"))
+        _ = try await forced.value
+        try await eventually { transport.resumes.count == 2 }
+        previews.forEach { $0.cancel() }
     }
 
     @Test func aLongPauseStopsTheTransferKeepingItsPartial() async throws {
@@ -128,6 +148,7 @@ struct DownloadSchedulerTests {
         let forced = request(scheduler, url("big"), forced: true)
         try await eventually { transport.running == [url("big")] }
         try await eventually { await state(scheduler, url("p")) == .waiting }
+        #expect(transport.pauses == [url("p")])
         transport.complete(url("big"))
         _ = try await forced.value
         try await eventually { transport.running == [url("p")] }
@@ -141,7 +162,7 @@ struct DownloadSchedulerTests {
     @Test func manyCallersShareOneTransferAndAllGetTheFile() async throws {
         let scheduler = scheduler()
         let callers = (1...5).map { _ in request(scheduler, url("same")) }
-        try await eventually { await scheduler.status(includingWaiting: true).items.first?.state == .downloading }
+        try await eventually { await state(scheduler, url("same")) == .downloading }
         try await Task.sleep(for: .milliseconds(10))
         transport.receive(url("same"), bytes: 42)
         transport.complete(url("same"))
@@ -159,7 +180,7 @@ struct DownloadSchedulerTests {
             await #expect(throws: DownloadError.self) { _ = try await caller.value }
         }
         #expect(transport.fetchCount(url("bad")) == 1)
-        #expect(await scheduler.status(includingWaiting: true).counts[.failed] == 1)
+        #expect(await scheduler.status().counts[.failed] == 1)
     }
 
     @Test func joiningWithForcedUpgradesTheItem() async throws {
@@ -170,7 +191,7 @@ struct DownloadSchedulerTests {
         let upgraded = request(scheduler, url("item"), forced: true)
         try await eventually { transport.pauses == [url("other")] }
         #expect(transport.fetchCount(url("item")) == 1)
-        #expect(await scheduler.status(includingWaiting: true).items.first { $0.url == url("item") }?.isForced == true)
+        #expect(await scheduler.status().items.first { $0.url == url("item") }?.isForced == true)
         transport.complete(url("item"))
         _ = try await (item.value, upgraded.value)
         try await eventually { transport.resumes == [url("other")] }
@@ -210,7 +231,7 @@ struct DownloadSchedulerTests {
         try await eventually { transport.running.isEmpty }
         let again = request(scheduler, url("big"), forced: forcedAgain)
         try await eventually { transport.running == [url("big")] }
-        #expect(await scheduler.status(includingWaiting: true).items.first?.isForced == forcedAgain)
+        #expect(await scheduler.status().items.first?.isForced == forcedAgain)
         transport.complete(url("big"))
         #expect(try await again.value.length == 64)
     }
@@ -223,7 +244,6 @@ struct DownloadSchedulerTests {
         #expect(status.counts[.waiting] == 48)
         #expect(status.items.count == 2)
         #expect(status.items.allSatisfy { $0.state == .downloading })
-        #expect(await scheduler.status(includingWaiting: true).items.count == 50)
         requests.forEach { $0.cancel() }
     }
 
@@ -284,7 +304,7 @@ struct DownloadSchedulerTests {
         try await eventually { transport.discarded == [url("a")] }
         #expect(await state(scheduler, url("a")) == nil)
         #expect(await state(scheduler, url("b")) == .suspended)
-        #expect(await scheduler.status(includingWaiting: true).counts[.cancelled] == 1)
+        #expect(await scheduler.status().counts[.cancelled] == 1)
     }
 
     @Test func suspendedPartialsBeyondTheByteBudgetArePurged() async throws {
@@ -346,7 +366,7 @@ struct DownloadSchedulerTests {
         let task = request(scheduler, url("e"))
         try await eventually { transport.running == [url("e")] }
         let joined = request(scheduler, url("e"))
-        try await eventually { await scheduler.status(includingWaiting: true).items.first.map { _ in true } ?? false }
+        try await eventually { await scheduler.status().items.count == 1 }
         try await Task.sleep(for: .milliseconds(10))
         transport.complete(url("e"))
         _ = try await (task.value, joined.value)
@@ -376,10 +396,10 @@ struct DownloadSchedulerTests {
         try await eventually { transport.running == [url("running")] }
         let waiting = request(scheduler, url("waiting"))
         try await eventually { await state(scheduler, url("waiting")) == .waiting }
-        let status = await scheduler.status(includingWaiting: true)
+        let status = await scheduler.status()
         #expect(status.counts == [.completed: 1, .downloading: 1, .waiting: 1])
         #expect(status.summaryLine == "waiting 1, downloading 1, completed 1")
-        #expect(status.items.map(\.url) == [url("running"), url("waiting")])
+        #expect(status.items.map(\.url) == [url("running")])
         running.cancel()
         waiting.cancel()
     }

@@ -3,7 +3,8 @@ import Synchronization
 @testable import MirrorKit
 
 /// A scripted transport: every fetch waits until the test completes, fails or cancels it, and
-/// every call is recorded. Partial data is a number of bytes per URL.
+/// every call is recorded. Partial data is a number of bytes per URL. A fetch says it is receiving
+/// as soon as it starts, unless the transport was made with `receivesAtOnce: false`.
 final class FakeTransport: DownloadTransport {
     struct Call: Equatable {
         var url: String
@@ -19,18 +20,27 @@ final class FakeTransport: DownloadTransport {
         var pauses: [String] = []
         var resumes: [String] = []
         var discarded: [String] = []
+        var receiving: [String: @Sendable (Bool) -> Void] = [:]
     }
 
     private let state = Mutex(State())
+    private let receivesAtOnce: Bool
+
+    init(receivesAtOnce: Bool = true) {
+        self.receivesAtOnce = receivesAtOnce
+    }
 
     func fetch(
         _ url: String, id: TransferID, expectedSize: Int64?,
-        progress: @escaping @Sendable (TransferProgress) -> Void
+        progress: @escaping @Sendable (TransferProgress) -> Void,
+        receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {
         state.withLock {
             $0.calls.append(Call(url: url, offset: $0.partials[url, default: 0]))
             $0.ids[url] = id
+            $0.receiving[url] = receiving
         }
+        if receivesAtOnce { receiving(true) }
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
@@ -82,6 +92,11 @@ final class FakeTransport: DownloadTransport {
     /// Bytes arrive for `url`'s partial.
     func receive(_ url: String, bytes: Int64) {
         state.withLock { $0.partials[url, default: 0] += bytes }
+    }
+
+    /// The running fetch of `url` starts (true) or stops (false) receiving its body.
+    func setReceiving(_ url: String, _ receiving: Bool) {
+        state.withLock { $0.receiving[url] }?(receiving)
     }
 
     /// The running fetch of `url` succeeds.

@@ -1,0 +1,218 @@
+/// Slots, queues and the suspended budget: what runs, what waits, what is purged.
+///
+/// - A slot is a transfer that is not paused. At most `maxConcurrent` in all and the host's
+///   limit per host.
+/// - Forced items take slots first: when none is free, an unforced transfer is paused to make
+///   room, so up to `maxConcurrent` forced items run at once.
+/// - While a forced transfer is receiving, unforced ones are held (paused) and none start: the
+///   forced ones get the bandwidth. One that is connecting or backing off holds nobody back.
+/// - Paused transfers resume before waiting items start; waiting items start newest first.
+extension SchedulerCore {
+    /// Starts, pauses and resumes until the transfers match the rules above.
+    mutating func settle(into actions: inout [Action]) {
+        var tally = Tally(maxConcurrent: limits.maxConcurrent)
+        // Read while `self` is being changed, so it must not capture `self`.
+        let limit = Self.hostLimits(maxPerHost: limits.maxPerHost, dynamic: hostLimit)
+        for handle in withTransfer {
+            guard let item = items[handle], case .running(let run) = item.phase else { continue }
+            tally.add(handle, item: item, run: run)
+        }
+        // Forced first: paused ones (an unforced item upgraded while paused), then waiting ones.
+        for handle in tally.pausedForced where tally.forcedAccepts(items[handle]!.host, limit: limit) {
+            makeRoom(for: items[handle]!.host, limit: limit, tally: &tally, into: &actions)
+            resume(handle, tally: &tally, into: &actions)
+        }
+        while let handle = popNewest(forced: true, accepts: { tally.forcedAccepts($0, limit: limit) }) {
+            makeRoom(for: items[handle]!.host, limit: limit, tally: &tally, into: &actions)
+            start(handle, tally: &tally, into: &actions)
+        }
+        if tally.forcedReceiving {
+            for handle in tally.runningUnforced { pause(handle, into: &actions) }
+            return
+        }
+        for handle in tally.pausedUnforced where tally.accepts(items[handle]!.host, limit: limit) {
+            resume(handle, tally: &tally, into: &actions)
+        }
+        while let handle = popNewest(forced: false, accepts: { tally.accepts($0, limit: limit) }) {
+            start(handle, tally: &tally, into: &actions)
+        }
+    }
+
+    /// The fixed per-host limit, lowered by the transport while a host throttles.
+    static func hostLimits(maxPerHost: Int, dynamic: @escaping (String) -> Int?) -> (String) -> Int {
+        { host in
+            guard let lowered = dynamic(host) else { return maxPerHost }
+            return min(maxPerHost, max(lowered, 1))
+        }
+    }
+
+    /// Queues a waiting item as the newest of its tier.
+    mutating func enqueue(_ handle: Handle) {
+        sequence += 1
+        items[handle]!.phase = .waiting(order: sequence)
+        if items[handle]!.forced {
+            forcedWaiting.push(sequence, handle, host: items[handle]!.host)
+        } else {
+            unforcedWaiting.push(sequence, handle, host: items[handle]!.host)
+        }
+    }
+
+    private mutating func popNewest(forced: Bool, accepts: (String) -> Bool) -> Handle? {
+        var stacks = WaitingStacks()
+        // Moved out and back rather than mutated in place, so that checking an entry may read
+        // `items` without copying the stacks.
+        if forced { swap(&stacks, &forcedWaiting) } else { swap(&stacks, &unforcedWaiting) }
+        defer { if forced { swap(&stacks, &forcedWaiting) } else { swap(&stacks, &unforcedWaiting) } }
+        return stacks.popNewest(accepts: accepts) { order, handle in
+            guard let item = items[handle], item.forced == forced else { return false }
+            return item.phase == .waiting(order: order)
+        }
+    }
+
+    private mutating func makeRoom(
+        for host: String, limit: (String) -> Int, tally: inout Tally, into actions: inout [Action]
+    ) {
+        if tally.perHost[host, default: 0] >= limit(host),
+           let victim = tally.runningUnforced.first(where: { items[$0]!.host == host }) {
+            tally.stopCounting(victim, host: host)
+            pause(victim, into: &actions)
+        }
+        if tally.running >= limits.maxConcurrent, let victim = tally.runningUnforced.first {
+            tally.stopCounting(victim, host: items[victim]!.host)
+            pause(victim, into: &actions)
+        }
+    }
+
+    private mutating func start(_ handle: Handle, tally: inout Tally, into actions: inout [Action]) {
+        let item = items[handle]!
+        let run = Run(id: .next())
+        setPhase(handle, .running(run))
+        tally.count(item, forced: item.forced)
+        actions.append(.start(url: item.url, id: run.id, expectedSize: item.expectedSize, forced: item.forced))
+    }
+
+    private mutating func pause(_ handle: Handle, into actions: inout [Action]) {
+        guard case .running(var run) = items[handle]!.phase, !run.paused else { return }
+        run.paused = true
+        run.pauses += 1
+        setPhase(handle, .running(run))
+        actions.append(.pause(url: items[handle]!.url, id: run.id, number: run.pauses))
+    }
+
+    private mutating func resume(_ handle: Handle, tally: inout Tally, into actions: inout [Action]) {
+        guard case .running(var run) = items[handle]!.phase, run.paused else { return }
+        run.paused = false
+        setPhase(handle, .running(run))
+        tally.count(items[handle]!, forced: items[handle]!.forced)
+        actions.append(.resume(url: items[handle]!.url, id: run.id))
+    }
+
+    // MARK: - Suspended partials
+
+    mutating func account(adding bytes: Int64) {
+        suspendedBytes += bytes
+        if bytes > 0 { suspendedCount += 1 }
+    }
+
+    mutating func account(removing bytes: Int64) {
+        suspendedBytes -= bytes
+        if bytes > 0 { suspendedCount -= 1 }
+    }
+
+    /// Purges the oldest suspended partials while over the count or byte budget. Items that hold
+    /// no bytes cost nothing and do not count; the item suspended last is never purged, so that a
+    /// single file larger than the budget (or a run stopped by Ctrl-C) keeps what it received.
+    mutating func enforceSuspendedBudget(into actions: inout [Action]) {
+        while suspendedCount > limits.suspendedCountBudget || suspendedBytes > limits.suspendedBytesBudget,
+              suspendedQueueHead < suspendedQueue.count - 1 {
+            let (order, handle) = suspendedQueue[suspendedQueueHead]
+            suspendedQueueHead += 1
+            guard let item = items[handle] else { continue }
+            switch item.phase {
+            case .suspended(order, let bytes) where bytes > 0:
+                account(removing: bytes)
+                remove(handle, counting: .cancelled)
+                actions.append(.discardPartial(url: item.url))
+            case .stopping(let id, .suspend(order, let bytes)) where bytes > 0:
+                account(removing: bytes)
+                setPhase(handle, .stopping(id, then: .discard))
+            default:
+                continue
+            }
+            actions.append(.notify(.purged(url: item.url)))
+        }
+        if suspendedQueueHead > 1024 && suspendedQueueHead * 2 > suspendedQueue.count {
+            suspendedQueue.removeFirst(suspendedQueueHead)
+            suspendedQueueHead = 0
+        }
+    }
+
+    // MARK: - Status
+
+    /// Counts per state (finished items included) and the items with a transfer; waiting and
+    /// suspended items are only counted, so a tag of 100,000 items costs no more than a small one.
+    func status(progress: (String) -> TransferProgress?) -> SchedulerStatus {
+        var list: [SchedulerStatus.Item] = []
+        for handle in withTransfer {
+            guard let item = items[handle] else { continue }
+            let current = progress(item.url) ?? TransferProgress(completed: partialLength(item.url), total: nil)
+            list.append(SchedulerStatus.Item(
+                url: item.url, state: Self.state(of: item.phase), isForced: item.forced,
+                completedBytes: current.completed, totalBytes: current.total ?? item.expectedSize))
+        }
+        list.sort { ($0.isForced ? 0 : 1, $0.state.rawValue, $0.url) < ($1.isForced ? 0 : 1, $1.state.rawValue, $1.url) }
+        return SchedulerStatus(counts: counts.filter { $0.value > 0 }, items: list)
+    }
+}
+
+/// The running transfers, counted for one settling.
+struct Tally {
+    var running = 0
+    var perHost: [String: Int] = [:]
+    var forcedRunning = 0
+    var forcedPerHost: [String: Int] = [:]
+    var forcedReceiving = false
+    var runningUnforced: [SchedulerCore.Handle] = []
+    var pausedForced: [SchedulerCore.Handle] = []
+    var pausedUnforced: [SchedulerCore.Handle] = []
+    let maxConcurrent: Int
+
+    init(maxConcurrent: Int) { self.maxConcurrent = maxConcurrent }
+
+    mutating func add(_ handle: SchedulerCore.Handle, item: SchedulerCore.Item, run: SchedulerCore.Run) {
+        switch (item.forced, run.paused) {
+        case (true, true): pausedForced.append(handle)
+        case (false, true): pausedUnforced.append(handle)
+        case (true, false):
+            count(item, forced: true)
+            if run.receiving { forcedReceiving = true }
+        case (false, false):
+            count(item, forced: false)
+            runningUnforced.append(handle)
+        }
+    }
+
+    mutating func count(_ item: SchedulerCore.Item, forced: Bool) {
+        running += 1
+        perHost[item.host, default: 0] += 1
+        if forced {
+            forcedRunning += 1
+            forcedPerHost[item.host, default: 0] += 1
+        }
+    }
+
+    /// An unforced transfer about to be paused no longer holds a slot.
+    mutating func stopCounting(_ handle: SchedulerCore.Handle, host: String) {
+        running -= 1
+        perHost[host, default: 1] -= 1
+        runningUnforced.removeAll { $0 == handle }
+    }
+
+    func accepts(_ host: String, limit: (String) -> Int) -> Bool {
+        running < maxConcurrent && perHost[host, default: 0] < limit(host)
+    }
+
+    func forcedAccepts(_ host: String, limit: (String) -> Int) -> Bool {
+        forcedRunning < maxConcurrent && forcedPerHost[host, default: 0] < limit(host)
+    }
+}

@@ -1,0 +1,306 @@
+/// Who asked for a download: every caller gets exactly one answer.
+typealias CallerID = UInt64
+
+/// The scheduler's decisions, without effects: a value that takes events and returns the actions
+/// that follow from them. ``DownloadScheduler`` performs the actions (transfers, timers,
+/// continuations); everything it decides is tested here, without a transport or a clock.
+///
+/// Each item is in one ``Phase`` that carries what that phase needs (a queue position, a
+/// transfer, the bytes a suspended partial holds), so an item cannot be, say, suspended and
+/// holding a slot at once.
+struct SchedulerCore {
+    struct Limits: Equatable {
+        var maxConcurrent: Int
+        var maxPerHost: Int
+        var suspendedBytesBudget: Int64
+        var suspendedCountBudget: Int
+    }
+
+    enum Event {
+        /// A caller wants `url`: a new item, or a join of the one already known.
+        case schedule(url: String, forced: Bool, expectedSize: Int64?, caller: CallerID)
+        /// One caller gave up; the item is suspended when nobody else waits for it.
+        case leave(url: String, caller: CallerID)
+        /// Every caller of `url` is answered with a cancellation; the partial is kept.
+        case cancel(url: String)
+        /// A transfer started receiving its body (true) or is connecting or backing off (false).
+        case receiving(url: String, id: TransferID, Bool)
+        case finished(url: String, id: TransferID, Result<FetchedFile, DownloadError>)
+        /// A pause's grace ran out.
+        case pauseExpired(url: String, pause: UInt64)
+    }
+
+    enum Action: Equatable {
+        case start(url: String, id: TransferID, expectedSize: Int64?, forced: Bool)
+        /// Hold the transfer; after the grace, send `.pauseExpired` with `number`.
+        case pause(url: String, id: TransferID, number: UInt64)
+        case resume(url: String, id: TransferID)
+        /// End the transfer (its partial is kept); its `.finished` event follows.
+        case stop(url: String, id: TransferID)
+        case discardPartial(url: String)
+        case answer(callers: [CallerID], Result<FetchedFile, DownloadError>)
+        case notify(SchedulerEvent)
+    }
+
+    enum Phase: Equatable {
+        /// Wants a transfer; `order` is its place among the waiting (newest highest).
+        case waiting(order: UInt64)
+        case running(Run)
+        /// Its transfer was told to stop and has not ended yet.
+        case stopping(TransferID, then: AfterStop)
+        /// Soft-cancelled, holding `bytes` of partial data; restarts only when scheduled again.
+        case suspended(order: UInt64, bytes: Int64)
+    }
+
+    struct Run: Equatable {
+        let id: TransferID
+        /// Held for want of a slot (`curl_easy_pause`): it keeps its connection but no slot.
+        var paused = false
+        /// Pauses so far, so that a timer from an earlier pause cannot end a later one.
+        var pauses: UInt64 = 0
+        /// Receiving its body, as opposed to connecting or backing off between attempts.
+        var receiving = false
+    }
+
+    enum AfterStop: Equatable {
+        case wait
+        case suspend(order: UInt64, bytes: Int64)
+        /// Purged: its partial goes once the transfer has let go of it.
+        case discard
+    }
+
+    struct Item {
+        let url: String
+        let host: String
+        let expectedSize: Int64?
+        var forced: Bool
+        var callers: Callers
+        var phase: Phase
+    }
+
+    typealias Handle = Int
+
+    let limits: Limits
+    /// The per-host limit the transport wants now (a host that throttles), nil for no opinion.
+    let hostLimit: (String) -> Int?
+    /// Bytes of partial data held for a URL.
+    let partialLength: (String) -> Int64
+
+    var items: [Item?] = []
+    var freeHandles: [Handle] = []
+    var handles: [String: Handle] = [:]
+    /// Items with a transfer (running or stopping): never more than a few times the slot limit.
+    var withTransfer: Set<Handle> = []
+    var forcedWaiting = WaitingStacks()
+    var unforcedWaiting = WaitingStacks()
+    var suspendedQueue: [(order: UInt64, handle: Handle)] = []
+    var suspendedQueueHead = 0
+    var suspendedBytes: Int64 = 0
+    var suspendedCount = 0
+    var sequence: UInt64 = 0
+    /// Items per state, kept as phases change; finished items stay counted here.
+    var counts: [DownloadState: Int] = [:]
+
+    init(limits: Limits, hostLimit: @escaping (String) -> Int? = { _ in nil },
+         partialLength: @escaping (String) -> Int64 = { _ in 0 }) {
+        self.limits = limits
+        self.hostLimit = hostLimit
+        self.partialLength = partialLength
+    }
+
+    /// Applies `event` and returns what must happen, in order.
+    mutating func handle(_ event: Event) -> [Action] {
+        var actions: [Action] = []
+        switch event {
+        case .schedule(let url, let forced, let expectedSize, let caller):
+            schedule(url, forced: forced, expectedSize: expectedSize, caller: caller, into: &actions)
+        case .leave(let url, let caller):
+            guard let handle = handles[url], items[handle]!.callers.remove(caller) else { return [] }
+            actions.append(.answer(callers: [caller], .failure(Self.cancelled(url))))
+            if items[handle]!.callers.isEmpty { cancel(handle, into: &actions) }
+        case .cancel(let url):
+            guard let handle = handles[url] else { return [] }
+            cancel(handle, into: &actions)
+        case .receiving(let url, let id, let receiving):
+            guard let handle = handles[url], case .running(var run) = items[handle]!.phase, run.id == id else { return [] }
+            run.receiving = receiving
+            items[handle]!.phase = .running(run)
+        case .finished(let url, let id, let result):
+            finished(url, id: id, result: result, into: &actions)
+        case .pauseExpired(let url, let number):
+            guard let handle = handles[url], case .running(let run) = items[handle]!.phase,
+                  run.paused, run.pauses == number else { return [] }
+            setPhase(handle, .stopping(run.id, then: .wait))
+            actions.append(.stop(url: url, id: run.id))
+        }
+        settle(into: &actions)
+        return actions
+    }
+
+    // MARK: - Events
+
+    private mutating func schedule(
+        _ url: String, forced: Bool, expectedSize: Int64?, caller: CallerID, into actions: inout [Action]
+    ) {
+        guard let handle = handles[url] else {
+            let handle = insert(Item(
+                url: url, host: URLAuthority.of(url), expectedSize: expectedSize, forced: forced,
+                callers: Callers(caller), phase: .waiting(order: 0)))
+            counts[.waiting, default: 0] += 1
+            enqueue(handle)
+            actions.append(.notify(.queued(url: url, forced: forced)))
+            return
+        }
+        items[handle]!.callers.add(caller)
+        if forced { items[handle]!.forced = true }
+        let item = items[handle]!
+        switch item.phase {
+        case .suspended(_, let bytes):
+            account(removing: bytes)
+            setPhase(handle, .waiting(order: 0))
+            enqueue(handle)
+            actions.append(.notify(.queued(url: url, forced: item.forced)))
+        case .stopping(let id, .suspend(_, let bytes)):
+            account(removing: bytes)
+            setPhase(handle, .stopping(id, then: .wait))
+            actions.append(.notify(.queued(url: url, forced: item.forced)))
+        case .stopping(let id, .discard):
+            // Purged while its transfer wound down: the partial is still there, so keep it.
+            setPhase(handle, .stopping(id, then: .wait))
+            actions.append(.notify(.queued(url: url, forced: item.forced)))
+        case .waiting:
+            // An upgrade to forced moves it to the forced queue; a plain join changes nothing.
+            if forced { enqueue(handle) }
+            actions.append(.notify(.coalesced(url: url, callers: item.callers.count, forced: item.forced)))
+        case .running, .stopping(_, .wait):
+            actions.append(.notify(.coalesced(url: url, callers: item.callers.count, forced: item.forced)))
+        }
+    }
+
+    /// Answers every caller with a cancellation and suspends the item, keeping its partial.
+    private mutating func cancel(_ handle: Handle, into actions: inout [Action]) {
+        let item = items[handle]!
+        let bytes: Int64
+        switch item.phase {
+        case .suspended, .stopping(_, .suspend), .stopping(_, .discard):
+            return
+        case .waiting:
+            bytes = partialLength(item.url)
+            sequence += 1
+            setPhase(handle, .suspended(order: sequence, bytes: bytes))
+        case .running(let run):
+            bytes = partialLength(item.url)
+            sequence += 1
+            setPhase(handle, .stopping(run.id, then: .suspend(order: sequence, bytes: bytes)))
+            actions.append(.stop(url: item.url, id: run.id))
+        case .stopping(let id, .wait):
+            bytes = partialLength(item.url)
+            sequence += 1
+            setPhase(handle, .stopping(id, then: .suspend(order: sequence, bytes: bytes)))
+        }
+        let callers = items[handle]!.callers.takeAll()
+        if !callers.isEmpty { actions.append(.answer(callers: callers, .failure(Self.cancelled(item.url)))) }
+        // A suspended item belongs to no tier; whoever revives it decides whether it is forced.
+        items[handle]!.forced = false
+        account(adding: bytes)
+        suspendedQueue.append((sequence, handle))
+        actions.append(.notify(.suspended(url: item.url, bytes: bytes)))
+        enforceSuspendedBudget(into: &actions)
+    }
+
+    private mutating func finished(
+        _ url: String, id: TransferID, result: Result<FetchedFile, DownloadError>, into actions: inout [Action]
+    ) {
+        guard let handle = handles[url] else { return }
+        let item = items[handle]!
+        let current = if case .running(let run) = item.phase { run.id == id } else { false }
+        switch item.phase {
+        case .stopping(id, .wait) where result.isCancellation:
+            // Stopped after a long pause: it waits again and resumes from its partial.
+            setPhase(handle, .waiting(order: 0))
+            enqueue(handle)
+        case .running where current, .stopping(id, .wait):
+            // A transfer told to stop may have ended first: its file or its error stands.
+            switch result {
+            case .success(let file):
+                remove(handle, counting: .completed)
+                actions.append(.answer(callers: item.callers.all, .success(file)))
+                actions.append(.notify(.completed(url: url, bytes: file.length)))
+            case .failure(let error):
+                remove(handle, counting: .failed)
+                actions.append(.answer(callers: item.callers.all, .failure(error)))
+                actions.append(.notify(.failed(url: url, message: error.description)))
+            }
+        case .stopping(id, .suspend(let order, let bytes)):
+            // The stopped transfer has written out what it had: count the partial at its size now.
+            let now = partialLength(url)
+            account(removing: bytes)
+            account(adding: now)
+            setPhase(handle, .suspended(order: order, bytes: now))
+            enforceSuspendedBudget(into: &actions)
+        case .stopping(id, .discard):
+            remove(handle, counting: .cancelled)
+            actions.append(.discardPartial(url: url))
+        default:
+            break
+        }
+    }
+
+    // MARK: - Bookkeeping
+
+    /// The one place an item's phase changes, keeping the counts and the set of transfers.
+    mutating func setPhase(_ handle: Handle, _ phase: Phase) {
+        let old = items[handle]!.phase
+        counts[Self.state(of: old), default: 0] -= 1
+        counts[Self.state(of: phase), default: 0] += 1
+        items[handle]!.phase = phase
+        switch phase {
+        case .running, .stopping: withTransfer.insert(handle)
+        case .waiting, .suspended: withTransfer.remove(handle)
+        }
+    }
+
+    private mutating func insert(_ item: Item) -> Handle {
+        let handle: Handle
+        if let free = freeHandles.popLast() {
+            handle = free
+            items[handle] = item
+        } else {
+            handle = items.count
+            items.append(item)
+        }
+        handles[item.url] = handle
+        return handle
+    }
+
+    /// Drops a finished item, counting it as `state`.
+    mutating func remove(_ handle: Handle, counting state: DownloadState) {
+        let item = items[handle]!
+        counts[Self.state(of: item.phase), default: 0] -= 1
+        counts[state, default: 0] += 1
+        withTransfer.remove(handle)
+        handles[item.url] = nil
+        items[handle] = nil
+        freeHandles.append(handle)
+    }
+
+    /// What the public status calls a phase.
+    static func state(of phase: Phase) -> DownloadState {
+        switch phase {
+        case .waiting, .stopping(_, .wait): .waiting
+        case .running(let run): run.paused ? .paused : .downloading
+        case .suspended, .stopping(_, .suspend): .suspended
+        case .stopping(_, .discard): .cancelled
+        }
+    }
+
+    static func cancelled(_ url: String) -> DownloadError {
+        DownloadError(url: url, reason: .transfer(.cancelled))
+    }
+}
+
+extension Result<FetchedFile, DownloadError> {
+    fileprivate var isCancellation: Bool {
+        if case .failure(let error) = self { error.isCancellation } else { false }
+    }
+}

@@ -1,0 +1,64 @@
+/// The callers of one item. Almost every item has exactly one, kept inline: an array per item
+/// would be one more allocation for each of (say) 100,000 queued items.
+struct Callers: Equatable {
+    private var first: CallerID?
+    private var others: [CallerID] = []
+
+    init(_ caller: CallerID) { first = caller }
+
+    var count: Int { (first == nil ? 0 : 1) + others.count }
+    var isEmpty: Bool { first == nil }
+    var all: [CallerID] { (first.map { [$0] } ?? []) + others }
+
+    mutating func add(_ caller: CallerID) {
+        if first == nil { first = caller } else { others.append(caller) }
+    }
+
+    /// Whether `caller` was one of them.
+    mutating func remove(_ caller: CallerID) -> Bool {
+        if first == caller {
+            first = others.isEmpty ? nil : others.removeFirst()
+            return true
+        }
+        guard let index = others.firstIndex(of: caller) else { return false }
+        others.remove(at: index)
+        return true
+    }
+
+    mutating func takeAll() -> [CallerID] {
+        defer {
+            first = nil
+            others = []
+        }
+        return all
+    }
+}
+
+/// Waiting items of one tier, newest first, one stack per host so that a full host never blocks
+/// another. Entries are removed lazily: one whose item has left `waiting` (or was queued again
+/// since) is dropped when it reaches the top.
+struct WaitingStacks {
+    typealias Entry = (order: UInt64, handle: SchedulerCore.Handle)
+    private var stacks: [String: [Entry]] = [:]
+
+    mutating func push(_ order: UInt64, _ handle: SchedulerCore.Handle, host: String) {
+        stacks[host, default: []].append((order, handle))
+    }
+
+    /// Removes and returns the newest live entry whose host `accepts`.
+    mutating func popNewest(
+        accepts: (String) -> Bool, isLive: (UInt64, SchedulerCore.Handle) -> Bool
+    ) -> SchedulerCore.Handle? {
+        var best: (index: Dictionary<String, [Entry]>.Index, order: UInt64)?
+        for index in stacks.indices {
+            // Drop stale tops in place, through the values view, without copying any stack.
+            while let top = stacks.values[index].last, !isLive(top.order, top.handle) {
+                stacks.values[index].removeLast()
+            }
+            guard let top = stacks.values[index].last, accepts(stacks.keys[index]) else { continue }
+            if best.map({ top.order > $0.order }) ?? true { best = (index, top.order) }
+        }
+        guard let best, let entry = stacks.values[best.index].popLast() else { return nil }
+        return entry.handle
+    }
+}

@@ -1,0 +1,293 @@
+import Testing
+@testable import MirrorKit
+
+/// The scheduler's decisions, event by event: no transport, no clock, no actor.
+@Suite("Scheduler decisions")
+struct SchedulerCoreTests {
+    /// A core with a recorder around it: the partials it reads, the transfers it started.
+    struct Harness {
+        var core: SchedulerCore
+        var partials: [String: Int64] = [:]
+        var started: [String: TransferID] = [:]
+        var nextCaller: CallerID = 0
+
+        init(maxConcurrent: Int = 3, maxPerHost: Int = 3, suspendedBytes: Int64 = 1 << 40, suspendedCount: Int = 100,
+             partials: Box<[String: Int64]> = Box([:]), hostLimits: Box<[String: Int]> = Box([:])) {
+            core = SchedulerCore(
+                limits: .init(maxConcurrent: maxConcurrent, maxPerHost: maxPerHost,
+                              suspendedBytesBudget: suspendedBytes, suspendedCountBudget: suspendedCount),
+                hostLimit: { hostLimits.value[$0] },
+                partialLength: { partials.value[$0, default: 0] })
+        }
+
+        @discardableResult
+        mutating func send(_ event: SchedulerCore.Event) -> [SchedulerCore.Action] {
+            let actions = core.handle(event)
+            for case .start(let url, let id, _, _) in actions { started[url] = id }
+            return actions
+        }
+
+        @discardableResult
+        mutating func schedule(_ url: String, forced: Bool = false) -> [SchedulerCore.Action] {
+            nextCaller += 1
+            return send(.schedule(url: url, forced: forced, expectedSize: nil, caller: nextCaller))
+        }
+
+        @discardableResult
+        mutating func finish(_ url: String, _ result: Result<FetchedFile, DownloadError>) -> [SchedulerCore.Action] {
+            send(.finished(url: url, id: started[url]!, result))
+        }
+
+        @discardableResult
+        mutating func complete(_ url: String) -> [SchedulerCore.Action] {
+            finish(url, .success(FetchedFile(url: url, path: "/f", length: 1, bytesReceived: 1)))
+        }
+
+        @discardableResult
+        mutating func receiving(_ url: String, _ receiving: Bool = true) -> [SchedulerCore.Action] {
+            send(.receiving(url: url, id: started[url]!, receiving))
+        }
+
+        func state(_ url: String) -> DownloadState? {
+            core.handles[url].flatMap { core.items[$0] }.map { SchedulerCore.state(of: $0.phase) }
+        }
+    }
+
+    final class Box<Value> {
+        var value: Value
+        init(_ value: Value) { self.value = value }
+    }
+
+    static func starts(_ actions: [SchedulerCore.Action]) -> [String] {
+        actions.compactMap { if case .start(let url, _, _, _) = $0 { url } else { nil } }
+    }
+
+    static func pauses(_ actions: [SchedulerCore.Action]) -> [String] {
+        actions.compactMap { if case .pause(let url, _, _) = $0 { url } else { nil } }
+    }
+
+    static func resumes(_ actions: [SchedulerCore.Action]) -> [String] {
+        actions.compactMap { if case .resume(let url, _) = $0 { url } else { nil } }
+    }
+
+    static func answers(_ actions: [SchedulerCore.Action]) -> [([CallerID], Result<FetchedFile, DownloadError>)] {
+        actions.compactMap { if case .answer(let callers, let result) = $0 { (callers, result) } else { nil } }
+    }
+
+    static func url(_ name: String, host: String = "a.example") -> String { "http://\(host)/\(name)" }
+
+    // MARK: - Slots
+
+    @Test func unforcedItemsFillTheSlotsNewestFirst() {
+        var harness = Harness(maxConcurrent: 2)
+        #expect(Self.starts(harness.schedule(Self.url("1"))) == [Self.url("1")])
+        #expect(Self.starts(harness.schedule(Self.url("2"))) == [Self.url("2")])
+        for name in ["3", "4", "5"] { #expect(Self.starts(harness.schedule(Self.url(name))).isEmpty) }
+        #expect(Self.starts(harness.complete(Self.url("1"))) == [Self.url("5")])
+        #expect(Self.starts(harness.complete(Self.url("2"))) == [Self.url("4")])
+        #expect(harness.core.status { _ in nil }.counts == [.downloading: 2, .waiting: 1, .completed: 2])
+    }
+
+    @Test func aHostAtItsLimitDoesNotBlockAnother() {
+        let limits = Box<[String: Int]>([:])
+        var harness = Harness(maxConcurrent: 4, maxPerHost: 2, hostLimits: limits)
+        limits.value["slow.example"] = 1
+        var started: [String] = []
+        for name in ["1", "2", "3"] {
+            started += Self.starts(harness.schedule(Self.url(name, host: "slow.example")))
+            started += Self.starts(harness.schedule(Self.url(name, host: "b.example")))
+        }
+        #expect(started == [Self.url("1", host: "slow.example"), Self.url("1", host: "b.example"), Self.url("2", host: "b.example")])
+    }
+
+    // MARK: - Forced
+
+    @Test func aForcedItemTakesAFreeSlotAndHoldsOthersBackOnlyWhileReceiving() {
+        var harness = Harness(maxConcurrent: 3)
+        harness.schedule(Self.url("p1"))
+        harness.schedule(Self.url("p2"))
+        let forced = harness.schedule(Self.url("big"), forced: true)
+        #expect(Self.starts(forced) == [Self.url("big")])
+        #expect(Self.pauses(forced).isEmpty)
+        // Receiving: the unforced ones are held, and none start.
+        #expect(Set(Self.pauses(harness.receiving(Self.url("big")))) == [Self.url("p1"), Self.url("p2")])
+        #expect(Self.starts(harness.schedule(Self.url("p3"))).isEmpty)
+        // Backing off between attempts: they go on.
+        #expect(Set(Self.resumes(harness.receiving(Self.url("big"), false))) == [Self.url("p1"), Self.url("p2")])
+        #expect(harness.state(Self.url("big")) == .downloading)
+        harness.receiving(Self.url("big"))
+        // Done: the paused ones resume before the waiting one starts, up to the limit.
+        let done = harness.complete(Self.url("big"))
+        #expect(Set(Self.resumes(done)) == [Self.url("p1"), Self.url("p2")])
+        #expect(Self.starts(done) == [Self.url("p3")])
+    }
+
+    @Test func forcedItemsRunTogetherUpToTheLimitPausingUnforcedOnesForRoom() {
+        var harness = Harness(maxConcurrent: 2)
+        harness.schedule(Self.url("p1"))
+        harness.schedule(Self.url("p2"))
+        let first = harness.schedule(Self.url("f1"), forced: true)
+        #expect(Self.starts(first) == [Self.url("f1")])
+        #expect(Self.pauses(first).count == 1)
+        let second = harness.schedule(Self.url("f2"), forced: true)
+        #expect(Self.starts(second) == [Self.url("f2")])
+        #expect(Self.pauses(second).count == 1)
+        // A third waits for a forced one to finish: forced items never pause each other.
+        let third = harness.schedule(Self.url("f3"), forced: true)
+        #expect(Self.starts(third).isEmpty && Self.pauses(third).isEmpty)
+        #expect(harness.state(Self.url("f1")) == .downloading && harness.state(Self.url("f2")) == .downloading)
+        #expect(Self.starts(harness.complete(Self.url("f1"))) == [Self.url("f3")])
+    }
+
+    @Test func joiningWithForcedPutsAWaitingItemAheadOfTheOthers() {
+        var harness = Harness(maxConcurrent: 1)
+        harness.schedule(Self.url("running"))
+        harness.schedule(Self.url("old"))
+        harness.schedule(Self.url("new"))
+        let upgrade = harness.schedule(Self.url("old"), forced: true)
+        #expect(upgrade.contains(.notify(.coalesced(url: Self.url("old"), callers: 2, forced: true))))
+        #expect(Self.starts(upgrade) == [Self.url("old")])
+        #expect(Self.pauses(upgrade) == [Self.url("running")])
+        #expect(Self.starts(harness.complete(Self.url("old"))).isEmpty)
+        #expect(harness.state(Self.url("running")) == .downloading)
+    }
+
+    // MARK: - Coalescing
+
+    @Test func joinersShareOneTransferAndOneAnswer() {
+        var harness = Harness()
+        #expect(Self.starts(harness.schedule(Self.url("same"))).count == 1)
+        #expect(Self.starts(harness.schedule(Self.url("same"))).isEmpty)
+        #expect(Self.starts(harness.schedule(Self.url("same"))).isEmpty)
+        let error = DownloadError(url: Self.url("same"), reason: .httpStatus(404))
+        let answers = Self.answers(harness.finish(Self.url("same"), .failure(error)))
+        #expect(answers.count == 1)
+        #expect(answers.first?.0 == [1, 2, 3])
+        #expect(answers.first?.1 == .failure(error))
+        #expect(harness.state(Self.url("same")) == nil)
+    }
+
+    @Test func oneCallerLeavingIsAnsweredAloneAndTheTransferGoesOn() {
+        var harness = Harness()
+        harness.schedule(Self.url("shared"))
+        harness.schedule(Self.url("shared"))
+        let left = harness.send(.leave(url: Self.url("shared"), caller: 1))
+        #expect(Self.answers(left).map(\.0) == [[1]])
+        #expect(!left.contains { if case .stop = $0 { true } else { false } })
+        let last = harness.send(.leave(url: Self.url("shared"), caller: 2))
+        #expect(last.contains(.stop(url: Self.url("shared"), id: harness.started[Self.url("shared")]!)))
+        #expect(harness.state(Self.url("shared")) == .suspended)
+    }
+
+    // MARK: - Stops, suspension, purge
+
+    @Test func aCancelledItemKeepsItsPartialAndRevivesFromIt() {
+        let partials = Box<[String: Int64]>([:])
+        var harness = Harness(partials: partials)
+        harness.schedule(Self.url("f"))
+        partials.value[Self.url("f")] = 500
+        let cancel = harness.send(.cancel(url: Self.url("f")))
+        #expect(Self.answers(cancel).first?.1 == .failure(SchedulerCore.cancelled(Self.url("f"))))
+        #expect(cancel.contains(.notify(.suspended(url: Self.url("f"), bytes: 500))))
+        // The transfer writes out a little more as it stops: that is what is counted.
+        partials.value[Self.url("f")] = 600
+        let ended = harness.finish(Self.url("f"), .failure(SchedulerCore.cancelled(Self.url("f"))))
+        #expect(ended.isEmpty)
+        #expect(harness.core.suspendedBytes == 600)
+        #expect(Self.starts(harness.schedule(Self.url("f"))) == [Self.url("f")])
+        #expect(harness.core.suspendedBytes == 0)
+    }
+
+    @Test func aLongPauseStopsTheTransferAndOnlyTheLatestPausesTimerCounts() {
+        var harness = Harness(maxConcurrent: 1)
+        harness.schedule(Self.url("p"))
+        let pause = harness.schedule(Self.url("f1"), forced: true)
+        guard case .pause(_, _, let first)? = pause.first(where: { if case .pause = $0 { true } else { false } }) else {
+            Issue.record("no pause")
+            return
+        }
+        harness.complete(Self.url("f1"))
+        let second = harness.schedule(Self.url("f2"), forced: true)
+        #expect(Self.pauses(second) == [Self.url("p")])
+        #expect(harness.send(.pauseExpired(url: Self.url("p"), pause: first)).isEmpty)
+        let stop = harness.send(.pauseExpired(url: Self.url("p"), pause: first + 1))
+        #expect(stop == [.stop(url: Self.url("p"), id: harness.started[Self.url("p")]!)])
+        #expect(harness.state(Self.url("p")) == .waiting)
+        // Stopped, it waits again; it starts anew once the forced item is done.
+        #expect(harness.finish(Self.url("p"), .failure(SchedulerCore.cancelled(Self.url("p")))).isEmpty)
+        #expect(Self.starts(harness.complete(Self.url("f2"))) == [Self.url("p")])
+    }
+
+    @Test func aStoppedTransferThatFinishedFirstCompletes() {
+        var harness = Harness(maxConcurrent: 1)
+        harness.schedule(Self.url("p"))
+        let paused = harness.schedule(Self.url("f"), forced: true)
+        guard case .pause(_, _, let number)? = paused.first(where: { if case .pause = $0 { true } else { false } }) else {
+            Issue.record("no pause")
+            return
+        }
+        harness.send(.pauseExpired(url: Self.url("p"), pause: number))
+        let done = harness.complete(Self.url("p"))
+        #expect(done.contains(.notify(.completed(url: Self.url("p"), bytes: 1))))
+        #expect(harness.state(Self.url("p")) == nil)
+    }
+
+    @Test func theOldestPartialsArePurgedAndTheNewestNever() {
+        let partials = Box<[String: Int64]>([:])
+        var harness = Harness(suspendedBytes: 1500, suspendedCount: 1, partials: partials)
+        var discarded: [String] = []
+        for (name, bytes) in [("empty", 0), ("a", 10), ("huge", 4000)] as [(String, Int64)] {
+            harness.schedule(Self.url(name))
+            partials.value[Self.url(name)] = bytes
+            let cancel = harness.send(.cancel(url: Self.url(name)))
+            for action in cancel + harness.finish(Self.url(name), .failure(SchedulerCore.cancelled(Self.url(name)))) {
+                if case .discardPartial(let url) = action { discarded.append(url) }
+            }
+        }
+        #expect(discarded == [Self.url("a")])
+        #expect(harness.state(Self.url("huge")) == .suspended)
+        #expect(harness.state(Self.url("empty")) == .suspended)
+        #expect(harness.core.status { _ in nil }.counts[.cancelled] == 1)
+    }
+
+    @Test func aPartialPurgedWhileItsTransferStopsGoesOnlyOnceTheTransferHasEnded() {
+        let partials = Box<[String: Int64]>([:])
+        var harness = Harness(suspendedCount: 1, partials: partials)
+        for name in ["a", "b"] {
+            harness.schedule(Self.url(name))
+            partials.value[Self.url(name)] = 10
+        }
+        harness.send(.cancel(url: Self.url("a")))
+        let purge = harness.send(.cancel(url: Self.url("b")))
+        #expect(purge.contains(.notify(.purged(url: Self.url("a")))))
+        #expect(!purge.contains(.discardPartial(url: Self.url("a"))))
+        #expect(harness.finish(Self.url("a"), .failure(SchedulerCore.cancelled(Self.url("a")))) == [.discardPartial(url: Self.url("a"))])
+        #expect(harness.state(Self.url("a")) == nil)
+    }
+
+    @Test func scheduledAgainBeforeItsPurgedTransferEndedItKeepsThePartial() {
+        let partials = Box<[String: Int64]>([:])
+        var harness = Harness(suspendedCount: 1, partials: partials)
+        for name in ["a", "b"] {
+            harness.schedule(Self.url(name))
+            partials.value[Self.url(name)] = 10
+            harness.send(.cancel(url: Self.url(name)))
+        }
+        harness.schedule(Self.url("a"))
+        let ended = harness.finish(Self.url("a"), .failure(SchedulerCore.cancelled(Self.url("a"))))
+        #expect(!ended.contains(.discardPartial(url: Self.url("a"))))
+        #expect(Self.starts(ended) == [Self.url("a")])
+    }
+
+    @Test func theCountsFollowEveryPhase() {
+        var harness = Harness(maxConcurrent: 1)
+        harness.schedule(Self.url("f"), forced: true)
+        harness.schedule(Self.url("w"))
+        harness.receiving(Self.url("f"))
+        harness.send(.cancel(url: Self.url("w")))
+        #expect(harness.core.status { _ in nil }.counts == [.downloading: 1, .suspended: 1])
+        harness.complete(Self.url("f"))
+        #expect(harness.core.status { _ in nil }.counts == [.completed: 1, .suspended: 1])
+        #expect(harness.core.withTransfer.isEmpty)
+    }
+}
