@@ -123,8 +123,9 @@ struct JobRunner: Sendable {
 
     private func mirror(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
+        let fate = await state.fate(of: job.url)
         do {
-            if let known = await state.mirroredPath(of: job.url), try directory.fileExists(known) {
+            if let known = fate.mirroredPath, try directory.fileExists(known) {
                 return .alreadyPresent
             }
             if mode == .skipIfExists, try directory.fileExists(job.relativePath) {
@@ -133,7 +134,7 @@ struct JobRunner: Sendable {
         } catch {
             return .failed(DownloadError(url: job.url, reason: .storage(error.description)))
         }
-        if await state.isRemoved(job.url) { return .removed(job.url) }
+        if fate.removed { return .removed(job.url) }
         do {
             let file = try await scheduler.schedule(job.url, forced: forced, expectedSize: job.expectedSize)
             guard file.length > 0 else {
@@ -141,7 +142,7 @@ struct JobRunner: Sendable {
                 partials.remove(job.url)
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
-            let lastModified = partials.record(for: job.url)?.lastModified.flatMap(HTTPDate.parse)
+            let lastModified = file.lastModified.flatMap(HTTPDate.parse)
             // The commit moves the partial away (or, when the name is taken, deletes it); the
             // record comes off the file only once it has its final name.
             let (directory, mode, partials) = (directory, mode, partials)

@@ -39,12 +39,16 @@ struct SQLiteError: Error, CustomStringConvertible {
 /// is an error for the caller, never a silent loss.
 final class SQLiteConnection {
     let handle: OpaquePointer
+    /// Prepared statements by their text: a file's bookkeeping runs the same few statements
+    /// thousands of times, and parsing them again each time was a visible share of a run.
+    private var statements: [String: OpaquePointer] = [:]
 
     private init(handle: OpaquePointer) {
         self.handle = handle
     }
 
     deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
     }
 
@@ -64,9 +68,11 @@ final class SQLiteConnection {
     /// Runs one statement; returns every row it yields.
     @discardableResult
     func rows(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw lastError() }
-        defer { sqlite3_finalize(statement) }
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
         for (index, argument) in arguments.enumerated() {
             let position = Int32(index + 1)
             let status: Int32
@@ -92,6 +98,14 @@ final class SQLiteConnection {
             })
         }
         return result
+    }
+
+    private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw lastError() }
+        statements[sql] = statement
+        return statement
     }
 
     /// Runs one statement that returns nothing worth reading.

@@ -78,6 +78,15 @@ public actor StateDatabase {
             [.text(url), .text(path), .integer(bytes), .text(Self.now())])
     }
 
+    /// What is known of `url`, in one query: the path it was mirrored as, and whether it is
+    /// known to be removed upstream.
+    func fate(of url: String) -> (mirroredPath: String?, removed: Bool) {
+        let row = (try? db.rows(
+            "SELECT (SELECT path FROM mirrored WHERE url = ?1), EXISTS (SELECT 1 FROM removed WHERE url = ?1)",
+            [.text(url)]))?.first
+        return (row?.first?.text, row?.last?.integer == 1)
+    }
+
     public func isRemoved(_ url: String) -> Bool {
         (try? db.rows("SELECT 1 FROM removed WHERE url = ?1", [.text(url)]))?.isEmpty == false
     }

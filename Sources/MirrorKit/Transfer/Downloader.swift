@@ -8,12 +8,15 @@ public struct FetchedFile: Sendable, Equatable {
     public var length: Int64
     /// Bytes this fetch received over the network (less than `length` after a resume).
     public var bytesReceived: Int64
+    /// The server's `Last-Modified` for the file, as sent.
+    public var lastModified: String?
 
-    public init(url: String, path: String, length: Int64, bytesReceived: Int64) {
+    public init(url: String, path: String, length: Int64, bytesReceived: Int64, lastModified: String? = nil) {
         self.url = url
         self.path = path
         self.length = length
         self.bytesReceived = bytesReceived
+        self.lastModified = lastModified
     }
 }
 
@@ -210,7 +213,9 @@ public struct Downloader: Sendable {
             }
         }
         logger.debug("fetched \(url) (\(length) bytes, \(received) over the network)")
-        return FetchedFile(url: url, path: path, length: length, bytesReceived: received)
+        return FetchedFile(
+            url: url, path: path, length: length, bytesReceived: received,
+            lastModified: response.lastModified ?? partials.record(for: url)?.lastModified)
     }
 
     /// An HTML page where media or an archive was expected: a login wall, an error page served

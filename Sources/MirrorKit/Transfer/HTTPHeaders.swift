@@ -28,16 +28,30 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// Parses one raw header line as libcurl delivers it (with its CRLF). Returns nil for the
     /// status line, the blank line and anything without a colon.
     static func parseField(_ line: Substring) -> (name: String, value: String)? {
-        guard let colon = line.firstIndex(of: ":") else { return nil }
-        let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty, !name.contains(" ") else { return nil }
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-        return (name, value)
+        let bytes = line.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let name = trimmed(bytes[..<colon])
+        guard !name.isEmpty, !name.contains(UInt8(ascii: " ")) else { return nil }
+        let value = trimmed(bytes[bytes.index(after: colon)...])
+        return (String(Substring(name)), String(Substring(value)))
+    }
+
+    /// Without the spaces, tabs, CR and LF around it: the only white space a header line has.
+    private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> Substring.UTF8View.SubSequence {
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
+        else { return bytes[bytes.startIndex..<bytes.startIndex] }
+        return bytes[first...last]
     }
 }
 
 extension StringProtocol {
+    /// Equal but for ASCII case, as header names and schemes are compared; without allocating.
     func caseInsensitiveEquals(_ other: some StringProtocol) -> Bool {
-        lowercased() == other.lowercased()
+        utf8.elementsEqual(other.utf8) { Self.asciiLowercased($0) == Self.asciiLowercased($1) }
+    }
+
+    private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
+        (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
     }
 }

@@ -33,6 +33,8 @@ public struct PartialStore: Sendable {
     /// Whether any `.json` record may exist (left by an older build, or written where attributes
     /// fail): only then is one looked for when a partial is saved, committed or removed.
     private let recordFiles: RecordFiles
+    /// `directory`'s path as a string: paths are built for every download, and URLs cost more.
+    private let directoryPath: String
 
     private final class RecordFiles: Sendable {
         let mayExist: Atomic<Bool>
@@ -41,6 +43,7 @@ public struct PartialStore: Sendable {
 
     public init(directory: URL) throws(MirrorError) {
         self.directory = directory
+        directoryPath = directory.path
         try MirrorDirectory.createDirectory(directory)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         // A record whose bytes are gone is of no use: drop it, so it keeps nothing looking for more.
@@ -50,7 +53,7 @@ public struct PartialStore: Sendable {
             if parts.contains(name.dropLast(5)) {
                 records = true
             } else {
-                unlink(directory.appendingPathComponent(name).path)
+                unlink(directoryPath + "/" + name)
             }
         }
         recordFiles = RecordFiles(records)
@@ -58,11 +61,11 @@ public struct PartialStore: Sendable {
 
     /// The `.part` file for `url`.
     public func partPath(for url: String) -> String {
-        directory.appendingPathComponent(key(url) + ".part").path
+        directoryPath + "/" + key(url) + ".part"
     }
 
     private func recordPath(for url: String) -> String {
-        directory.appendingPathComponent(key(url) + ".json").path
+        directoryPath + "/" + key(url) + ".json"
     }
 
     private func key(_ url: String) -> String {
@@ -78,8 +81,8 @@ public struct PartialStore: Sendable {
     static let attribute = "user.mirror.partial"
 
     public func record(for url: String) -> PartialRecord? {
-        guard let record = Self.record(partPath: partPath(for: url), recordPath: recordPath(for: url)),
-              record.url == url
+        let recordPath = recordFiles.mayExist.load(ordering: .relaxed) ? recordPath(for: url) : nil
+        guard let record = Self.record(partPath: partPath(for: url), recordPath: recordPath), record.url == url
         else { return nil }
         return record
     }
@@ -88,15 +91,16 @@ public struct PartialStore: Sendable {
     /// about a block), and a signed URL can be long.
     static let largestAttribute = 2048
 
-    /// The record of the `.part` file at `partPath`: its attribute, else the `.json` beside it.
-    private static func record(partPath: String, recordPath: String) -> PartialRecord? {
+    /// The record of the `.part` file at `partPath`: its attribute, else the `.json` beside it
+    /// (when there may be one).
+    private static func record(partPath: String, recordPath: String?) -> PartialRecord? {
         let decoder = JSONDecoder()
         var buffer = [UInt8](repeating: 0, count: largestAttribute)
         let count = buffer.withUnsafeMutableBytes { mirror_getxattr(partPath, attribute, $0.baseAddress, $0.count) }
         if count > 0, let record = try? decoder.decode(PartialRecord.self, from: Data(buffer[..<count])) {
             return record
         }
-        guard let data = FileManager.default.contents(atPath: recordPath) else { return nil }
+        guard let recordPath, let data = FileManager.default.contents(atPath: recordPath) else { return nil }
         return try? decoder.decode(PartialRecord.self, from: data)
     }
 
@@ -148,8 +152,8 @@ public struct PartialStore: Sendable {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         var found: [(record: PartialRecord, length: Int64, modified: Int)] = []
         for name in names where name.hasSuffix(".part") {
-            let part = directory.appendingPathComponent(name).path
-            let json = directory.appendingPathComponent(String(name.dropLast(5)) + ".json").path
+            let part = directoryPath + "/" + name
+            let json = directoryPath + "/" + name.dropLast(5) + ".json"
             guard let record = Self.record(partPath: part, recordPath: json) else { continue }
             var info = stat()
             guard stat(part, &info) == 0 else { continue }
