@@ -67,6 +67,8 @@ static const long mirror_curl_global_all = CURL_GLOBAL_ALL;
 static const int mirror_curlpause_recv = CURLPAUSE_RECV;
 static const int mirror_curlpause_cont = CURLPAUSE_CONT;
 static const size_t mirror_curl_writefunc_error = CURL_WRITEFUNC_ERROR;
-static const long mirror_curl_http_version_1_1 = CURL_HTTP_VERSION_1_1;
+static const long mirror_curl_http_version_2tls = CURL_HTTP_VERSION_2TLS;
+static const long mirror_curl_http_version_2_0 = CURL_HTTP_VERSION_2_0;
+static const long mirror_curlpipe_multiplex = CURLPIPE_MULTIPLEX;
 
 #endif

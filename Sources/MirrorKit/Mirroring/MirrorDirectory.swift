@@ -21,6 +21,8 @@ public enum DownloadMode: String, Sendable, CaseIterable, Codable {
 /// never a file's contents, and the next run fetches what it finds missing.
 public struct MirrorDirectory: Sendable {
     public let root: URL
+    /// `root`'s path, kept as a string: building URLs cost more than a download's other work.
+    private let rootPath: String
     private let bookkeeping = Bookkeeping()
 
     /// Directories known to exist, and directories with names not yet synced.
@@ -42,6 +44,7 @@ public struct MirrorDirectory: Sendable {
 
     public init(root: URL) throws(MirrorError) {
         self.root = root.standardizedFileURL
+        rootPath = self.root.path == "/" ? "" : self.root.path
         try Self.createDirectory(self.root)
         try Self.createDirectory(stateDirectory)
     }
@@ -49,16 +52,23 @@ public struct MirrorDirectory: Sendable {
     /// The absolute path of `relativePath`, which must be a plain relative path (no `..`, no
     /// leading `/`): nothing is ever written outside the mirror directory.
     public func path(of relativePath: String) throws(MirrorError) -> URL {
+        URL(fileURLWithPath: try absolutePath(of: relativePath))
+    }
+
+    /// ``path(of:)`` as a string.
+    func absolutePath(of relativePath: String) throws(MirrorError) -> String {
         let components = relativePath.split(separator: "/", omittingEmptySubsequences: false)
         guard !relativePath.hasPrefix("/"), !components.isEmpty,
               components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && !$0.contains("\0") }),
               components.first != ".mirror"
         else { throw MirrorError.unsafePath(relativePath) }
-        return root.appendingPathComponent(relativePath)
+        return rootPath + "/" + relativePath
     }
 
     public func fileExists(_ relativePath: String) throws(MirrorError) -> Bool {
-        FileManager.default.fileExists(atPath: try path(of: relativePath).path)
+        let path = try absolutePath(of: relativePath)
+        var info = stat()
+        return stat(path, &info) == 0
     }
 
     /// Moves a finished download into place under `relativePath` and returns the name it got.
@@ -70,15 +80,15 @@ public struct MirrorDirectory: Sendable {
     public func commit(
         _ partialPath: String, as relativePath: String, mode: DownloadMode, afterRename: (String) -> Void = { _ in }
     ) throws(MirrorError) -> String? {
-        let target = try path(of: relativePath)
-        let parent = target.deletingLastPathComponent().path
+        let target = try absolutePath(of: relativePath)
+        let parent = String(target[..<target.lastIndex(of: "/")!])
         try ensureDirectory(parent)
         try Self.sync(path: partialPath, dataOnly: true)
         var attempt = 0
         var recreated = false
         while true {
             let candidate = attempt == 0 ? relativePath : Self.numbered(relativePath, attempt)
-            let candidatePath = try path(of: candidate).path
+            let candidatePath = try absolutePath(of: candidate)
             let moved: Bool
             do {
                 moved = try Self.moveWithoutReplacing(partialPath, to: candidatePath)
@@ -126,7 +136,7 @@ public struct MirrorDirectory: Sendable {
     /// `mkdir -p`, once per directory and run.
     private func ensureDirectory(_ path: String) throws(MirrorError) {
         guard !bookkeeping.state.withLock({ $0.created.contains(path) }) else { return }
-        try Self.createDirectory(URL(fileURLWithPath: path))
+        try Self.createDirectory(path)
         _ = bookkeeping.state.withLock { $0.created.insert(path) }
     }
 
@@ -159,8 +169,13 @@ public struct MirrorDirectory: Sendable {
 
     /// Sets a mirrored file's modification time (best effort: a failure changes nothing else).
     public func setModificationDate(_ date: Date, of relativePath: String) {
-        guard let path = try? path(of: relativePath).path else { return }
-        try? FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: path)
+        guard let path = try? absolutePath(of: relativePath) else { return }
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        let nanoseconds = Int((date.timeIntervalSince1970 - seconds) * 1e9)
+        let omit = (1 << 30) - 2  // UTIME_OMIT, a macro Swift does not import: the access time stays
+        let times = [timespec(tv_sec: 0, tv_nsec: omit), timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)]
+        // On the file itself, never through a link planted under its name.
+        _ = utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW)
     }
 
     /// `dir/name.ext` → `dir/name(n).ext`.
@@ -184,8 +199,12 @@ public struct MirrorDirectory: Sendable {
 
     /// `mkdir -p`, reporting the errno of the component that failed.
     static func createDirectory(_ url: URL) throws(MirrorError) {
+        try createDirectory(url.path)
+    }
+
+    static func createDirectory(_ absolutePath: String) throws(MirrorError) {
         var path = ""
-        for component in url.path.split(separator: "/") {
+        for component in absolutePath.split(separator: "/") {
             path += "/" + component
             guard mkdir(path, 0o755) != 0 else { continue }
             let code = errno

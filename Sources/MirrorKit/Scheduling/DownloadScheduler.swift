@@ -146,7 +146,8 @@ public actor DownloadScheduler {
             pauseTimers[id] = Task {
                 // A cancelled timer must not fire: its pause ended (and a new one may have begun).
                 do { try await sleep(grace) } catch { return }
-                self.handle(.pauseExpired(url: url, pause: number))
+                guard !Task.isCancelled else { return }
+                self.handle(.pauseExpired(url: url, id: id, pause: number))
             }
         case .resume(let url, let id):
             pauseTimers.removeValue(forKey: id)?.cancel()

@@ -22,7 +22,8 @@ extension SchedulerCore {
             makeRoom(for: items[handle]!.host, limit: limit, tally: &tally, into: &actions)
             resume(handle, tally: &tally, into: &actions)
         }
-        while let handle = popNewest(forced: true, accepts: { tally.forcedAccepts($0, limit: limit) }) {
+        while tally.forcedRunning < limits.maxConcurrent,
+              let handle = popNewest(forced: true, accepts: { tally.forcedAccepts($0, limit: limit) }) {
             makeRoom(for: items[handle]!.host, limit: limit, tally: &tally, into: &actions)
             start(handle, tally: &tally, into: &actions)
         }
@@ -33,7 +34,8 @@ extension SchedulerCore {
         for handle in tally.pausedUnforced where tally.accepts(items[handle]!.host, limit: limit) {
             resume(handle, tally: &tally, into: &actions)
         }
-        while let handle = popNewest(forced: false, accepts: { tally.accepts($0, limit: limit) }) {
+        while tally.running < limits.maxConcurrent,
+              let handle = popNewest(forced: false, accepts: { tally.accepts($0, limit: limit) }) {
             start(handle, tally: &tally, into: &actions)
         }
     }
@@ -72,8 +74,9 @@ extension SchedulerCore {
     private mutating func makeRoom(
         for host: String, limit: (String) -> Int, tally: inout Tally, into actions: inout [Action]
     ) {
-        if tally.perHost[host, default: 0] >= limit(host),
-           let victim = tally.runningUnforced.first(where: { items[$0]!.host == host }) {
+        // `while`: a host that throttles may have a limit below what it runs now.
+        while tally.perHost[host, default: 0] >= limit(host),
+              let victim = tally.runningUnforced.first(where: { items[$0]!.host == host }) {
             tally.stopCounting(victim, host: host)
             pause(victim, into: &actions)
         }
@@ -104,6 +107,8 @@ extension SchedulerCore {
         run.paused = false
         setPhase(handle, .running(run))
         tally.count(items[handle]!, forced: items[handle]!.forced)
+        // Paused while unforced, then joined with `forced`: it may be receiving already.
+        if items[handle]!.forced && run.receiving { tally.forcedReceiving = true }
         actions.append(.resume(url: items[handle]!.url, id: run.id))
     }
 
@@ -123,6 +128,11 @@ extension SchedulerCore {
     /// no bytes cost nothing and do not count; the item suspended last is never purged, so that a
     /// single file larger than the budget (or a run stopped by Ctrl-C) keeps what it received.
     mutating func enforceSuspendedBudget(into actions: inout [Action]) {
+        // The newest entry is spared only while it is live: one revived since spares nothing.
+        while let last = suspendedQueue.last, suspendedQueue.count > suspendedQueueHead,
+              !isSuspended(last.handle, order: last.order) {
+            suspendedQueue.removeLast()
+        }
         while suspendedCount > limits.suspendedCountBudget || suspendedBytes > limits.suspendedBytesBudget,
               suspendedQueueHead < suspendedQueue.count - 1 {
             let (order, handle) = suspendedQueue[suspendedQueueHead]
@@ -144,6 +154,13 @@ extension SchedulerCore {
         if suspendedQueueHead > 1024 && suspendedQueueHead * 2 > suspendedQueue.count {
             suspendedQueue.removeFirst(suspendedQueueHead)
             suspendedQueueHead = 0
+        }
+    }
+
+    private func isSuspended(_ handle: Handle, order: UInt64) -> Bool {
+        switch items[handle]?.phase {
+        case .suspended(order, _)?, .stopping(_, .suspend(order, _))?: true
+        default: false
         }
     }
 

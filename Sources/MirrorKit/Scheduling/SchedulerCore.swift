@@ -26,8 +26,8 @@ struct SchedulerCore {
         /// A transfer started receiving its body (true) or is connecting or backing off (false).
         case receiving(url: String, id: TransferID, Bool)
         case finished(url: String, id: TransferID, Result<FetchedFile, DownloadError>)
-        /// A pause's grace ran out.
-        case pauseExpired(url: String, pause: UInt64)
+        /// The grace of pause number `pause` of transfer `id` ran out.
+        case pauseExpired(url: String, id: TransferID, pause: UInt64)
     }
 
     enum Action: Equatable {
@@ -127,9 +127,9 @@ struct SchedulerCore {
             items[handle]!.phase = .running(run)
         case .finished(let url, let id, let result):
             finished(url, id: id, result: result, into: &actions)
-        case .pauseExpired(let url, let number):
+        case .pauseExpired(let url, let id, let number):
             guard let handle = handles[url], case .running(let run) = items[handle]!.phase,
-                  run.paused, run.pauses == number else { return [] }
+                  run.id == id, run.paused, run.pauses == number else { return [] }
             setPhase(handle, .stopping(run.id, then: .wait))
             actions.append(.stop(url: url, id: run.id))
         }
@@ -231,11 +231,18 @@ struct SchedulerCore {
                 actions.append(.answer(callers: item.callers.all, .failure(error)))
                 actions.append(.notify(.failed(url: url, message: error.description)))
             }
-        case .stopping(id, .suspend(let order, let bytes)):
+        case .stopping(id, .suspend(var order, let bytes)):
             // The stopped transfer has written out what it had: count the partial at its size now.
             let now = partialLength(url)
             account(removing: bytes)
             account(adding: now)
+            if bytes == 0 && now > 0 {
+                // The purge passed over it while it held nothing: queue it again, or it could
+                // never be purged.
+                sequence += 1
+                order = sequence
+                suspendedQueue.append((order, handle))
+            }
             setPhase(handle, .suspended(order: order, bytes: now))
             enforceSuspendedBudget(into: &actions)
         case .stopping(id, .discard):

@@ -50,7 +50,11 @@ struct WaitingStacks {
         accepts: (String) -> Bool, isLive: (UInt64, SchedulerCore.Handle) -> Bool
     ) -> SchedulerCore.Handle? {
         var best: (index: Dictionary<String, [Entry]>.Index, order: UInt64)?
-        for index in stacks.indices {
+        // Stepped by hand: `indices` would hold a copy of the dictionary, and the first removal
+        // below would then copy a whole stack.
+        var index = stacks.startIndex
+        while index != stacks.endIndex {
+            defer { stacks.formIndex(after: &index) }
             // Drop stale tops in place, through the values view, without copying any stack.
             while let top = stacks.values[index].last, !isLive(top.order, top.handle) {
                 stacks.values[index].removeLast()

@@ -30,6 +30,15 @@ final class CurlTransfer {
     var isPauseRequested = false
     /// Paused because the bandwidth budget ran dry; the engine loop unpauses it.
     var isThrottled = false
+
+    /// On an HTTP/2 connection shared with other transfers. libcurl 7.88 has a run of bugs in
+    /// pausing such streams (curl#10751, #10988, #10971), and changing a running stream's weight
+    /// stalled it here, so a pause leaves such a stream alone: it goes on sharing the connection.
+    var isMultiplexed: Bool {
+        var version = 0
+        mirror_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        return version == mirror_curl_http_version_2_0
+    }
     private let bandwidth: BandwidthBudget?
 
     init(
@@ -71,7 +80,11 @@ final class CurlTransfer {
         setLong(CURLOPT_MAXREDIRS, Int(configuration.maxRedirects))
         setLong(CURLOPT_SSL_VERIFYPEER, 1)
         setLong(CURLOPT_SSL_VERIFYHOST, 2)
-        setLong(CURLOPT_HTTP_VERSION, Int(mirror_curl_http_version_1_1))
+        // HTTP/2 where TLS offers it (Imgur's CDN does), many transfers multiplexed on one
+        // connection: a new transfer waits for a connection it could share rather than open one.
+        setLong(CURLOPT_HTTP_VERSION, Int(mirror_curl_http_version_2tls))
+        setLong(CURLOPT_PIPEWAIT, 1)
+        if let certificates = configuration.certificateAuthorities { setString(CURLOPT_CAINFO, certificates) }
         setString(CURLOPT_USERAGENT, configuration.userAgent)
         setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         setLong(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
@@ -129,7 +142,7 @@ final class CurlTransfer {
     }
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        if isPauseRequested { return Int(CURL_WRITEFUNC_PAUSE) }
+        if isPauseRequested && !isMultiplexed { return Int(CURL_WRITEFUNC_PAUSE) }
         if !isBodyDecided { decideBody() }
         guard failure == nil else { return Int(mirror_curl_writefunc_error) }
         guard isBodyAccepted else { return bytes.count }

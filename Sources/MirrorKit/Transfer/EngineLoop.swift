@@ -24,6 +24,8 @@ final class EngineMailbox: Sendable {
 
     init() {
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed") }
+        // The default since 7.62, said out loud: HTTP/2 streams share a connection.
+        mirror_curl_multi_setopt_long(pointer, CURLMOPT_PIPELINING, mirror_curlpipe_multiplex)
         multi = MultiHandle(pointer: pointer)
     }
 
@@ -128,12 +130,12 @@ final class EngineLoop {
             pausedIDs.insert(id)
             guard let transfer = transfers[id] else { break }
             transfer.isPauseRequested = true
-            curl_easy_pause(transfer.easy, mirror_curlpause_recv)
+            if !transfer.isMultiplexed { curl_easy_pause(transfer.easy, mirror_curlpause_recv) }
         case .resume(let id):
             pausedIDs.remove(id)
             guard let transfer = transfers[id], transfer.isPauseRequested else { break }
             transfer.isPauseRequested = false
-            if !transfer.isThrottled { curl_easy_pause(transfer.easy, mirror_curlpause_cont) }
+            if !transfer.isMultiplexed && !transfer.isThrottled { curl_easy_pause(transfer.easy, mirror_curlpause_cont) }
         case .shutdown:
             break
         }

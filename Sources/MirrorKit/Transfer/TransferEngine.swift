@@ -34,6 +34,8 @@ public final class TransferEngine: Sendable {
         public var maxRedirects: Int
         /// The most bytes per second all transfers together may receive; nil for no limit.
         public var maxBytesPerSecond: Int64?
+        /// A PEM file of the certificate authorities to trust instead of the system's.
+        public var certificateAuthorities: String?
 
         public init(
             userAgent: String = "mirror/\(MirrorVersion.current)",
@@ -41,7 +43,8 @@ public final class TransferEngine: Sendable {
             lowSpeedLimit: Int = 1024,
             lowSpeedSeconds: Int = 30,
             maxRedirects: Int = 5,
-            maxBytesPerSecond: Int64? = nil
+            maxBytesPerSecond: Int64? = nil,
+            certificateAuthorities: String? = nil
         ) {
             self.userAgent = userAgent
             self.connectTimeout = connectTimeout
@@ -49,6 +52,7 @@ public final class TransferEngine: Sendable {
             self.lowSpeedSeconds = lowSpeedSeconds
             self.maxRedirects = maxRedirects
             self.maxBytesPerSecond = maxBytesPerSecond
+            self.certificateAuthorities = certificateAuthorities
         }
     }
 

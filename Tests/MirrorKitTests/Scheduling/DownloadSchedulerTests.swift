@@ -263,7 +263,8 @@ struct DownloadSchedulerTests {
         try await eventually { transport.resumes == [url("p")] }
         let second = request(scheduler, url("f2"), forced: true)
         try await eventually { transport.pauses.count == 2 && timers.count == 2 }
-        // The first pause's grace runs out: it must not end the second pause.
+        // The first pause's timer, cancelled when that pause ended, cannot end the second (were
+        // it not cancelled, its stale number would be refused: SchedulerCoreTests checks that).
         timers.fire(0)
         try await Task.sleep(for: .milliseconds(50))
         #expect(await state(scheduler, url("p")) == .paused)

@@ -209,13 +209,64 @@ struct SchedulerCoreTests {
         harness.complete(Self.url("f1"))
         let second = harness.schedule(Self.url("f2"), forced: true)
         #expect(Self.pauses(second) == [Self.url("p")])
-        #expect(harness.send(.pauseExpired(url: Self.url("p"), pause: first)).isEmpty)
-        let stop = harness.send(.pauseExpired(url: Self.url("p"), pause: first + 1))
+        let p = harness.started[Self.url("p")]!
+        #expect(harness.send(.pauseExpired(url: Self.url("p"), id: p, pause: first)).isEmpty)
+        let stop = harness.send(.pauseExpired(url: Self.url("p"), id: p, pause: first + 1))
         #expect(stop == [.stop(url: Self.url("p"), id: harness.started[Self.url("p")]!)])
         #expect(harness.state(Self.url("p")) == .waiting)
         // Stopped, it waits again; it starts anew once the forced item is done.
         #expect(harness.finish(Self.url("p"), .failure(SchedulerCore.cancelled(Self.url("p")))).isEmpty)
         #expect(Self.starts(harness.complete(Self.url("f2"))) == [Self.url("p")])
+    }
+
+    @Test func anEarlierTransfersTimerCannotEndALaterTransfersPause() {
+        var harness = Harness(maxConcurrent: 1)
+        harness.schedule(Self.url("p"))
+        let earlier = harness.started[Self.url("p")]!
+        harness.send(.cancel(url: Self.url("p")))
+        harness.finish(Self.url("p"), .failure(SchedulerCore.cancelled(Self.url("p"))))
+        harness.schedule(Self.url("p"))
+        #expect(harness.started[Self.url("p")] != earlier)
+        #expect(Self.pauses(harness.schedule(Self.url("f"), forced: true)) == [Self.url("p")])
+        // The new transfer's first pause has the number the old one's had.
+        #expect(harness.send(.pauseExpired(url: Self.url("p"), id: earlier, pause: 1)).isEmpty)
+        #expect(harness.state(Self.url("p")) == .paused)
+    }
+
+    @Test func aPausedItemJoinedWithForcedHoldsTheOthersBackWhileItReceives() {
+        var harness = Harness(maxConcurrent: 3)
+        for name in ["u1", "u2", "u3"] { harness.schedule(Self.url(name)) }
+        harness.receiving(Self.url("u1"))
+        // A forced item, connecting, takes u-something's slot...
+        let room = harness.schedule(Self.url("f"), forced: true)
+        let paused = try! #require(Self.pauses(room).first)
+        harness.receiving(paused)
+        // ...and that paused item, already receiving, is joined with forced: it resumes, and
+        // holds back the unforced ones still running.
+        let upgrade = harness.schedule(paused, forced: true)
+        #expect(Self.resumes(upgrade) == [paused])
+        let running = ["u1", "u2", "u3"].map { Self.url($0) }.filter { $0 != paused }
+        #expect(Set(Self.pauses(upgrade)) == Set(running))
+    }
+
+    @Test func aPartialThatGainedBytesWhileStoppingCanStillBePurged() {
+        let partials = Box<[String: Int64]>([:])
+        var harness = Harness(suspendedCount: 1, partials: partials)
+        harness.schedule(Self.url("late"))
+        harness.send(.cancel(url: Self.url("late")))
+        for name in ["a", "b"] {
+            harness.schedule(Self.url(name))
+            partials.value[Self.url(name)] = 10
+            harness.send(.cancel(url: Self.url(name)))
+            harness.finish(Self.url(name), .failure(SchedulerCore.cancelled(Self.url(name))))
+        }
+        // Over the count, the purge passed "late" by while it held nothing, and took "a".
+        #expect(harness.state(Self.url("a")) == nil)
+        // Its transfer wrote 10 bytes before it ended: it counts, so it must be purgeable.
+        partials.value[Self.url("late")] = 10
+        harness.finish(Self.url("late"), .failure(SchedulerCore.cancelled(Self.url("late"))))
+        #expect(harness.core.suspendedCount == 1)
+        #expect(harness.state(Self.url("late")) == .suspended)
     }
 
     @Test func aStoppedTransferThatFinishedFirstCompletes() {
@@ -226,7 +277,7 @@ struct SchedulerCoreTests {
             Issue.record("no pause")
             return
         }
-        harness.send(.pauseExpired(url: Self.url("p"), pause: number))
+        harness.send(.pauseExpired(url: Self.url("p"), id: harness.started[Self.url("p")]!, pause: number))
         let done = harness.complete(Self.url("p"))
         #expect(done.contains(.notify(.completed(url: Self.url("p"), bytes: 1))))
         #expect(harness.state(Self.url("p")) == nil)

@@ -1,0 +1,139 @@
+import Foundation
+
+/// Debian's nginx serving a directory over HTTPS with HTTP/2, under a certificate made for the
+/// test: what Imgur's CDN speaks, which the fixture server does not. Tests that need it are
+/// skipped where nginx is not installed (CI installs it).
+final class NginxServer {
+    static let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static var isAvailable: Bool { binary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") }
+
+    let root: URL
+    let port: Int
+    /// The certificate to trust (`TransferEngine.Configuration.certificateAuthorities`).
+    let certificate: String
+    private let work: URL
+    private let process: Process
+
+    var baseURL: String { "https://127.0.0.1:\(port)" }
+
+    /// Starts nginx on a free port; `root` is where the files it serves go.
+    init() throws {
+        work = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")
+        root = work.appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: work.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        // nginx's workers may run as another user: they must be able to read what they serve.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: work.path)
+        certificate = work.appendingPathComponent("cert.pem").path
+        let key = work.appendingPathComponent("key.pem").path
+        try Self.run("/usr/bin/openssl", [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate,
+        ])
+        port = try Self.freePort()
+        let config = """
+            worker_processes 1;
+            pid \(work.path)/nginx.pid;
+            error_log \(work.path)/error.log;
+            daemon off;
+            events { worker_connections 1024; }
+            http {
+                log_format test '$request_uri $status $server_protocol $connection';
+                access_log \(work.path)/access.log test;
+                client_body_temp_path \(work.path)/tmp/body;
+                proxy_temp_path \(work.path)/tmp/proxy;
+                fastcgi_temp_path \(work.path)/tmp/fastcgi;
+                uwsgi_temp_path \(work.path)/tmp/uwsgi;
+                scgi_temp_path \(work.path)/tmp/scgi;
+                server {
+                    listen 127.0.0.1:\(port) ssl http2;
+                    ssl_certificate \(certificate);
+                    ssl_certificate_key \(key);
+                    root \(root.path);
+                }
+            }
+            """
+        let configPath = work.appendingPathComponent("nginx.conf").path
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary!)
+        process.arguments = ["-c", configPath, "-p", work.path]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try Self.waitForPort(port)
+    }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: work)
+    }
+
+    /// Adds a file of `size` bytes (a pattern that differs per file) and returns its bytes.
+    @discardableResult
+    func addFile(_ name: String, size: Int) throws -> [UInt8] {
+        let seed = UInt8(truncatingIfNeeded: name.utf8.reduce(0) { $0 &+ Int($1) })
+        let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed }
+        let path = root.appendingPathComponent(name).path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        return bytes
+    }
+
+    /// The access log: one (path, status, protocol, connection number) per request answered.
+    func requests() -> [(path: String, status: Int, protocol: String, connection: Int)] {
+        let text = (try? String(contentsOf: work.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 4, let status = Int(fields[1]), let connection = Int(fields[3]) else { return nil }
+            return (String(fields[0]), status, String(fields[2]), connection)
+        }
+    }
+
+    private static func run(_ tool: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw EventuallyTimeout(description: "\(tool) failed") }
+    }
+
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw EventuallyTimeout(description: "no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func waitForPort(_ port: Int) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            close(fd)
+            if connected { return }
+            usleep(20_000)
+        }
+        throw EventuallyTimeout(description: "nginx did not start on port \(port)")
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// Transfers over HTTP/2, against nginx: many streams on one connection, and a forced item
+/// holding others back without `curl_easy_pause` on a shared connection.
+@Suite("HTTP/2 against nginx", .enabled(if: NginxServer.isAvailable, "needs nginx and openssl"))
+struct HTTP2Tests {
+    private func withScheduler<T>(
+        _ server: NginxServer, maxConcurrent: Int,
+        _ body: (DownloadScheduler) async throws -> T
+    ) async throws -> T {
+        let engine = TransferEngine(configuration: .init(certificateAuthorities: server.certificate))
+        return try await TestSupport.withTemporaryDirectory { dir in
+            let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+            let transport = EngineTransport(
+                engine: engine, partials: partials, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)),
+                logger: TestSupport.logger)
+            return try await body(DownloadScheduler(
+                transport: transport, configuration: .init(maxConcurrent: maxConcurrent, maxPerHost: maxConcurrent)))
+        }
+    }
+
+    @Test func manyTransfersShareOneConnection() async throws {
+        let server = try NginxServer()
+        var expected: [String: String] = [:]
+        for index in 0..<24 {
+            expected["/file-\(index).bin"] = TestSupport.digest(try server.addFile("file-\(index).bin", size: 64 << 10))
+        }
+        let base = server.baseURL
+        try await withScheduler(server, maxConcurrent: 8) { scheduler in
+            try await withThrowingTaskGroup(of: (String, String).self) { group in
+                for path in expected.keys {
+                    group.addTask { (path, TestSupport.digest(ofFile: try await scheduler.schedule(base + path).path)) }
+                }
+                for try await (path, digest) in group { #expect(digest == expected[path], "\(path)") }
+            }
+        }
+        let requests = server.requests()
+        #expect(requests.count == 24)
+        #expect(requests.allSatisfy { $0.protocol == "HTTP/2.0" && $0.status == 200 })
+        #expect(Set(requests.map(\.connection)).count == 1)
+    }
+
+    @Test func aForcedItemOvertakesStreamsOnTheSameConnectionAndEverythingCompletes() async throws {
+        let server = try NginxServer()
+        var expected: [String: String] = [:]
+        for index in 0..<6 {
+            expected["/preview-\(index).bin"] = TestSupport.digest(try server.addFile("preview-\(index).bin", size: 1 << 20))
+        }
+        expected["/forced.bin"] = TestSupport.digest(try server.addFile("forced.bin", size: 4 << 20))
+        let base = server.baseURL
+        try await withScheduler(server, maxConcurrent: 4) { scheduler in
+            let events = scheduler.events()
+            let previews = expected.keys.filter { $0 != "/forced.bin" }.map { path in
+                Task { (path, TestSupport.digest(ofFile: try await scheduler.schedule(base + path).path)) }
+            }
+            try await eventually { await scheduler.status().counts[.downloading] == 4 }
+            let forced = try await scheduler.schedule(base + "/forced.bin", forced: true)
+            #expect(TestSupport.digest(ofFile: forced.path) == expected["/forced.bin"])
+            for task in previews {
+                let (path, digest) = try await task.value
+                #expect(digest == expected[path], "\(path)")
+            }
+            scheduler.finishEvents()
+            var paused = 0
+            for await event in events {
+                if case .paused = event { paused += 1 }
+            }
+            #expect(paused >= 1)
+        }
+        #expect(server.requests().allSatisfy { $0.protocol == "HTTP/2.0" && $0.status == 200 })
+    }
+}
