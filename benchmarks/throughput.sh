@@ -30,7 +30,6 @@ done
 
 scripts/setup
 missing=()
-command -v nginx >/dev/null || missing+=(nginx-light)
 for tool in aria2c:aria2 wget:wget curl:curl bc:bc python3:python3; do
     command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
 done
@@ -142,9 +141,18 @@ measure() { # tool tag base
         wget) sed "s|^|$base|" "$work/www/urls.txt" > "$work/wget.txt"
               command=(wget -q -nv -i "$work/wget.txt" -P "$out") ;;
     esac
-    /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${command[@]}" >/dev/null 2>"$work/$tool.stderr" || true
+    local status=0
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${command[@]}" >/dev/null 2>"$work/$tool.stderr" || status=$?
     sleep 0.2  # nginx writes its log line after the response
-    read -r wall user system rss < "$work/time"
+    read -r wall user system rss < <(tail -1 "$work/time")
+    if [ "$tool" = mirror ]; then
+        # A figure for a run that failed, or left files out, would be no figure at all.
+        local want got
+        want=$(sort -u "$work/www/urls.txt" | wc -l)
+        got=$(find "$out" -path "$out/.mirror" -prune -o -type f -print | wc -l)
+        [ "$status" -eq 0 ] || echo "$tag: mirror exited with $status: $(head -3 "$work/mirror.stderr")" >> "$work/problems"
+        [ "$got" -eq "$want" ] || echo "$tag: mirror saved $got files of $want" >> "$work/problems"
+    fi
     local requests media bytes
     requests=$(wc -l < "$work/access.log")
     media=$(grep -vc '^/3/' "$work/access.log" || true)
@@ -206,7 +214,10 @@ for workload in "${workloads[@]}"; do
             images=$(scale 1000 40)
             make_tree dup "$images" $((50 << 10)) $((8 << 10)) 30
             echo; echo "## dup: $images images, and 30 % more entries repeating earlier ones (requests must be unique URLs: $(sort -u "$work/www/urls.txt" | wc -l))"
-            compare dup "$direct" mirror curl aria2c ;;
+            compare dup "$direct" mirror curl aria2c
+            unique=$(sort -u "$work/www/urls.txt" | wc -l)
+            asked=$(cut -d' ' -f5 "$work/results-mirror" | sort -n | tail -1)
+            [ "$asked" -eq "$unique" ] || echo "dup: mirror asked for $asked media files, $unique unique" >> "$work/problems" ;;
         rerun)
             images=$(scale 10000 200)
             make_tree rerun "$images" 1024 512
@@ -218,8 +229,13 @@ for workload in "${workloads[@]}"; do
             sleep 0.2
             read -r wall user system rss < "$work/time"
             echo; echo "## rerun: an unchanged second run over $images items"
+            media=$(grep -vc '^/3/' "$work/access.log" || true)
             printf 'mirror: %.2f s wall, %.2f s CPU, %.1f MiB RSS, %d requests (%d for media)\n' "$wall" \
-                "$(echo "$user + $system" | bc)" "$(echo "$rss / 1024" | bc -l)" "$(wc -l < "$work/access.log")" \
-                "$(grep -vc '^/3/' "$work/access.log" || true)" ;;
+                "$(echo "$user + $system" | bc)" "$(echo "$rss / 1024" | bc -l)" "$(wc -l < "$work/access.log")" "$media"
+            [ "$media" -eq 0 ] || echo "rerun: an unchanged rerun asked for $media media files" >> "$work/problems" ;;
     esac
 done
+if [ -s "$work/problems" ]; then
+    echo; echo "FAILED:"; cat "$work/problems"
+    exit 1
+fi
