@@ -174,6 +174,26 @@ struct IncrementalCrawlTests {
         }
     }
 
+    @Test func downloadsStartAfterTheFirstPageNotAfterTheLast() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("stream", pages: 3, perPage: 12, albumEvery: 0, imageSize: 1024)
+            // The second page takes a second to come: the first page's files need not wait for it.
+            server.inject(.stall(afterBytes: 0, seconds: 1), path: "/3/gallery/t/stream/time/all/1")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let (summary, _) = try await run("stream", server, into: dir)
+                #expect(summary.isComplete)
+                let paths = server.requests.map(\.path)
+                let thirdPage = try #require(paths.firstIndex(of: "/3/gallery/t/stream/time/all/2"))
+                let media = paths.enumerated().filter { !$0.element.hasPrefix("/3/") }.map(\.offset)
+                #expect(media.count == 2 * 36)
+                // Every file of the first page was asked for before the listing went past the
+                // second page, which took a second to come.
+                #expect(media.filter { $0 < thirdPage }.count >= 2 * 12)
+                expectWholeMirror(of: "stream", server, in: dir)
+            }
+        }
+    }
+
     @Test func theDailyBudgetIsKeptEvenWhenTheAPISaysNothingOfItsReset() async throws {
         try await TestSupport.withServer { server in
             server.addGeneratedTag("daily", pages: 4, perPage: 12, albumEvery: 0, imageSize: 1024)
