@@ -55,7 +55,7 @@ public struct FeedMirror: Sendable {
             }
             takenNames.insert(name)
             if let length = enclosure.length { logger.debug("\(enclosure.url): the feed says \(length) bytes") }
-            session.submit(
+            await session.submit(
                 MirrorJob(url: enclosure.url, relativePath: "enclosures/\(name)", expectedSize: nil, mirrors: enclosure.mirrors),
                 forced: true)
         }

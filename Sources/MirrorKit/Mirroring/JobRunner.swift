@@ -65,8 +65,8 @@ struct JobRunner: Sendable {
 
     /// Opens a session that takes jobs as a source finds them; keeps `.mirror/status.json`
     /// current until it finishes.
-    func start(source: String) -> JobSession {
-        JobSession(runner: self, source: source)
+    func start(source: String, window: Int = JobSession.window) -> JobSession {
+        JobSession(runner: self, source: source, window: window)
     }
 
     func record(_ outcome: Outcome, in summary: inout MirrorSummary) {
@@ -177,21 +177,33 @@ struct JobRunner: Sendable {
     }
 }
 
-/// The jobs of one run, taken as they come, all at once: the scheduler decides what runs, forced
-/// jobs taking the bandwidth first.
+/// The jobs of one run, taken as they come: the scheduler decides what runs, forced jobs taking
+/// the bandwidth first. At most ``window`` jobs are under way at once; a source submitting more
+/// waits for room, so a tag of 100,000 items costs no more memory than one of 4,000. Outcomes are
+/// tallied as jobs end, and nothing of a finished job is kept.
 final class JobSession: Sendable {
-    private struct Tasks {
-        var running: [Task<JobRunner.Outcome, Never>] = []
+    /// Jobs under way at most: enough to keep every slot busy and the forced tier full.
+    static let window = 4096
+
+    private struct State {
+        var running: [Int: Task<Void, Never>] = [:]
+        var submitted = 0
+        var tally = MirrorSummary()
+        var roomWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+        var drained: CheckedContinuation<Void, Never>?
         var cancelled = false
         var finished = false
     }
 
     private let runner: JobRunner
+    private let window: Int
     private let reporter: Task<Void, Never>
-    private let tasks = Mutex(Tasks())
+    private let state = Mutex(State())
 
-    fileprivate init(runner: JobRunner, source: String) {
+    fileprivate init(runner: JobRunner, source: String, window: Int = JobSession.window) {
         self.runner = runner
+        self.window = max(window, 1)
         let (logger, scheduler, directory) = (runner.logger, runner.scheduler, runner.directory)
         reporter = Task {
             await RunStatus.keepWriting(
@@ -200,41 +212,81 @@ final class JobSession: Sendable {
         }
     }
 
-    /// Starts mirroring `job`; `then` hears its outcome. A session that has finished takes no more.
-    func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) {
+    /// Starts mirroring `job` once fewer than ``window`` jobs are under way; `then` hears its
+    /// outcome. A session that has finished takes no more. Cancelling the caller while it waits
+    /// for room cancels the session: the jobs under way stop, keeping their partials.
+    func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) async {
+        await waitForRoom()
         let runner = runner
-        // Decided and started under the lock, so that `finish` sees every job it counts.
-        let taken = tasks.withLock { tasks -> Bool in
-            guard !tasks.finished else { return false }
+        let taken = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.submitted += 1
+            let number = state.submitted
             // Unstructured tasks, cancelled by hand: a task group removes each finished child from
             // a linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
             let task = Task {
                 let outcome = await runner.mirrorFromAnySource(job, forced: forced)
                 await then?(outcome)
-                return outcome
+                self.ended(number, outcome)
             }
-            if tasks.cancelled { task.cancel() }
-            tasks.running.append(task)
+            if state.cancelled { task.cancel() }
+            state.running[number] = task
             return true
         }
         assert(taken, "a job submitted to a finished session: \(job.url)")
     }
 
+    private func waitForRoom() async {
+        let key = state.withLock { state -> Int in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let roomy = state.withLock { state -> Bool in
+                    guard state.running.count >= window, !state.cancelled else { return true }
+                    state.roomWaiters[key] = continuation
+                    return false
+                }
+                if roomy { continuation.resume() }
+            }
+        } onCancel: {
+            cancel()
+            state.withLock { $0.roomWaiters.removeValue(forKey: key) }?.resume()
+        }
+    }
+
+    private func ended(_ number: Int, _ outcome: JobRunner.Outcome) {
+        let (waiter, drained) = state.withLock { state in
+            state.running[number] = nil
+            runner.record(outcome, in: &state.tally)
+            let waiter = state.roomWaiters.isEmpty ? nil : state.roomWaiters.removeValue(forKey: state.roomWaiters.keys.min()!)
+            let drained = state.finished && state.running.isEmpty ? state.drained.take() : nil
+            return (waiter, drained)
+        }
+        waiter?.resume()
+        drained?.resume()
+    }
+
     /// Waits for every job submitted and adds their outcomes to `summary`; cancelling the caller
     /// cancels them (partials are kept).
     func finish(into summary: inout MirrorSummary) async {
-        let running = tasks.withLock { tasks in
-            tasks.finished = true
-            return tasks.running
-        }
-        summary.wanted += running.count
-        var outcomes: [JobRunner.Outcome] = []
         await withTaskCancellationHandler {
-            for task in running { outcomes.append(await task.value) }
+            await withCheckedContinuation { continuation in
+                let done = state.withLock { state -> Bool in
+                    state.finished = true
+                    guard !state.running.isEmpty else { return true }
+                    state.drained = continuation
+                    return false
+                }
+                if done { continuation.resume() }
+            }
         } onCancel: {
             cancel()
         }
-        for outcome in outcomes { runner.record(outcome, in: &summary) }
+        let (submitted, tally) = state.withLock { ($0.submitted, $0.tally) }
+        summary.wanted += submitted
+        summary.addOutcomes(of: tally)
         do {
             try await runner.syncDirectories()
         } catch {
@@ -247,10 +299,25 @@ final class JobSession: Sendable {
 
     /// Stops every job: those under way keep their partial data.
     func cancel() {
-        let running = tasks.withLock { tasks in
-            tasks.cancelled = true
-            return tasks.running
+        let (running, waiters) = state.withLock { state in
+            state.cancelled = true
+            defer { state.roomWaiters = [:] }
+            return (Array(state.running.values), Array(state.roomWaiters.values))
         }
         running.forEach { $0.cancel() }
+        waiters.forEach { $0.resume() }
+    }
+}
+
+extension MirrorSummary {
+    /// Adds what ``JobRunner/record(_:in:)`` tallies in `other`.
+    mutating func addOutcomes(of other: MirrorSummary) {
+        downloaded += other.downloaded
+        bytesDownloaded += other.bytesDownloaded
+        alreadyPresent += other.alreadyPresent
+        removed += other.removed
+        deferred += other.deferred
+        failures += other.failures
+        interrupted = interrupted || other.interrupted
     }
 }

@@ -65,10 +65,10 @@ public struct TagMirror: Sendable {
                     continue
                 }
                 images.expect(item.id, files: 2)
-                session.submit(
+                await session.submit(
                     MirrorJob(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
                     forced: false, then: { await images.settle(item.id, $0) })
-                session.submit(
+                await session.submit(
                     MirrorJob(url: item.fullURL, relativePath: "full/\(item.fullFileName)", expectedSize: item.expectedSize),
                     forced: true, then: { await images.settle(item.id, $0) })
             }

@@ -81,9 +81,11 @@ final class CurlTransfer {
         setLong(CURLOPT_SSL_VERIFYPEER, 1)
         setLong(CURLOPT_SSL_VERIFYHOST, 2)
         // HTTP/2 where TLS offers it (Imgur's CDN does), many transfers multiplexed on one
-        // connection: a new transfer waits for a connection it could share rather than open one.
+        // connection: over TLS a new transfer waits for a connection it could share rather than
+        // open one. Never over plain HTTP, which stays HTTP/1.1: there the wait lasted until the
+        // transfer ahead had ended, one transfer per host at a time.
         setLong(CURLOPT_HTTP_VERSION, Int(mirror_curl_http_version_2tls))
-        setLong(CURLOPT_PIPEWAIT, 1)
+        if request.url.utf8.starts(with: "https:".utf8) { setLong(CURLOPT_PIPEWAIT, 1) }
         if let certificates = configuration.certificateAuthorities { setString(CURLOPT_CAINFO, certificates) }
         setString(CURLOPT_USERAGENT, configuration.userAgent)
         setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))

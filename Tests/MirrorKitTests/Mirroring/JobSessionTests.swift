@@ -1,0 +1,83 @@
+import FixtureServer
+import Foundation
+import Synchronization
+import Testing
+@testable import MirrorKit
+
+/// A run's jobs: taken as a source finds them, never more than a window of them at once.
+@Suite("Jobs of one run")
+struct JobSessionTests {
+    let engine = TransferEngine()
+
+    @Test func aSourceWaitsForRoomAndEveryJobIsTallied() async throws {
+        try await TestSupport.withServer { server in
+            for index in 0..<20 {
+                server.addMedia(path: "/file-\(index).bin", size: 1 << 20)
+                server.inject(.throttle(bytesPerSecond: 2 << 20), path: "/file-\(index).bin")
+            }
+            try await TestSupport.withTemporaryDirectory { dir in
+                let runner = try JobRunner(
+                    directory: try MirrorDirectory(root: dir), engine: engine, mode: .skipIfExists, concurrency: 8,
+                    retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)), logger: TestSupport.logger)
+                let session = runner.start(source: "test", window: 4)
+                let submitted = Atomic<Int>(0)
+                let source = Task {
+                    for index in 0..<20 {
+                        await session.submit(
+                            MirrorJob(url: server.baseURL + "/file-\(index).bin", relativePath: "file-\(index).bin"),
+                            forced: index.isMultiple(of: 2))
+                        submitted.add(1, ordering: .relaxed)
+                    }
+                }
+                // Four are under way; the fifth waits for one of them to end.
+                try await eventually { server.requests.count == 4 }
+                try await Task.sleep(for: .milliseconds(50))
+                #expect(submitted.load(ordering: .relaxed) == 4)
+                let counts = await runner.scheduler.status().counts
+                #expect([DownloadState.waiting, .downloading, .paused].reduce(0) { $0 + counts[$1, default: 0] } == 4)
+                #expect(counts[.completed] == nil)
+                await source.value
+                var summary = MirrorSummary()
+                await session.finish(into: &summary)
+                #expect(summary.wanted == 20)
+                #expect(summary.downloaded == 20)
+                #expect(summary.isComplete)
+                #expect(server.requests.count == 20)
+            }
+        }
+    }
+
+    @Test func cancellingASourceThatWaitsForRoomStopsTheJobsPromptly() async throws {
+        try await TestSupport.withServer { server in
+            for index in 0..<8 {
+                server.addMedia(path: "/slow-\(index).bin", size: 1 << 20)
+                server.inject(.throttle(bytesPerSecond: 16 << 10), path: "/slow-\(index).bin")
+            }
+            try await TestSupport.withTemporaryDirectory { dir in
+                let runner = try JobRunner(
+                    directory: try MirrorDirectory(root: dir), engine: engine, mode: .skipIfExists, concurrency: 8,
+                    retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)), logger: TestSupport.logger)
+                let session = runner.start(source: "test", window: 2)
+                let source = Task {
+                    for index in 0..<8 {
+                        await session.submit(
+                            MirrorJob(url: server.baseURL + "/slow-\(index).bin", relativePath: "slow-\(index).bin"),
+                            forced: false)
+                    }
+                }
+                try await eventually("two under way") { server.requests.count >= 2 }
+                try await Task.sleep(for: .milliseconds(50))
+                #expect(server.requests.count == 2)
+                let start = ContinuousClock.now
+                source.cancel()
+                await source.value
+                var summary = MirrorSummary()
+                await session.finish(into: &summary)
+                // A minute of throttled downloads, stopped in well under one.
+                #expect(ContinuousClock.now - start < .seconds(5))
+                #expect(summary.interrupted)
+                #expect(summary.downloaded == 0)
+            }
+        }
+    }
+}
