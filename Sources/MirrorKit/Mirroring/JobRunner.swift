@@ -65,8 +65,9 @@ struct JobRunner: Sendable {
 
     /// Opens a session that takes jobs as a source finds them; keeps `.mirror/status.json`
     /// current until it finishes.
-    func start(source: String, window: Int = JobSession.window) -> JobSession {
-        JobSession(runner: self, source: source, window: window)
+    func start(source: String, window: Int? = nil) -> JobSession {
+        JobSession(runner: self, source: source, window: window ?? JobSession.window(
+            concurrency: scheduler.configuration.maxConcurrent))
     }
 
     func record(_ outcome: Outcome, in summary: inout MirrorSummary) {
@@ -178,12 +179,16 @@ struct JobRunner: Sendable {
 }
 
 /// The jobs of one run, taken as they come: the scheduler decides what runs, forced jobs taking
-/// the bandwidth first. At most ``window`` jobs are under way at once; a source submitting more
-/// waits for room, so a tag of 100,000 items costs no more memory than one of 4,000. Outcomes are
-/// tallied as jobs end, and nothing of a finished job is kept.
+/// the bandwidth first. At most a window of jobs are under way at once; a source submitting more
+/// waits for room, so a tag of 100,000 items costs no more memory than one of a few hundred.
+/// Outcomes are tallied as jobs end, and nothing of a finished job is kept.
 final class JobSession: Sendable {
-    /// Jobs under way at most: enough to keep every slot busy and the forced tier full.
-    static let window = 4096
+    /// Jobs under way at most: enough to keep every slot busy, with forced and unforced jobs
+    /// waiting for each, and few enough that their tasks stay small (each waiting job's task
+    /// holds some 50 KiB of async frames: 4,096 of them made a run 200 MiB larger).
+    static func window(concurrency: Int) -> Int {
+        max(64, 32 * concurrency)
+    }
 
     private struct State {
         var running: [Int: Task<Void, Never>] = [:]
@@ -201,7 +206,7 @@ final class JobSession: Sendable {
     private let reporter: Task<Void, Never>
     private let state = Mutex(State())
 
-    fileprivate init(runner: JobRunner, source: String, window: Int = JobSession.window) {
+    fileprivate init(runner: JobRunner, source: String, window: Int) {
         self.runner = runner
         self.window = max(window, 1)
         let (logger, scheduler, directory) = (runner.logger, runner.scheduler, runner.directory)
