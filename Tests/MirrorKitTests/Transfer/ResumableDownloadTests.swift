@@ -112,7 +112,8 @@ struct ResumableDownloadTests {
     }
 
     @Test func aStalledTransferIsDetectedAndResumed() async throws {
-        let impatient = TransferEngine(configuration: .init(lowSpeedLimit: 10_000, lowSpeedSeconds: 1))
+        // Three seconds, not one: on a loaded machine the first bytes alone can take a second.
+        let impatient = TransferEngine(configuration: .init(lowSpeedLimit: 10_000, lowSpeedSeconds: 3))
         try await withDownloader(engine: impatient) { server, downloader, _ in
             server.addMedia(path: "/stall.bin", size: 1 << 20)
             server.inject(.stall(afterBytes: 256 << 10, seconds: 30), path: "/stall.bin")

@@ -200,10 +200,11 @@ struct TransferEngineTests {
     }
 
     @Test func detectsAStalledTransferAndKeepsItsPrefix() async throws {
-        let impatient = TransferEngine(configuration: .init(lowSpeedLimit: 10_000, lowSpeedSeconds: 1))
+        // Three seconds, not one: on a loaded machine the first bytes alone can take a second.
+        let impatient = TransferEngine(configuration: .init(lowSpeedLimit: 10_000, lowSpeedSeconds: 3))
         try await TestSupport.withServer { server in
             server.addMedia(path: "/stall.bin", size: 2 << 20)
-            server.inject(.stall(afterBytes: 256 << 10, seconds: 10), path: "/stall.bin")
+            server.inject(.stall(afterBytes: 256 << 10, seconds: 20), path: "/stall.bin")
             try await TestSupport.withTemporaryDirectory { dir in
                 let path = dir.appendingPathComponent("s.part").path
                 let error = try await #require(throws: TransferError.self) {
