@@ -33,11 +33,13 @@ missing=()
 for tool in aria2c:aria2 wget:wget curl:curl bc:bc python3:python3; do
     command -v "${tool%%:*}" >/dev/null || missing+=("${tool##*:}")
 done
+# `time` is also a shell keyword, so `command -v` cannot tell whether the program is there.
+[ -x /usr/bin/time ] || missing+=(time)
 if ((${#missing[@]})); then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo=sudo
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 
@@ -51,13 +53,21 @@ work=$(mktemp -d)
 pids=()
 loop_image=""
 cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+    set +e  # a failing step here must not turn a finished run into a failed one
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+    if [ -f "$work/nginx.pid" ]; then
+        local nginx_pid
+        nginx_pid=$(cat "$work/nginx.pid")
+        kill "$nginx_pid" 2>/dev/null
+        # Its logs are open on the file system about to be unmounted: wait until it has let go.
+        for _ in $(seq 50); do kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.1; done
+    fi
     if [ -n "$loop_image" ]; then
-        umount "$work" 2>/dev/null || true
+        umount "$work" 2>/dev/null || umount -l "$work"
         rm -f "$loop_image"
     fi
     rm -rf "$work"
+    return 0
 }
 trap cleanup EXIT
 # Every tool writes to a fresh ext4 (Debian's defaults, journal included) when we may mount one.
@@ -135,6 +145,10 @@ measure() { # tool tag base
                          --api-base "$base" --media-base "$base" --concurrency 16) ;;
         curl) sed "s|^\(.*\)$|url = \"$base\1\"\noutput = \"$out\1\"|" "$work/www/urls.txt" > "$work/curl.cfg"
               command=(curl --parallel --parallel-max 16 -s -S -f -K "$work/curl.cfg") ;;
+        # curl, then its files written to disk: what mirror pays for (it syncs each file's data
+        # before giving it its name), which curl alone leaves in the page cache.
+        curl+sync) sed "s|^\(.*\)$|url = \"$base\1\"\noutput = \"$out\1\"|" "$work/www/urls.txt" > "$work/curl.cfg"
+              command=(sh -c 'curl --parallel --parallel-max 16 -s -S -f -K "$1" && sync -f "$2"' sh "$work/curl.cfg" "$out") ;;
         aria2c) sed "s|^/\(.*\)$|$base/\1\n  out=\1|" "$work/www/urls.txt" > "$work/aria2.txt"
                 command=(aria2c -j16 -x1 -q -i "$work/aria2.txt" -d "$out" --allow-overwrite=true
                          --auto-file-renaming=false --file-allocation=none) ;;
@@ -199,7 +213,7 @@ for workload in "${workloads[@]}"; do
             images=$(scale 1000 40)
             make_tree small "$images" $((50 << 10)) $((8 << 10))
             echo; echo "## small: $images images, 50 KiB + 8 KiB, loopback"
-            compare small "$direct" mirror curl aria2c wget ;;
+            compare small "$direct" mirror curl curl+sync aria2c wget ;;
         rtt)
             images=$(scale 300 20)
             make_tree rtt "$images" $((200 << 10)) $((8 << 10))
@@ -209,7 +223,7 @@ for workload in "${workloads[@]}"; do
             size=$(scale $((256 << 20)) $((4 << 20)))
             make_tree large 4 "$size" $((8 << 10))
             echo; echo "## large: 4 files of $((size >> 20)) MiB (and 4 thumbnails), loopback"
-            compare large "$direct" mirror curl aria2c ;;
+            compare large "$direct" mirror curl curl+sync aria2c ;;
         dup)
             images=$(scale 1000 40)
             make_tree dup "$images" $((50 << 10)) $((8 << 10)) 30
@@ -224,10 +238,13 @@ for workload in "${workloads[@]}"; do
             measure mirror rerun "$direct" > /dev/null
             # The same directory again: nothing changed, so nothing but the API's head is asked for.
             : > "$work/access.log"
+            status=0
             /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$bin/mirror" rerun --out "$work/out-mirror" \
-                --client-id-file "$work/client-id" --quiet --api-base "$direct" --media-base "$direct" >/dev/null || true
+                --client-id-file "$work/client-id" --quiet --api-base "$direct" --media-base "$direct" >/dev/null \
+                2>"$work/mirror.stderr" || status=$?
+            [ "$status" -eq 0 ] || echo "rerun: mirror exited with $status: $(head -3 "$work/mirror.stderr")" >> "$work/problems"
             sleep 0.2
-            read -r wall user system rss < "$work/time"
+            read -r wall user system rss < <(tail -1 "$work/time")
             echo; echo "## rerun: an unchanged second run over $images items"
             media=$(grep -vc '^/3/' "$work/access.log" || true)
             printf 'mirror: %.2f s wall, %.2f s CPU, %.1f MiB RSS, %d requests (%d for media)\n' "$wall" \

@@ -31,3 +31,7 @@ int mirror_setxattr(const char *path, const char *name, const void *value, size_
 int mirror_removexattr(const char *path, const char *name) {
     return removexattr(path, name);
 }
+
+int mirror_start_writeback(int fd, off_t offset, off_t length) {
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}

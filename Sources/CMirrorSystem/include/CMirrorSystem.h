@@ -14,4 +14,9 @@ ssize_t mirror_getxattr(const char *path, const char *name, void *value, size_t 
 int mirror_setxattr(const char *path, const char *name, const void *value, size_t size);
 int mirror_removexattr(const char *path, const char *name);
 
+/// Starts writing `length` bytes at `offset` of `fd` back to disk without waiting for them
+/// (sync_file_range with SYNC_FILE_RANGE_WRITE): the fsync before the rename then finds little
+/// left to do. Best effort; -1 with errno where the file system cannot.
+int mirror_start_writeback(int fd, off_t offset, off_t length);
+
 #endif

@@ -30,6 +30,12 @@ final class CurlTransfer {
     var isPauseRequested = false
     /// Paused because the bandwidth budget ran dry; the engine loop unpauses it.
     var isThrottled = false
+    /// libcurl holds it paused (its write callback said so): whoever lifts the last reason for
+    /// the pause must let it go on, whatever the connection turned out to be.
+    var isCurlPaused = false
+
+    /// A pause asked for that applies: not on an HTTP/2 stream (see ``isMultiplexed``).
+    var isHeld: Bool { isPauseRequested && !isMultiplexed }
 
     /// On an HTTP/2 connection shared with other transfers. libcurl 7.88 has a run of bugs in
     /// pausing such streams (curl#10751, #10988, #10971), and changing a running stream's weight
@@ -144,12 +150,18 @@ final class CurlTransfer {
     }
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        if isPauseRequested && !isMultiplexed { return Int(CURL_WRITEFUNC_PAUSE) }
+        // The pause is applied here, at the next bytes, once the connection is known: a pause
+        // asked for before the response began would otherwise hold what becomes an HTTP/2 stream.
+        if isHeld {
+            isCurlPaused = true
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
         if !isBodyDecided { decideBody() }
         guard failure == nil else { return Int(mirror_curl_writefunc_error) }
         guard isBodyAccepted else { return bytes.count }
         if let bandwidth, !bandwidth.take(bytes.count) {
             isThrottled = true
+            isCurlPaused = true
             return Int(CURL_WRITEFUNC_PAUSE)
         }
         do throws(TransferError.Reason) {

@@ -112,8 +112,15 @@ final class EngineLoop {
         guard let bandwidth, bandwidth.waitUntilAvailable == .zero else { return }
         for transfer in transfers.values where transfer.isThrottled {
             transfer.isThrottled = false
-            if !transfer.isPauseRequested { curl_easy_pause(transfer.easy, mirror_curlpause_cont) }
+            if !transfer.isHeld { letGo(transfer) }
         }
+    }
+
+    /// Unpauses a transfer libcurl holds paused, and only such a one.
+    private func letGo(_ transfer: CurlTransfer) {
+        guard transfer.isCurlPaused else { return }
+        transfer.isCurlPaused = false
+        curl_easy_pause(transfer.easy, mirror_curlpause_cont)
     }
 
     /// Carries out one command other than shutdown.
@@ -129,13 +136,13 @@ final class EngineLoop {
         case .pause(let id):
             pausedIDs.insert(id)
             guard let transfer = transfers[id] else { break }
+            // Held by its write callback at its next bytes, if it is not on an HTTP/2 connection.
             transfer.isPauseRequested = true
-            if !transfer.isMultiplexed { curl_easy_pause(transfer.easy, mirror_curlpause_recv) }
         case .resume(let id):
             pausedIDs.remove(id)
             guard let transfer = transfers[id], transfer.isPauseRequested else { break }
             transfer.isPauseRequested = false
-            if !transfer.isMultiplexed && !transfer.isThrottled { curl_easy_pause(transfer.easy, mirror_curlpause_cont) }
+            if !transfer.isThrottled { letGo(transfer) }
         case .shutdown:
             break
         }
@@ -175,6 +182,7 @@ final class EngineLoop {
     }
 
     private func detach(_ transfer: CurlTransfer) {
+        pausedIDs.remove(transfer.id)
         curl_multi_remove_handle(multi, transfer.easy)
         transfers[transfer.id] = nil
         byHandle[transfer.easy] = nil

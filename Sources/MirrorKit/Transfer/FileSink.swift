@@ -1,3 +1,4 @@
+import CMirrorSystem
 import Foundation
 
 /// Writes a response body into a file at a given offset through one large buffer.
@@ -99,6 +100,9 @@ final class FileSink {
             }
             written += result
         }
+        // The data on its way to disk while the rest arrives, not all of it at the fsync that
+        // comes before the file gets its name: that fsync then waits for the last buffer only.
+        mirror_start_writeback(descriptor, off_t(flushedLength), off_t(buffered))
         flushedLength += Int64(buffered)
         buffered = 0
     }

@@ -30,7 +30,26 @@ final class NginxServer {
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate,
         ])
-        port = try Self.freePort()
+        // The free port may be taken by someone else before nginx binds it: then try another.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = try Self.freePort()
+            let process = try Self.startNginx(work: work, root: root, port: port, certificate: certificate, key: key)
+            if try Self.waitForPort(port, while: process) {
+                self.port = port
+                self.process = process
+                return
+            }
+            process.waitUntilExit()
+            guard attempt < 3 else {
+                let log = (try? String(contentsOf: work.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+                throw EventuallyTimeout(description: "nginx did not start: \(log.suffix(500))")
+            }
+        }
+    }
+
+    private static func startNginx(work: URL, root: URL, port: Int, certificate: String, key: String) throws -> Process {
         let config = """
             worker_processes 1;
             pid \(work.path)/nginx.pid;
@@ -55,12 +74,12 @@ final class NginxServer {
             """
         let configPath = work.appendingPathComponent("nginx.conf").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary!)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary!)
         process.arguments = ["-c", configPath, "-p", work.path]
         process.standardError = FileHandle.nullDevice
         try process.run()
-        try Self.waitForPort(port)
+        return process
     }
 
     deinit {
@@ -117,9 +136,11 @@ final class NginxServer {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    private static func waitForPort(_ port: Int) throws {
+    /// Whether nginx came to listen on `port`; false as soon as it has exited (the port was taken).
+    private static func waitForPort(_ port: Int, while process: Process) throws -> Bool {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
+            guard process.isRunning else { return false }
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
@@ -131,9 +152,10 @@ final class NginxServer {
                 }
             }
             close(fd)
-            if connected { return }
+            if connected { return process.isRunning }
             usleep(20_000)
         }
-        throw EventuallyTimeout(description: "nginx did not start on port \(port)")
+        process.terminate()
+        return false
     }
 }

@@ -71,4 +71,55 @@ struct HTTP2Tests {
         }
         #expect(server.requests().allSatisfy { $0.protocol == "HTTP/2.0" && $0.status == 200 })
     }
+
+    @Test func aHoldAskedForBeforeTheResponseIsNotAppliedToAnHTTP2Stream() async throws {
+        let server = try NginxServer()
+        let expected = TestSupport.digest(try server.addFile("held.bin", size: 1 << 20))
+        let engine = TransferEngine(configuration: .init(certificateAuthorities: server.certificate))
+        let id = TransferID.next()
+        let base = server.baseURL
+        engine.pause(id)
+        // Held on HTTP/1.1 until resumed (TransferEngineTests); on HTTP/2 it goes on, never resumed.
+        let response = try await withTimeout(.seconds(10)) {
+            try await engine.perform(TransferRequest(url: base + "/held.bin", destination: .memory(limit: 2 << 20)), id: id)
+        }
+        #expect(TestSupport.digest(response.body) == expected)
+    }
+
+    @Test func aThrottledStreamThatWasHeldGoesOnWhenResumed() async throws {
+        let server = try NginxServer()
+        let expected = TestSupport.digest(try server.addFile("slow.bin", size: 1 << 20))
+        // 256 KiB/s: the budget runs dry, and libcurl pauses the stream, whatever its protocol.
+        let engine = TransferEngine(configuration: .init(
+            maxBytesPerSecond: 256 << 10, certificateAuthorities: server.certificate))
+        let id = TransferID.next()
+        let base = server.baseURL
+        let task = Task {
+            try await engine.perform(TransferRequest(url: base + "/slow.bin", destination: .memory(limit: 2 << 20)), id: id)
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        engine.pause(id)
+        try await Task.sleep(for: .milliseconds(500))
+        engine.resume(id)
+        let response = try await withTimeout(.seconds(15)) { try await task.value }
+        #expect(TestSupport.digest(response.body) == expected)
+    }
+
+    private func withTimeout<T: Sendable>(
+        _ limit: Duration, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            guard let first = try await group.next(), let value = first else {
+                group.cancelAll()
+                throw EventuallyTimeout(description: "no answer within \(limit)")
+            }
+            group.cancelAll()
+            return value
+        }
+    }
 }
