@@ -9,6 +9,12 @@ import Testing
 struct JobSessionTests {
     let engine = TransferEngine()
 
+    private func runner(in dir: URL) throws -> JobRunner {
+        try JobRunner(
+            directory: try MirrorDirectory(root: dir), engine: engine, mode: .skipIfExists, concurrency: 8,
+            retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)), logger: TestSupport.logger)
+    }
+
     @Test func aSourceWaitsForRoomAndEveryJobIsTallied() async throws {
         try await TestSupport.withServer { server in
             for index in 0..<20 {
@@ -16,9 +22,7 @@ struct JobSessionTests {
                 server.inject(.throttle(bytesPerSecond: 2 << 20), path: "/file-\(index).bin")
             }
             try await TestSupport.withTemporaryDirectory { dir in
-                let runner = try JobRunner(
-                    directory: try MirrorDirectory(root: dir), engine: engine, mode: .skipIfExists, concurrency: 8,
-                    retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)), logger: TestSupport.logger)
+                let runner = try runner(in: dir)
                 let session = runner.start(source: "test", window: 4)
                 let submitted = Atomic<Int>(0)
                 let source = Task {
@@ -54,9 +58,7 @@ struct JobSessionTests {
                 server.inject(.throttle(bytesPerSecond: 16 << 10), path: "/slow-\(index).bin")
             }
             try await TestSupport.withTemporaryDirectory { dir in
-                let runner = try JobRunner(
-                    directory: try MirrorDirectory(root: dir), engine: engine, mode: .skipIfExists, concurrency: 8,
-                    retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)), logger: TestSupport.logger)
+                let runner = try runner(in: dir)
                 let session = runner.start(source: "test", window: 2)
                 let source = Task {
                     for index in 0..<8 {

@@ -66,6 +66,10 @@ struct SchedulerCoreTests {
         actions.compactMap { if case .pause(let url, _, _) = $0 { url } else { nil } }
     }
 
+    static func pauseNumbers(_ actions: [SchedulerCore.Action]) -> [UInt64] {
+        actions.compactMap { if case .pause(_, _, let number) = $0 { number } else { nil } }
+    }
+
     static func resumes(_ actions: [SchedulerCore.Action]) -> [String] {
         actions.compactMap { if case .resume(let url, _) = $0 { url } else { nil } }
     }
@@ -198,14 +202,10 @@ struct SchedulerCoreTests {
         #expect(harness.core.suspendedBytes == 0)
     }
 
-    @Test func aLongPauseStopsTheTransferAndOnlyTheLatestPausesTimerCounts() {
+    @Test func aLongPauseStopsTheTransferAndOnlyTheLatestPausesTimerCounts() throws {
         var harness = Harness(maxConcurrent: 1)
         harness.schedule(Self.url("p"))
-        let pause = harness.schedule(Self.url("f1"), forced: true)
-        guard case .pause(_, _, let first)? = pause.first(where: { if case .pause = $0 { true } else { false } }) else {
-            Issue.record("no pause")
-            return
-        }
+        let first = try #require(Self.pauseNumbers(harness.schedule(Self.url("f1"), forced: true)).first)
         harness.complete(Self.url("f1"))
         let second = harness.schedule(Self.url("f2"), forced: true)
         #expect(Self.pauses(second) == [Self.url("p")])
@@ -269,14 +269,10 @@ struct SchedulerCoreTests {
         #expect(harness.state(Self.url("late")) == .suspended)
     }
 
-    @Test func aStoppedTransferThatFinishedFirstCompletes() {
+    @Test func aStoppedTransferThatFinishedFirstCompletes() throws {
         var harness = Harness(maxConcurrent: 1)
         harness.schedule(Self.url("p"))
-        let paused = harness.schedule(Self.url("f"), forced: true)
-        guard case .pause(_, _, let number)? = paused.first(where: { if case .pause = $0 { true } else { false } }) else {
-            Issue.record("no pause")
-            return
-        }
+        let number = try #require(Self.pauseNumbers(harness.schedule(Self.url("f"), forced: true)).first)
         harness.send(.pauseExpired(url: Self.url("p"), id: harness.started[Self.url("p")]!, pause: number))
         let done = harness.complete(Self.url("p"))
         #expect(done.contains(.notify(.completed(url: Self.url("p"), bytes: 1))))
