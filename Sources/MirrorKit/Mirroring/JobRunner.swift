@@ -39,6 +39,7 @@ struct JobRunner: Sendable {
     let health: HostHealth
     let mode: DownloadMode
     let logger: Logger
+    private let commits = CommitClaims()
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, concurrency: Int, retry: RetryPolicy,
@@ -143,6 +144,11 @@ struct JobRunner: Sendable {
                 partials.remove(job.url)
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
+            // Callers that joined one download all get its one partial: the first commits it, and
+            // the others find the file mirrored.
+            guard commits.claim(job.url) else { return .alreadyPresent }
+            defer { commits.release(job.url) }
+            if await state.fate(of: job.url).mirroredPath != nil { return .alreadyPresent }
             let lastModified = file.lastModified.flatMap(HTTPDate.parse)
             // The commit moves the partial away (or, when the name is taken, deletes it); the
             // record comes off the file only once it has its final name.
@@ -175,6 +181,20 @@ struct JobRunner: Sendable {
         } catch {
             return .failed(DownloadError(url: job.url, reason: .storage("\(error)")))
         }
+    }
+}
+
+/// The URLs whose download is being committed now, by whichever of its callers came first.
+private final class CommitClaims: Sendable {
+    private let claimed = Mutex<Set<String>>([])
+
+    /// True for the first caller; false while another commits the same download.
+    func claim(_ url: String) -> Bool {
+        claimed.withLock { $0.insert(url).inserted }
+    }
+
+    func release(_ url: String) {
+        _ = claimed.withLock { $0.remove(url) }
     }
 }
 

@@ -82,4 +82,26 @@ struct JobSessionTests {
             }
         }
     }
+
+    @Test func jobsThatJoinedOneDownloadCommitItOnce() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/shared.bin", size: 256 << 10)
+            server.inject(.throttle(bytesPerSecond: 1 << 20), path: "/shared.bin")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let runner = try runner(in: dir)
+                let session = runner.start(source: "test")
+                // The same file under two names (a feed's enclosure and another's mirror, say),
+                // both forced: one download, and only one of them can move its partial into place.
+                for name in ["a.bin", "b.bin"] {
+                    await session.submit(MirrorJob(url: server.baseURL + "/shared.bin", relativePath: name), forced: true)
+                }
+                var summary = MirrorSummary()
+                await session.finish(into: &summary)
+                #expect(summary.failures.isEmpty, "\(summary.failures)")
+                #expect(summary.downloaded == 1)
+                #expect(summary.alreadyPresent == 1)
+                #expect(server.requestCount(path: "/shared.bin") == 1)
+            }
+        }
+    }
 }
