@@ -78,9 +78,14 @@ public struct TagMirror: Sendable {
         var crawl = TagCrawler.Result()
         if let saved = try? await jobs.state.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
         do {
-            let pending = try await jobs.state.pendingImages()
-            if !pending.isEmpty { logger.info("\(pending.count) images found by earlier runs are not mirrored yet") }
-            await submit(pending)
+            // What earlier runs found and did not finish comes first, a page at a time.
+            var position: Int64? = 0
+            while let after = position {
+                let pending = try await jobs.state.pendingImages(after: after)
+                if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
+                await submit(pending.images)
+                position = pending.next
+            }
             let health = jobs.health
             let crawler = TagCrawler(client: client, store: jobs.state, logger: logger)
             if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }

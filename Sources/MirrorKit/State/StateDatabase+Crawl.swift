@@ -86,10 +86,20 @@ extension StateDatabase: CrawlStore {
             [.text(albumID), .text(source), .text(problem), .text(Self.now())])
     }
 
-    public func pendingImages() throws(MirrorError) -> [ImgurImage] {
+    /// Images found but not mirrored yet, in the order found, `limit` at a time: pass the last
+    /// page's `next` as `after` for the next page; `next` is nil after the last one. Paged, so
+    /// that resuming a big tag does not hold every pending image at once.
+    public func pendingImages(
+        after position: Int64 = 0, limit: Int = 1000
+    ) throws(MirrorError) -> (images: [ImgurImage], next: Int64?) {
         let decoder = JSONDecoder()
-        return try read("SELECT image FROM images WHERE done = 0 ORDER BY rowid")
-            .compactMap { row in row.first?.text.flatMap { try? decoder.decode(ImgurImage.self, from: Data($0.utf8)) } }
+        let rows = try read(
+            "SELECT rowid, image FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
+            [.integer(position), .integer(Int64(limit))])
+        let images = rows.compactMap { row in
+            row.last?.text.flatMap { try? decoder.decode(ImgurImage.self, from: Data($0.utf8)) }
+        }
+        return (images, rows.count == limit ? rows.last?.first?.integer : nil)
     }
 
     public func markImagesDone(_ imageIDs: [String]) throws(MirrorError) {

@@ -56,7 +56,21 @@ struct StateDatabaseTests {
             #expect(try await state.knownEntries(["aaaaa1", "zzz"], source: "s") == ["aaaaa1": 0])
             #expect(try await state.pendingAlbums() == ["album1"])
             try await state.markImagesDone(["aaaaa1"])
-            #expect(try await state.pendingImages().map(\.id) == ["aaaaa2"])
+            #expect(try await state.pendingImages().images.map(\.id) == ["aaaaa2"])
+            // Paged in the order found, whatever is marked done meanwhile.
+            let more = (3...7).map { ImgurImage(id: "aaaaa\($0)") }
+            _ = try await state.recordPage(
+                ListedPage(newEntryIDs: more.map(\.id), images: more.map { ($0, nil) }, pendingAlbumIDs: [], cursor: cursor),
+                source: "s")
+            var pages: [[String]] = []
+            var position: Int64? = 0
+            while let after = position {
+                let page = try await state.pendingImages(after: after, limit: 2)
+                pages.append(page.images.map(\.id))
+                if pages.count == 1 { try await state.markImagesDone(["aaaaa4"]) }
+                position = page.next
+            }
+            #expect(pages == [["aaaaa2", "aaaaa3"], ["aaaaa5", "aaaaa6"], ["aaaaa7"]])
             let cached = try await state.recordAlbum("album1", images: [ImgurImage(id: "bbbbb1")], source: "s")
             #expect(cached.map(\.id) == ["bbbbb1"])
             #expect(try await state.cachedAlbum("album1")?.map(\.id) == ["bbbbb1"])
