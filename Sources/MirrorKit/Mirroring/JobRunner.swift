@@ -148,15 +148,22 @@ struct JobRunner: Sendable {
             // the others find the file mirrored.
             guard commits.claim(job.url) else { return .alreadyPresent }
             defer { commits.release(job.url) }
-            if await state.fate(of: job.url).mirroredPath != nil { return .alreadyPresent }
             let lastModified = file.lastModified.flatMap(HTTPDate.parse)
             // The commit moves the partial away (or, when the name is taken, deletes it); the
             // record comes off the file only once it has its final name.
             let (directory, mode, partials) = (directory, mode, partials)
-            let committed = try await BlockingIO.run { () throws(MirrorError) in
-                try directory.commit(file.path, as: job.relativePath, mode: mode) {
-                    partials.detachRecord(for: job.url, movedTo: $0)
+            let committed: String?
+            do {
+                committed = try await BlockingIO.run { () throws(MirrorError) in
+                    try directory.commit(file.path, as: job.relativePath, mode: mode) {
+                        partials.detachRecord(for: job.url, movedTo: $0)
+                    }
                 }
+            } catch {
+                // A caller of the same download came late: the first one has committed it.
+                let partialGone = if case .fileSystem(file.path, ENOENT) = error { true } else { false }
+                if partialGone, await state.fate(of: job.url).mirroredPath != nil { return .alreadyPresent }
+                throw error
             }
             guard let name = committed else { return .alreadyPresent }
             // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
