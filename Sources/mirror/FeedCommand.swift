@@ -6,7 +6,7 @@ import MirrorKit
 struct FeedCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "feed",
-        abstract: "Mirror the enclosures of an Atom, RSS or Dash docset feed into enclosures/, one at a time.")
+        abstract: "Mirror the enclosures of an Atom, RSS or Dash docset feed into enclosures/, each taking the bandwidth first.")
 
     @Argument(help: "The feed's URL (http or https).")
     var url: String

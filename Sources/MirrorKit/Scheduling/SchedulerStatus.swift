@@ -16,8 +16,8 @@ public struct SchedulerStatus: Sendable, Codable, Equatable {
 
     /// Items per state, finished ones included.
     public var counts: [DownloadState: Int]
-    /// The items under way (downloading, paused, suspended), forced first, then by state; waiting
-    /// ones are in ``counts`` only, unless the snapshot was asked to list them.
+    /// The items with a transfer (downloading, paused, or stopping), forced first, then by state;
+    /// waiting and suspended ones are in ``counts`` only.
     public var items: [Item]
 
     /// `downloading 3, waiting 120, paused 2, completed 40`: the non-zero counts.
