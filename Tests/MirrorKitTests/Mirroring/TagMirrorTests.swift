@@ -207,7 +207,7 @@ struct TagMirrorTests {
             }
             try await TestSupport.withTemporaryDirectory { dir in
                 let running = Task { try await run(server, into: dir) }
-                try await eventually("thumbnails are downloading", within: .seconds(5)) {
+                try await eventually("thumbnails are downloading", within: .seconds(20)) {
                     server.requests.contains { $0.path.hasSuffix("m.jpg") }
                 }
                 let start = ContinuousClock.now
