@@ -143,12 +143,11 @@ measure() { # tool tag base
         # MIRROR_WRAPPER="perf record -g -o /tmp/perf.data" profiles mirror's runs in place.
         mirror) command=(${MIRROR_WRAPPER:-} "$bin/mirror" "$tag" --out "$out" --client-id-file "$work/client-id" --quiet
                          --api-base "$base" --media-base "$base" --concurrency 16) ;;
-        curl) sed "s|^\(.*\)$|url = \"$base\1\"\noutput = \"$out\1\"|" "$work/www/urls.txt" > "$work/curl.cfg"
-              command=(curl --parallel --parallel-max 16 -s -S -f -K "$work/curl.cfg") ;;
-        # curl, then its files written to disk: what mirror pays for (it syncs each file's data
-        # before giving it its name), which curl alone leaves in the page cache.
-        curl+sync) sed "s|^\(.*\)$|url = \"$base\1\"\noutput = \"$out\1\"|" "$work/www/urls.txt" > "$work/curl.cfg"
-              command=(sh -c 'curl --parallel --parallel-max 16 -s -S -f -K "$1" && sync -f "$2"' sh "$work/curl.cfg" "$out") ;;
+        curl|curl+sync) sed "s|^\(.*\)$|url = \"$base\1\"\noutput = \"$out\1\"|" "$work/www/urls.txt" > "$work/curl.cfg"
+              command=(curl --parallel --parallel-max 16 -s -S -f -K "$work/curl.cfg")
+              # curl+sync: then its files written to disk, what mirror pays for (it syncs each
+              # file's data before giving it its name) and curl alone leaves in the page cache.
+              [ "$tool" = curl ] || command=(sh -c '"$@" && sync -f "$0"' "$out" "${command[@]}") ;;
         aria2c) sed "s|^/\(.*\)$|$base/\1\n  out=\1|" "$work/www/urls.txt" > "$work/aria2.txt"
                 command=(aria2c -j16 -x1 -q -i "$work/aria2.txt" -d "$out" --allow-overwrite=true
                          --auto-file-renaming=false --file-allocation=none) ;;

@@ -63,10 +63,7 @@ public actor DownloadScheduler {
         self.configuration = configuration
         self.sleep = sleep
         core = SchedulerCore(
-            limits: .init(
-                maxConcurrent: configuration.maxConcurrent, maxPerHost: configuration.maxPerHost,
-                suspendedBytesBudget: configuration.suspendedBytesBudget,
-                suspendedCountBudget: configuration.suspendedCountBudget),
+            limits: configuration,
             hostLimit: { transport.concurrencyLimit(forHost: $0) },
             partialLength: { transport.partialLength(of: $0) })
     }
@@ -125,7 +122,7 @@ public actor DownloadScheduler {
 
     /// Where `url` stands, while the scheduler knows it.
     func state(of url: String) -> DownloadState? {
-        core.handles[url].flatMap { core.items[$0] }.map { SchedulerCore.state(of: $0.phase) }
+        core.state(of: url)
     }
 
     // MARK: - Performing

@@ -9,13 +9,6 @@ typealias CallerID = UInt64
 /// transfer, the bytes a suspended partial holds), so an item cannot be, say, suspended and
 /// holding a slot at once.
 struct SchedulerCore {
-    struct Limits: Equatable {
-        var maxConcurrent: Int
-        var maxPerHost: Int
-        var suspendedBytesBudget: Int64
-        var suspendedCountBudget: Int
-    }
-
     enum Event {
         /// A caller wants `url`: a new item, or a join of the one already known.
         case schedule(url: String, forced: Bool, expectedSize: Int64?, caller: CallerID)
@@ -80,7 +73,7 @@ struct SchedulerCore {
 
     typealias Handle = Int
 
-    let limits: Limits
+    let limits: DownloadScheduler.Configuration
     /// The per-host limit the transport wants now (a host that throttles), nil for no opinion.
     let hostLimit: (String) -> Int?
     /// Bytes of partial data held for a URL.
@@ -101,7 +94,7 @@ struct SchedulerCore {
     /// Items per state, kept as phases change; finished items stay counted here.
     var counts: [DownloadState: Int] = [:]
 
-    init(limits: Limits, hostLimit: @escaping (String) -> Int? = { _ in nil },
+    init(limits: DownloadScheduler.Configuration, hostLimit: @escaping (String) -> Int? = { _ in nil },
          partialLength: @escaping (String) -> Int64 = { _ in 0 }) {
         self.limits = limits
         self.hostLimit = hostLimit
@@ -289,6 +282,11 @@ struct SchedulerCore {
         handles[item.url] = nil
         items[handle] = nil
         freeHandles.append(handle)
+    }
+
+    /// Where `url` stands, while it is known.
+    func state(of url: String) -> DownloadState? {
+        handles[url].flatMap { items[$0] }.map { Self.state(of: $0.phase) }
     }
 
     /// What the public status calls a phase.

@@ -68,7 +68,7 @@ public actor StateDatabase {
     /// The file (relative to the mirror) that `url` was saved as, if it was. A failed lookup means
     /// "not known", which at worst fetches a file again.
     public func mirroredPath(of url: String) -> String? {
-        (try? db.rows("SELECT path FROM mirrored WHERE url = ?1", [.text(url)]))?.first?.first?.text
+        fate(of: url).mirroredPath
     }
 
     public func recordMirrored(_ url: String, as path: String, bytes: Int64) throws(MirrorError) {
@@ -87,10 +87,6 @@ public actor StateDatabase {
         return (row?.first?.text, row?.last?.integer == 1)
     }
 
-    public func isRemoved(_ url: String) -> Bool {
-        (try? db.rows("SELECT 1 FROM removed WHERE url = ?1", [.text(url)]))?.isEmpty == false
-    }
-
     public func recordRemoved(_ url: String) throws(MirrorError) {
         try write("INSERT OR IGNORE INTO removed (url, seen_at) VALUES (?1, ?2)", [.text(url), .text(Self.now())])
     }
@@ -98,11 +94,6 @@ public actor StateDatabase {
     /// The URL that was saved as `path`, if any.
     public func url(mirroredAs path: String) -> String? {
         (try? db.rows("SELECT url FROM mirrored WHERE path = ?1", [.text(path)]))?.first?.first?.text
-    }
-
-    /// Whether `url` is mirrored or known to be removed.
-    public func isKnown(_ url: String) -> Bool {
-        mirroredPath(of: url) != nil || isRemoved(url)
     }
 
     // MARK: - Helpers

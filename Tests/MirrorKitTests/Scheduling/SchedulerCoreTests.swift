@@ -49,7 +49,7 @@ struct SchedulerCoreTests {
         }
 
         func state(_ url: String) -> DownloadState? {
-            core.handles[url].flatMap { core.items[$0] }.map { SchedulerCore.state(of: $0.phase) }
+            core.state(of: url)
         }
     }
 
