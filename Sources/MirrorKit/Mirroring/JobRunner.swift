@@ -39,7 +39,7 @@ struct JobRunner: Sendable {
     let health: HostHealth
     let mode: DownloadMode
     let logger: Logger
-    private let commits = CommitClaims()
+    private let flights = Flights()
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, concurrency: Int, retry: RetryPolicy,
@@ -123,7 +123,17 @@ struct JobRunner: Sendable {
         return outcome
     }
 
+    /// Mirrors `job`, or, while another job mirrors the same URL, waits for that one: a URL is
+    /// looked up, downloaded and committed by one job at a time, so no job ever touches a partial
+    /// it did not download (two names for one file: a feed enclosure and another's mirror URL).
     private func mirror(_ job: MirrorJob, forced: Bool) async -> Outcome {
+        guard !Task.isCancelled else { return .interrupted }
+        let (outcome, led) = await flights.run(job.url) { await mirrorAlone(job, forced: forced) }
+        guard !led, case .downloaded = outcome else { return outcome }
+        return .alreadyPresent
+    }
+
+    private func mirrorAlone(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
         let fate = await state.fate(of: job.url)
         do {
@@ -144,26 +154,14 @@ struct JobRunner: Sendable {
                 partials.remove(job.url)
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
-            // Callers that joined one download all get its one partial: the first commits it, and
-            // the others find the file mirrored.
-            guard commits.claim(job.url) else { return .alreadyPresent }
-            defer { commits.release(job.url) }
             let lastModified = file.lastModified.flatMap(HTTPDate.parse)
             // The commit moves the partial away (or, when the name is taken, deletes it); the
             // record comes off the file only once it has its final name.
             let (directory, mode, partials) = (directory, mode, partials)
-            let committed: String?
-            do {
-                committed = try await BlockingIO.run { () throws(MirrorError) in
-                    try directory.commit(file.path, as: job.relativePath, mode: mode) {
-                        partials.detachRecord(for: job.url, movedTo: $0)
-                    }
+            let committed = try await BlockingIO.run { () throws(MirrorError) in
+                try directory.commit(file.path, as: job.relativePath, mode: mode) {
+                    partials.detachRecord(for: job.url, movedTo: $0)
                 }
-            } catch {
-                // A caller of the same download came late: the first one has committed it.
-                let partialGone = if case .fileSystem(file.path, ENOENT) = error { true } else { false }
-                if partialGone, await state.fate(of: job.url).mirroredPath != nil { return .alreadyPresent }
-                throw error
             }
             guard let name = committed else { return .alreadyPresent }
             // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
@@ -191,17 +189,44 @@ struct JobRunner: Sendable {
     }
 }
 
-/// The URLs whose download is being committed now, by whichever of its callers came first.
-private final class CommitClaims: Sendable {
-    private let claimed = Mutex<Set<String>>([])
-
-    /// True for the first caller; false while another commits the same download.
-    func claim(_ url: String) -> Bool {
-        claimed.withLock { $0.insert(url).inserted }
+/// One mirroring of a URL at a time: the first job for it leads, later ones wait for its outcome.
+/// The lead is cancelled only once every job waiting for it has been.
+private final class Flights: Sendable {
+    private struct Flight {
+        let task: Task<JobRunner.Outcome, Never>
+        var interested: Int
     }
 
-    func release(_ url: String) {
-        _ = claimed.withLock { $0.remove(url) }
+    private let flights = Mutex<[String: Flight]>([:])
+
+    /// `body`'s outcome, and whether this call ran it (rather than joined a run under way).
+    func run(
+        _ url: String, _ body: @escaping @Sendable () async -> JobRunner.Outcome
+    ) async -> (JobRunner.Outcome, led: Bool) {
+        let (task, led) = flights.withLock { flights -> (Task<JobRunner.Outcome, Never>, Bool) in
+            if let flight = flights[url] {
+                flights[url]?.interested += 1
+                return (flight.task, false)
+            }
+            let task = Task {
+                let outcome = await body()
+                self.flights.withLock { $0[url] = nil }
+                return outcome
+            }
+            flights[url] = Flight(task: task, interested: 1)
+            return (task, true)
+        }
+        let outcome = await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            let abandoned = flights.withLock { flights -> Bool in
+                guard flights[url]?.task == task else { return false }
+                flights[url]?.interested -= 1
+                return flights[url]?.interested == 0
+            }
+            if abandoned { task.cancel() }
+        }
+        return (outcome, led)
     }
 }
 

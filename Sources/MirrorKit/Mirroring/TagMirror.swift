@@ -80,7 +80,7 @@ public struct TagMirror: Sendable {
         do {
             // What earlier runs found and did not finish comes first, a page at a time.
             var position: Int64? = 0
-            while let after = position {
+            while let after = position, !Task.isCancelled {
                 let pending = try await jobs.state.pendingImages(after: after)
                 if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
                 await submit(pending.images)

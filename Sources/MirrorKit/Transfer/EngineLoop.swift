@@ -182,7 +182,6 @@ final class EngineLoop {
     }
 
     private func detach(_ transfer: CurlTransfer) {
-        pausedIDs.remove(transfer.id)
         curl_multi_remove_handle(multi, transfer.easy)
         transfers[transfer.id] = nil
         byHandle[transfer.easy] = nil
