@@ -11,25 +11,25 @@
 #define RENAME_NOREPLACE (1 << 0)
 #endif
 
-int mirror_rename_noreplace(const char *from, const char *to) {
+int mirror_renameat_noreplace(int fromdir, const char *from, int todir, const char *to) {
 #ifdef SYS_renameat2
-    return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+    return (int)syscall(SYS_renameat2, fromdir, from, todir, to, RENAME_NOREPLACE);
 #else
     errno = ENOSYS;
     return -1;
 #endif
 }
 
-ssize_t mirror_getxattr(const char *path, const char *name, void *value, size_t size) {
-    return getxattr(path, name, value, size);
+ssize_t mirror_fgetxattr(int fd, const char *name, void *value, size_t size) {
+    return fgetxattr(fd, name, value, size);
 }
 
-int mirror_setxattr(const char *path, const char *name, const void *value, size_t size) {
-    return setxattr(path, name, value, size, 0);
+int mirror_fsetxattr(int fd, const char *name, const void *value, size_t size) {
+    return fsetxattr(fd, name, value, size, 0);
 }
 
-int mirror_removexattr(const char *path, const char *name) {
-    return removexattr(path, name);
+int mirror_fremovexattr(int fd, const char *name) {
+    return fremovexattr(fd, name);
 }
 
 int mirror_start_writeback(int fd, off_t offset, off_t length) {

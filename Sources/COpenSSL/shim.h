@@ -2,6 +2,7 @@
 #define MIRROR_COPENSSL_SHIM_H
 #include <openssl/evp.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 
 // OpenSSL cleans up in an atexit handler, which can run while the transfer engine's thread still
 // uses libcurl (and so OpenSSL): a crash at exit, seen in swift-corelibs-foundation#5469. Called

@@ -16,6 +16,7 @@ enum ExitStatus {
         switch error {
         case .configuration, .clientIDFile: configuration
         case .unsafePath, .fileSystem, .stateDatabase: cannotCreate
+        case .digest: unavailable
         case .locked: tryLater
         }
     }

@@ -27,7 +27,8 @@ struct FeedCommand: AsyncParsableCommand {
             let lock = try RunLock(directory: directory)
             let engine = download.engine(file)
             let settings = FeedMirror.Settings(
-                feedURL: url, mode: download.downloadMode(file), retry: download.retryPolicy(file))
+                feedURL: url, mode: download.downloadMode(file), retry: download.retryPolicy(file),
+                maxFileSize: download.maxFileSize(file))
             let mirror = try FeedMirror(directory: directory, engine: engine, settings: settings, logger: logger)
             let (summary, stop) = await Interruption.cancelOnSignal(deadline: common.deadline(file)) { await mirror.run() }
             // No libcurl call may be running once the process starts to exit.

@@ -61,11 +61,21 @@ struct DownloadOptions: ParsableArguments {
     @Option(help: "Attempts per file, the first included (default 6).")
     var retries: Int?
 
+    @Option(help: "Most bytes a file may have when neither the API nor its server states its size, e.g. 4G (default 16G).")
+    var maxFileSize: String?
+
     func validate() throws {
         if let maxBandwidth, (ByteCount.parse(maxBandwidth) ?? 0) <= 0 {
             throw ValidationError("--max-bandwidth takes a rate such as 2M or 500k, got '\(maxBandwidth)'")
         }
         if let retries, !(1...100).contains(retries) { throw ValidationError("--retries must be 1 to 100") }
+        if let maxFileSize, (ByteCount.parse(maxFileSize) ?? 0) <= 0 {
+            throw ValidationError("--max-file-size takes a size such as 4G or 500M, got '\(maxFileSize)'")
+        }
+    }
+
+    func maxFileSize(_ file: MirrorConfiguration) -> Int64 {
+        (maxFileSize ?? file.maxFileSize).flatMap(ByteCount.parse) ?? Downloader.defaultMaxFileSize
     }
 
     /// The engine these options (over the config file's) ask for.

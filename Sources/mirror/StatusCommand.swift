@@ -54,7 +54,7 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     private func printPartials(_ directory: MirrorDirectory) {
-        guard let partials = try? PartialStore(directory: directory.stateDirectory.appendingPathComponent("partials")) else {
+        guard let partials = try? directory.partialStore() else {
             return
         }
         let held = partials.heldPartials()

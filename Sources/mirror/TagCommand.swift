@@ -86,7 +86,8 @@ struct TagCommand: AsyncParsableCommand {
                     thumbnail: thumbnail ?? file.thumbnail ?? .medium),
                 mode: download.downloadMode(file),
                 concurrency: concurrency ?? file.concurrency ?? 6,
-                retry: download.retryPolicy(file))
+                retry: download.retryPolicy(file),
+                maxFileSize: download.maxFileSize(file))
             let mirror = try TagMirror(
                 directory: directory, client: client, engine: engine, settings: settings, logger: logger)
             let (summary, stop) = await Interruption.cancelOnSignal(deadline: common.deadline(file)) { await mirror.run() }

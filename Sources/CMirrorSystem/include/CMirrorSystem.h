@@ -4,15 +4,16 @@
 #include <sys/types.h>
 
 // File-system calls Swift's Glibc module does not import: renameat2 (glibc declares it only with
-// _GNU_SOURCE) and the extended-attribute calls of <sys/xattr.h>.
+// _GNU_SOURCE), the extended-attribute calls of <sys/xattr.h> and sync_file_range.
 
-/// Renames `from` to `to` unless `to` exists (RENAME_NOREPLACE): -1 with errno EEXIST then, and
-/// EINVAL or ENOSYS where the file system or kernel cannot do it.
-int mirror_rename_noreplace(const char *from, const char *to);
+/// Renames `from` in directory `fromdir` to `to` in `todir` unless `to` exists
+/// (RENAME_NOREPLACE): -1 with errno EEXIST then, and EINVAL or ENOSYS where the file system or
+/// kernel cannot do it.
+int mirror_renameat_noreplace(int fromdir, const char *from, int todir, const char *to);
 
-ssize_t mirror_getxattr(const char *path, const char *name, void *value, size_t size);
-int mirror_setxattr(const char *path, const char *name, const void *value, size_t size);
-int mirror_removexattr(const char *path, const char *name);
+ssize_t mirror_fgetxattr(int fd, const char *name, void *value, size_t size);
+int mirror_fsetxattr(int fd, const char *name, const void *value, size_t size);
+int mirror_fremovexattr(int fd, const char *name);
 
 /// Starts writing `length` bytes at `offset` of `fd` back to disk without waiting for them
 /// (sync_file_range with SYNC_FILE_RANGE_WRITE): the fsync before the rename then finds little

@@ -8,8 +8,14 @@ public struct FeedMirror: Sendable {
         public var feedURL: String
         public var mode: DownloadMode
         public var retry: RetryPolicy
+        /// The most bytes an enclosure may have when its server states no size.
+        public var maxFileSize: Int64
 
-        public init(feedURL: String, mode: DownloadMode = .skipIfExists, retry: RetryPolicy = RetryPolicy()) {
+        public init(
+            feedURL: String, mode: DownloadMode = .skipIfExists, retry: RetryPolicy = RetryPolicy(),
+            maxFileSize: Int64 = Downloader.defaultMaxFileSize
+        ) {
+            self.maxFileSize = maxFileSize
             self.feedURL = feedURL
             self.mode = mode
             self.retry = retry
@@ -27,7 +33,7 @@ public struct FeedMirror: Sendable {
         self.logger = logger
         jobs = try JobRunner(
             directory: directory, engine: engine, mode: settings.mode, concurrency: 1, retry: settings.retry,
-            logger: logger)
+            maxFileSize: settings.maxFileSize, logger: logger)
     }
 
     public func run() async -> MirrorSummary {
@@ -43,15 +49,22 @@ public struct FeedMirror: Sendable {
         var takenNames: Set<String> = []
         var seenURLs: Set<String> = []
         let session = jobs.start(source: "feed \(settings.feedURL)")
-        for enclosure in feed.enclosures {
+        for enclosure in feed.enclosures where !session.isHalted {
             // Two entries may offer the same URL; one download serves both.
             guard seenURLs.insert(enclosure.url).inserted else { continue }
+            let urlDigest: String
+            do {
+                urlDigest = try Digest.md5Hex(Array(enclosure.url.utf8))
+            } catch {
+                summary.stoppedBy = MirrorError.digest(error.description)
+                break
+            }
             var name = Self.fileName(for: enclosure)
             let owner = await jobs.state.url(mirroredAs: "enclosures/\(name)")
             if takenNames.contains(name) || owner.map({ $0 != enclosure.url }) == true {
                 // Another file (of this feed, or mirrored before) has the name: docset.xar, say.
                 // Keep both, apart, rather than take the old one for the new.
-                name = MirrorDirectory.tagged(name, Digest.md5Hex(Array(enclosure.url.utf8)).prefix(8))
+                name = MirrorDirectory.tagged(name, urlDigest.prefix(8))
             }
             takenNames.insert(name)
             if let length = enclosure.length { logger.debug("\(enclosure.url): the feed says \(length) bytes") }
@@ -101,7 +114,8 @@ public struct FeedMirror: Sendable {
             .map { $0 == "/" || $0 == "\\" || $0 == "\0" || $0.isNewline ? "_" : $0 }
             .reduce(into: "") { $0.append($1) }
         while name.hasPrefix(".") { name.removeFirst() }
-        if name.isEmpty { name = "enclosure-" + Digest.md5Hex(Array(enclosure.url.utf8)).prefix(12) }
+        // The run has checked that MD5 works before it names a file.
+        if name.isEmpty { name = "enclosure-" + ((try? Digest.md5Hex(Array(enclosure.url.utf8)))?.prefix(12) ?? "") }
         return String(name.prefix(200))
     }
 }

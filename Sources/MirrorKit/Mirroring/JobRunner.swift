@@ -22,12 +22,15 @@ struct JobRunner: Sendable {
         /// Not tried: its host is down or throttling this run; a later run tries it.
         case deferred
         case failed(DownloadError)
+        /// The mirror as a whole cannot go on (a full disk, a database that takes no writes, a
+        /// folder that is a planted link): the run stops, keeping what it has.
+        case halted(MirrorError)
 
         /// The file is in the mirror, or known gone: no later run needs to try it.
         var isSettled: Bool {
             switch self {
             case .downloaded, .alreadyPresent, .removed: true
-            case .interrupted, .deferred, .failed: false
+            case .interrupted, .deferred, .failed, .halted: false
             }
         }
     }
@@ -43,19 +46,24 @@ struct JobRunner: Sendable {
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, concurrency: Int, retry: RetryPolicy,
-        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, logger: Logger
+        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
+        maxFileSize: Int64 = Downloader.defaultMaxFileSize, logger: Logger
     ) throws(MirrorError) {
         self.directory = directory
         self.mode = mode
         self.logger = logger
-        partials = try PartialStore(directory: directory.stateDirectory.appendingPathComponent("partials"))
+        partials = try directory.partialStore()
         state = try StateDatabase(directory: directory) { logger.warning("\($0)") }
         health = HostHealth(settings: .init(maxPerHost: concurrency))
         let transport = EngineTransport(
             engine: engine, partials: partials, retry: retry, health: health,
-            isRemovedPlaceholder: isRemovedPlaceholder, logger: logger)
-        scheduler = DownloadScheduler(transport: transport, configuration: .init(
-            maxConcurrent: concurrency, maxPerHost: concurrency))
+            isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, logger: logger)
+        let configuration = DownloadScheduler.Configuration(maxConcurrent: concurrency, maxPerHost: concurrency)
+        scheduler = DownloadScheduler(transport: transport, configuration: configuration)
+        // The budget for suspended downloads holds for what earlier runs left too.
+        let dropped = partials.purge(
+            keepingAtMost: configuration.suspendedCountBudget, bytes: configuration.suspendedBytesBudget)
+        if !dropped.isEmpty { logger.info("dropped \(dropped.count) partial downloads of earlier runs, over the budget") }
     }
 
     /// Makes the names given so far durable (before anything that vouches for them is written).
@@ -92,6 +100,19 @@ struct JobRunner: Sendable {
         case .failed(let error):
             logger.error("\(error)")
             summary.failures.append(error)
+        case .halted(let error):
+            summary.interrupted = true
+            if summary.stoppedBy == nil { summary.stoppedBy = error }
+        }
+    }
+
+    /// The error that stops the whole run, when `error` is not one file's but the disk's or the
+    /// mirror's: every other file would fail the same way.
+    static func halting(_ error: DownloadError) -> MirrorError? {
+        switch error.reason {
+        case .transfer(.fileWrite(let failure)): .fileSystem(failure)
+        case .transfer(.digest(let message)): .digest(message)
+        default: nil
         }
     }
 
@@ -143,8 +164,10 @@ struct JobRunner: Sendable {
             if mode == .skipIfExists, try directory.fileExists(job.relativePath) {
                 return .alreadyPresent
             }
+        } catch .unsafePath(let path) {
+            return .failed(DownloadError(url: job.url, reason: .storage(MirrorError.unsafePath(path).description)))
         } catch {
-            return .failed(DownloadError(url: job.url, reason: .storage(error.description)))
+            return .halted(error)
         }
         if fate.removed { return .removed(job.url) }
         do {
@@ -159,28 +182,38 @@ struct JobRunner: Sendable {
             // record comes off the file only once it has its final name.
             let (directory, mode, partials) = (directory, mode, partials)
             let committed = try await BlockingIO.run { () throws(MirrorError) in
-                try directory.commit(file.path, as: job.relativePath, mode: mode) {
-                    partials.detachRecord(for: job.url, movedTo: $0)
+                let partName: String
+                do throws(DigestError) {
+                    partName = try partials.partName(for: job.url)
+                } catch {
+                    throw .digest(error.description)
+                }
+                return try directory.commit(partName, from: partials.folder, as: job.relativePath, mode: mode) {
+                    partials.detachRecord(for: job.url, movedTo: $1, in: $0)
+                    // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
+                    if let lastModified { $0.setModificationDate(lastModified, of: $1) }
                 }
             }
             guard let name = committed else { return .alreadyPresent }
-            // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
-            if let lastModified { directory.setModificationDate(lastModified, of: name) }
             try await state.recordMirrored(job.url, as: name, bytes: file.length)
-            logger.info("saved \(name)")
+            logger.info("saved \(name.escapedForTerminal)")
             return .downloaded(bytes: file.bytesReceived)
+        } catch let error as MirrorError {
+            if case .unsafePath = error { return .failed(DownloadError(url: job.url, reason: .storage(error.description))) }
+            return .halted(error)
         } catch let error as DownloadError {
             switch error.reason {
             case .removed:
                 do {
                     try await state.recordRemoved(job.url)
                 } catch {
-                    return .failed(DownloadError(url: job.url, reason: .storage(error.description)))
+                    return .halted(error)
                 }
                 return .removed(job.url)
             case .hostUnavailable:
                 return .deferred
             default:
+                if let halting = Self.halting(error) { return .halted(halting) }
                 return error.isCancellation ? .interrupted : .failed(error)
             }
         } catch {
@@ -251,6 +284,8 @@ final class JobSession: Sendable {
         var drained: CheckedContinuation<Void, Never>?
         var cancelled = false
         var finished = false
+        /// A job's outcome stopped the run (see ``JobRunner/Outcome/halted(_:)``).
+        var halted = false
     }
 
     private let runner: JobRunner
@@ -313,7 +348,20 @@ final class JobSession: Sendable {
         }
     }
 
+    /// Whether a job's outcome stopped the run: sources stop submitting.
+    var isHalted: Bool { state.withLock { $0.halted } }
+
     private func ended(_ number: Int, _ outcome: JobRunner.Outcome) {
+        if case .halted(let error) = outcome {
+            let first = state.withLock { state in
+                defer { state.halted = true }
+                return !state.halted
+            }
+            if first {
+                runner.logger.error("stopping the run: \(error)")
+                cancel()
+            }
+        }
         let (waiter, drained) = state.withLock { state in
             state.running[number] = nil
             runner.record(outcome, in: &state.tally)
@@ -376,5 +424,6 @@ extension MirrorSummary {
         deferred += other.deferred
         failures += other.failures
         interrupted = interrupted || other.interrupted
+        stoppedBy = stoppedBy ?? other.stoppedBy
     }
 }

@@ -23,12 +23,14 @@ public struct MirrorConfiguration: Sendable, Equatable, Decodable {
     /// How long a run may take, as `50m`: at the deadline it stops starting work and exits,
     /// and the next run carries on.
     public var maxDuration: String?
+    /// The most bytes a file whose size nobody states may have, as `4G` or a number.
+    public var maxFileSize: String?
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, mode, concurrency
-        case maxApiRate, maxBandwidth, maxWait, retries, maxDuration
+        case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
     }
 
     /// Reads and checks a config file. Unknown keys are errors, not silently ignored: a typo in a
@@ -68,6 +70,9 @@ public struct MirrorConfiguration: Sendable, Equatable, Decodable {
         if let maxApiRate, !(maxApiRate > 0) { throw .configuration("\(source): 'maxApiRate' must be above 0") }
         if let maxBandwidth, (ByteCount.parse(maxBandwidth) ?? 0) <= 0 {
             throw .configuration("\(source): 'maxBandwidth' must be a rate such as 2M or 500k, got '\(maxBandwidth)'")
+        }
+        if let maxFileSize, (ByteCount.parse(maxFileSize) ?? 0) <= 0 {
+            throw .configuration("\(source): 'maxFileSize' must be a size such as 4G or 500M, got '\(maxFileSize)'")
         }
         if let maxWait, maxWait < 0 { throw .configuration("\(source): 'maxWait' must be 0 or more seconds") }
         if let retries, !(1...100).contains(retries) {

@@ -1,4 +1,3 @@
-import CMirrorSystem
 import Foundation
 import Synchronization
 
@@ -13,6 +12,11 @@ public enum DownloadMode: String, Sendable, CaseIterable, Codable {
 /// The mirror's output directory: finished files under their final names, and mirror's own
 /// working state under `.mirror/`.
 ///
+/// Every folder and file inside is reached through ``Directory``: relative to a held descriptor,
+/// never through a link, in folders the user owns and nobody else may write to. So a link or
+/// folder planted by another user (the directory may sit on shared storage or in /tmp) is
+/// refused with its path and the reason, never written through.
+///
 /// A file appears under its final name only once complete: its data is synced to disk, then it is
 /// renamed into place in one step with `renameat2(RENAME_NOREPLACE)`, which fails rather than
 /// replace an existing file, so a concurrent writer or an earlier run's file is never overwritten
@@ -23,13 +27,16 @@ public struct MirrorDirectory: Sendable {
     public let root: URL
     /// `root`'s path, kept as a string: building URLs cost more than a download's other work.
     private let rootPath: String
+    let rootFolder: Directory
+    /// `.mirror/`: partial downloads, the state database, the run lock.
+    let stateFolder: Directory
     private let bookkeeping = Bookkeeping()
 
-    /// Directories known to exist, and directories with names not yet synced.
+    /// Folders opened so far, by relative path, and folders with names not yet synced.
     private final class Bookkeeping: Sendable {
         struct State {
-            var created: Set<String> = []
-            var unsynced: Set<String> = []
+            var folders: [String: Directory] = [:]
+            var unsynced: [String: Directory] = [:]
             var commitsSinceSync = 0
         }
 
@@ -42,11 +49,26 @@ public struct MirrorDirectory: Sendable {
     /// Where mirror keeps partial downloads, the state database and the run lock.
     public var stateDirectory: URL { root.appendingPathComponent(".mirror", isDirectory: true) }
 
+    /// Opens (making it if needed) the mirror at `root` and its `.mirror` folder; throws when
+    /// `.mirror` is a link, not the user's, or writable by others.
     public init(root: URL) throws(MirrorError) {
         self.root = root.standardizedFileURL
         rootPath = self.root.path == "/" ? "" : self.root.path
-        try Self.createDirectory(self.root)
-        try Self.createDirectory(stateDirectory)
+        do {
+            rootFolder = try Directory.open(creating: self.root.path)
+            stateFolder = try rootFolder.folder(".mirror")
+        } catch {
+            throw .fileSystem(error)
+        }
+    }
+
+    /// The store of partial downloads, in `.mirror/partials`.
+    public func partialStore() throws(MirrorError) -> PartialStore {
+        do {
+            return PartialStore(folder: try stateFolder.folder("partials"))
+        } catch {
+            throw .fileSystem(error)
+        }
     }
 
     /// The absolute path of `relativePath`, which must be a plain relative path (no `..`, no
@@ -57,55 +79,89 @@ public struct MirrorDirectory: Sendable {
 
     /// ``path(of:)`` as a string.
     func absolutePath(of relativePath: String) throws(MirrorError) -> String {
+        try split(relativePath)
+        return rootPath + "/" + relativePath
+    }
+
+    /// `relativePath`'s folder part and file name, once it is known to be a plain relative path.
+    @discardableResult
+    private func split(_ relativePath: String) throws(MirrorError) -> (folder: Substring, name: String) {
         let components = relativePath.split(separator: "/", omittingEmptySubsequences: false)
         guard !relativePath.hasPrefix("/"), !components.isEmpty,
               components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && !$0.contains("\0") }),
               components.first != ".mirror"
         else { throw MirrorError.unsafePath(relativePath) }
-        return rootPath + "/" + relativePath
+        guard let slash = relativePath.lastIndex(of: "/") else { return ("", relativePath) }
+        return (relativePath[..<slash], String(relativePath[relativePath.index(after: slash)...]))
     }
 
+    /// The folder at `relativePath` inside the mirror, opened once per run; nil when it is
+    /// missing and `create` is false.
+    private func folder(_ relativePath: Substring, create: Bool) throws(MirrorError) -> Directory? {
+        if relativePath.isEmpty { return rootFolder }
+        let key = String(relativePath)
+        if let folder = bookkeeping.state.withLock({ $0.folders[key] }) { return folder }
+        let folder: Directory
+        do {
+            folder = try rootFolder.folder(atRelativePath: relativePath, create: create)
+        } catch where !create && error.errno == ENOENT {
+            return nil
+        } catch {
+            throw .fileSystem(error)
+        }
+        bookkeeping.state.withLock { $0.folders[key] = folder }
+        return folder
+    }
+
+    /// Whether anything has the name `relativePath` (a link counts: the name is taken).
     public func fileExists(_ relativePath: String) throws(MirrorError) -> Bool {
-        let path = try absolutePath(of: relativePath)
-        var info = stat()
-        return stat(path, &info) == 0
+        let (folderPath, name) = try split(relativePath)
+        return try folder(folderPath, create: false)?.contains(name) ?? false
     }
 
-    /// Moves a finished download into place under `relativePath` and returns the name it got.
+    /// Moves the finished download `partName` of `partials` into place under `relativePath` and
+    /// returns the name it got.
     ///
     /// - Returns: nil when `mode` is ``DownloadMode/skipIfExists`` and the name was taken; the
     ///   download is then discarded.
     ///
-    /// `afterRename` gets the absolute path of the file under its final name.
+    /// `afterRename` gets the folder and file name the file has under its final name.
     public func commit(
-        _ partialPath: String, as relativePath: String, mode: DownloadMode, afterRename: (String) -> Void = { _ in }
+        _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
+        afterRename: (Directory, String) -> Void = { _, _ in }
     ) throws(MirrorError) -> String? {
-        let target = try absolutePath(of: relativePath)
-        let parent = String(target[..<target.lastIndex(of: "/")!])
-        try ensureDirectory(parent)
-        try Self.sync(path: partialPath, dataOnly: true)
+        let (folderPath, name) = try split(relativePath)
+        do throws(FileSystemError) {
+            let fd = try partials.openFile(partName, .read)
+            defer { close(fd) }
+            guard fdatasync(fd) == 0 else { throw FileSystemError(path: partials.path(of: partName), errno: errno) }
+        } catch {
+            throw .fileSystem(error)
+        }
+        var target = try folder(folderPath, create: true)!
         var attempt = 0
         var recreated = false
         while true {
-            let candidate = attempt == 0 ? relativePath : Self.numbered(relativePath, attempt)
-            let candidatePath = try absolutePath(of: candidate)
+            let candidate = attempt == 0 ? name : Self.numbered(name, attempt)
             let moved: Bool
             do {
-                moved = try Self.moveWithoutReplacing(partialPath, to: candidatePath)
-            } catch .fileSystem(_, ENOENT) where !recreated {
-                // The folder went away since this run made it: make it again, once.
+                moved = try partials.move(partName, to: target, as: candidate)
+            } catch where error.errno == ENOENT && !recreated && partials.contains(partName) {
+                // The folder went away since this run opened it: make it again, once.
                 recreated = true
-                _ = bookkeeping.state.withLock { $0.created.remove(parent) }
-                try ensureDirectory(parent)
+                _ = bookkeeping.state.withLock { $0.folders.removeValue(forKey: String(folderPath)) }
+                target = try folder(folderPath, create: true)!
                 continue
+            } catch {
+                throw .fileSystem(error)
             }
             if moved {
-                noteNewName(in: parent)
-                afterRename(candidatePath)
-                return candidate
+                noteNewName(in: target, key: String(folderPath))
+                afterRename(target, candidate)
+                return folderPath.isEmpty ? candidate : folderPath + "/" + candidate
             }
             if mode == .skipIfExists {
-                unlink(partialPath)
+                partials.remove(partName)
                 return nil
             }
             attempt += 1
@@ -115,67 +171,41 @@ public struct MirrorDirectory: Sendable {
     /// Syncs every directory that gained a name since the last sync. Those it could not sync stay
     /// due, for the next call.
     public func syncDirectories() throws(MirrorError) {
-        var directories = bookkeeping.state.withLock { state in
+        var folders = bookkeeping.state.withLock { state in
             defer {
-                state.unsynced = []
+                state.unsynced = [:]
                 state.commitsSinceSync = 0
             }
             return state.unsynced
         }
-        while let directory = directories.first {
+        while let (key, folder) = folders.first {
             do {
-                try Self.sync(path: directory)
-                directories.remove(directory)
+                try folder.sync()
+                folders.removeValue(forKey: key)
             } catch {
-                bookkeeping.state.withLock { $0.unsynced.formUnion(directories) }
-                throw error
+                bookkeeping.state.withLock { $0.unsynced.merge(folders) { current, _ in current } }
+                throw .fileSystem(error)
             }
         }
     }
 
-    /// `mkdir -p`, once per directory and run.
-    private func ensureDirectory(_ path: String) throws(MirrorError) {
-        guard !bookkeeping.state.withLock({ $0.created.contains(path) }) else { return }
-        try Self.createDirectory(path)
-        _ = bookkeeping.state.withLock { $0.created.insert(path) }
-    }
-
     /// Counts a new name; every so many, syncs the directories. A sync that fails here is not
     /// this file's failure: the directories stay due, and the sync at the session's end reports it.
-    private func noteNewName(in directory: String) {
+    private func noteNewName(in folder: Directory, key: String) {
         let due = bookkeeping.state.withLock { state in
-            state.unsynced.insert(directory)
+            state.unsynced[key] = folder
             state.commitsSinceSync += 1
             return state.commitsSinceSync >= Self.commitsPerDirectorySync
         }
         if due { try? syncDirectories() }
     }
 
-    /// Renames `from` to `to` unless `to` exists; false when it does. Where the file system cannot
-    /// rename without replacing, `link` + `unlink` does the same in two steps.
-    static func moveWithoutReplacing(_ from: String, to: String) throws(MirrorError) -> Bool {
-        if mirror_rename_noreplace(from, to) == 0 { return true }
-        var code = errno
-        if code == EINVAL || code == ENOSYS || code == EOPNOTSUPP {
-            if link(from, to) == 0 {
-                unlink(from)
-                return true
-            }
-            code = errno
-        }
-        guard code == EEXIST else { throw MirrorError.fileSystem(path: to, errno: code) }
-        return false
-    }
-
     /// Sets a mirrored file's modification time (best effort: a failure changes nothing else).
     public func setModificationDate(_ date: Date, of relativePath: String) {
-        guard let path = try? absolutePath(of: relativePath) else { return }
-        let seconds = date.timeIntervalSince1970.rounded(.down)
-        let nanoseconds = Int((date.timeIntervalSince1970 - seconds) * 1e9)
-        let omit = (1 << 30) - 2  // UTIME_OMIT, a macro Swift does not import: the access time stays
-        let times = [timespec(tv_sec: 0, tv_nsec: omit), timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)]
-        // On the file itself, never through a link planted under its name.
-        _ = utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW)
+        guard let (folderPath, name) = try? split(relativePath),
+              let folder = try? folder(folderPath, create: false)
+        else { return }
+        folder.setModificationDate(date, of: name)
     }
 
     /// `dir/name.ext` → `dir/name(n).ext`.
@@ -195,32 +225,5 @@ public struct MirrorDirectory: Sendable {
             return relativePath[..<dot] + text + relativePath[dot...]
         }
         return relativePath + text
-    }
-
-    /// `mkdir -p`, reporting the errno of the component that failed.
-    static func createDirectory(_ url: URL) throws(MirrorError) {
-        try createDirectory(url.path)
-    }
-
-    static func createDirectory(_ absolutePath: String) throws(MirrorError) {
-        var path = ""
-        for component in absolutePath.split(separator: "/") {
-            path += "/" + component
-            guard mkdir(path, 0o755) != 0 else { continue }
-            let code = errno
-            var info = stat()
-            guard code == EEXIST, stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw MirrorError.fileSystem(path: path, errno: code == EEXIST ? ENOTDIR : code)
-            }
-        }
-    }
-
-    /// fsync a file or directory, so a rename or link that follows survives a power cut;
-    /// `dataOnly` (fdatasync) for a file whose name is about to change anyway.
-    static func sync(path: String, dataOnly: Bool = false) throws(MirrorError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw MirrorError.fileSystem(path: path, errno: errno) }
-        defer { close(fd) }
-        guard (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 else { throw MirrorError.fileSystem(path: path, errno: errno) }
     }
 }

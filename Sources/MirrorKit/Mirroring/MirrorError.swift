@@ -6,9 +6,11 @@ public enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
     case configuration(String)
     case clientIDFile(path: String, problem: String)
     case unsafePath(String)
-    case fileSystem(path: String, errno: Int32)
+    case fileSystem(FileSystemError)
     case locked(path: String)
     case stateDatabase(path: String, problem: String)
+    /// OpenSSL will not compute MD5, which names partial downloads and checks files.
+    case digest(String)
 
     public var description: String {
         switch self {
@@ -18,12 +20,14 @@ public enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
             return "client id file \(path): \(problem)"
         case .unsafePath(let path):
             return "refusing unsafe file name '\(path)' (it would land outside the mirror directory)"
-        case .fileSystem(let path, let code):
-            return "\(path): \(String(cString: strerror(code)))"
+        case .fileSystem(let error):
+            return error.description
         case .locked(let path):
             return "another mirror run holds \(path); not starting a second one"
         case .stateDatabase(let path, let problem):
             return "state database \(path): \(problem)"
+        case .digest(let message):
+            return message
         }
     }
 }

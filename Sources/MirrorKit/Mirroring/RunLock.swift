@@ -8,19 +8,25 @@ public final class RunLock: Sendable {
     public let path: String
 
     /// Takes the lock or throws ``MirrorError/locked(path:)`` at once if another process holds it.
+    /// The lock file is opened in `.mirror` and never through a link: a link planted as
+    /// `.mirror/lock` would have the pid written into its target.
     public init(directory: MirrorDirectory) throws(MirrorError) {
-        path = directory.stateDirectory.appendingPathComponent("lock").path
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .fileSystem(path: path, errno: errno) }
+        path = directory.stateFolder.path(of: "lock")
+        let fd: Int32
+        do {
+            fd = try directory.stateFolder.openFile("lock", .write(create: true))
+        } catch {
+            throw .fileSystem(error)
+        }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             close(fd)
-            throw code == EWOULDBLOCK ? .locked(path: path) : .fileSystem(path: path, errno: code)
+            throw code == EWOULDBLOCK ? .locked(path: path) : .fileSystem(FileSystemError(path: path, errno: code))
         }
         descriptor = fd
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)
-        _ = pid.withCString { write(fd, $0, strlen($0)) }
+        _ = try? Directory.writeAll(Array(pid.utf8), to: fd, at: 0, path: path)
     }
 
     deinit {

@@ -10,13 +10,12 @@ public struct RunStatus: Codable, Sendable, Equatable {
     public var updatedAt: Date
     public var scheduler: SchedulerStatus
 
-    static func url(in directory: MirrorDirectory) -> URL {
-        directory.stateDirectory.appendingPathComponent("status.json")
-    }
+    static let fileName = "status.json"
 
     /// The status the running mirror last wrote, if one is running and wrote one.
     public static func read(in directory: MirrorDirectory) -> RunStatus? {
-        guard let data = try? Data(contentsOf: url(in: directory)) else { return nil }
+        guard let bytes = directory.stateFolder.contents(of: fileName) else { return nil }
+        let data = Data(bytes)
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return try? decoder.decode(RunStatus.self, from: data)
@@ -27,7 +26,7 @@ public struct RunStatus: Codable, Sendable, Equatable {
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
         guard let data = try? encoder.encode(self) else { return }
-        try? data.write(to: Self.url(in: directory), options: .atomic)
+        try? directory.stateFolder.replaceContents(of: Self.fileName, with: data, durable: false)
     }
 
     /// Rewrites the status every second until cancelled, passing every fifth snapshot to `log`,
@@ -46,7 +45,7 @@ public struct RunStatus: Codable, Sendable, Equatable {
             round += 1
             try? await Task.sleep(for: .seconds(1))
         }
-        try? FileManager.default.removeItem(at: url(in: directory))
+        directory.stateFolder.remove(fileName)
     }
 }
 

@@ -13,11 +13,14 @@ public struct TagMirror: Sendable {
         public var concurrency: Int
         /// Attempts and backoff for each file.
         public var retry: RetryPolicy
+        /// The most bytes a file may have when the API states no size (thumbnails).
+        public var maxFileSize: Int64
 
         public init(
             crawl: TagCrawler.Options, urls: MediaURLBuilder, mode: DownloadMode = .skipIfExists,
-            concurrency: Int = 6, retry: RetryPolicy = RetryPolicy()
+            concurrency: Int = 6, retry: RetryPolicy = RetryPolicy(), maxFileSize: Int64 = Downloader.defaultMaxFileSize
         ) {
+            self.maxFileSize = maxFileSize
             self.crawl = crawl
             self.urls = urls
             self.mode = mode
@@ -37,7 +40,8 @@ public struct TagMirror: Sendable {
         self.logger = logger
         jobs = try JobRunner(
             directory: directory, engine: engine, mode: settings.mode, concurrency: settings.concurrency,
-            retry: settings.retry, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder, logger: logger)
+            retry: settings.retry, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder,
+            maxFileSize: settings.maxFileSize, logger: logger)
     }
 
     /// The state database the mirror keeps its cursor and records in.
@@ -80,7 +84,7 @@ public struct TagMirror: Sendable {
         do {
             // What earlier runs found and did not finish comes first, a page at a time.
             var position: Int64? = 0
-            while let after = position, !Task.isCancelled {
+            while let after = position, !Task.isCancelled, !session.isHalted {
                 let pending = try await jobs.state.pendingImages(after: after)
                 if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
                 await submit(pending.images)
@@ -89,7 +93,7 @@ public struct TagMirror: Sendable {
             let health = jobs.health
             let crawler = TagCrawler(client: client, store: jobs.state, logger: logger)
             if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }
-            crawl = await crawler.crawl(settings.crawl, found: submit, shouldStop: { !health.verdicts.isEmpty })
+            crawl = await crawler.crawl(settings.crawl, found: submit, shouldStop: { !health.verdicts.isEmpty || session.isHalted })
             let calls = await client.callsMade()
             logger.debug("API: \(calls) calls this run, \(crawl.pagesRead) pages, \(crawl.albumsFetched) albums")
         } catch {
@@ -99,7 +103,8 @@ public struct TagMirror: Sendable {
         await images.flush()
         summary.problems = problems.withLock { $0 } + crawl.problems + images.storeProblems
         summary.removedAlbums = crawl.removedAlbums
-        summary.stoppedBy = crawl.stoppedBy
+        // A halted session's error (a full disk) comes first: it is why the crawl stopped.
+        summary.stoppedBy = summary.stoppedBy ?? crawl.stoppedBy
         summary.unavailableHosts = jobs.health.verdicts
         if let cursor = crawl.cursor {
             summary.listing = ListingProgress(

@@ -40,14 +40,15 @@ public struct EngineTransport: DownloadTransport {
 
     public init(
         engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), health: HostHealth? = nil,
-        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, logger: Logger
+        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
+        maxFileSize: Int64 = Downloader.defaultMaxFileSize, logger: Logger
     ) {
         self.engine = engine
         self.partials = partials
         self.health = health
         downloader = Downloader(
             engine: engine, partials: partials, retry: retry, health: health,
-            isRemovedPlaceholder: isRemovedPlaceholder, logger: logger)
+            isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, logger: logger)
     }
 
     public func fetch(

@@ -16,37 +16,70 @@ public actor StateDatabase {
 
     /// Opens (or creates) the database of `directory`. An unreadable one is renamed
     /// `state.sqlite3.damaged-<time>` and replaced; `onDamage` hears about it.
+    ///
+    /// SQLite opens files by path, so the files are checked through `.mirror`'s descriptor first
+    /// (each a regular file with one name, no link) and the database is checked to be the file
+    /// that was checked once open: a link planted as `state.sqlite3` is refused, not written.
     public init(directory: MirrorDirectory, onDamage: (String) -> Void = { _ in }) throws(MirrorError) {
-        path = directory.stateDirectory.appendingPathComponent("state.sqlite3").path
+        let folder = directory.stateFolder
+        path = folder.path(of: Self.fileName)
+        try Self.checkFiles(in: folder)
         do {
-            db = try Self.open(path)
+            db = try Self.open(path, in: folder)
         } catch where error.isDamage {
-            let aside = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
-            guard rename(path, aside) == 0 else { throw .fileSystem(path: path, errno: errno) }
-            unlink(path + "-wal")
-            unlink(path + "-shm")
-            onDamage("state database \(path) was damaged (\(error)); moved to \(aside), starting a new one")
+            let aside = Self.fileName + ".damaged-\(Int(Date().timeIntervalSince1970))"
+            guard renameat(folder.descriptor, Self.fileName, folder.descriptor, aside) == 0 else {
+                throw .fileSystem(FileSystemError(path: path, errno: errno))
+            }
+            folder.remove(Self.fileName + "-wal")
+            folder.remove(Self.fileName + "-shm")
+            onDamage("state database \(path) was damaged (\(error)); moved to \(folder.path(of: aside)), starting a new one")
             do {
-                db = try Self.open(path)
+                db = try Self.open(path, in: folder)
             } catch {
                 throw .stateDatabase(path: path, problem: "\(error)")
             }
         } catch {
-            // Not damage (a full disk, a read-only directory, a newer schema): the file may be
-            // fine, so it stays where it is and the run stops.
+            // Not damage (a full disk, a read-only directory, a newer schema, a planted file): the
+            // file may be fine, so it stays where it is and the run stops.
             throw .stateDatabase(path: path, problem: "\(error)")
+        }
+    }
+
+    static let fileName = "state.sqlite3"
+
+    /// Throws unless the database and its journals are, where present, regular files with one name.
+    private static func checkFiles(in folder: Directory) throws(MirrorError) {
+        for name in [fileName, fileName + "-wal", fileName + "-shm", fileName + "-journal"] {
+            guard let info = folder.status(of: name) else { continue }
+            let problem: FileSystemError.Problem? =
+                if info.st_mode & S_IFMT == S_IFLNK { .symbolicLink }
+                else if info.st_mode & S_IFMT != S_IFREG { .notARegularFile }
+                else if info.st_nlink > 1 { .multipleLinks(Int(info.st_nlink)) }
+                else { nil }
+            if let problem { throw .fileSystem(FileSystemError(path: folder.path(of: name), problem: problem)) }
         }
     }
 
     /// Opens the database of `directory` for reading only (`mirror status`): nil when there is none
     /// or it cannot be read; nothing is created, migrated or moved.
     public static func forReading(in directory: MirrorDirectory) -> StateDatabase? {
-        let path = directory.stateDirectory.appendingPathComponent("state.sqlite3").path
-        guard FileManager.default.fileExists(atPath: path),
+        let folder = directory.stateFolder
+        let path = folder.path(of: fileName)
+        guard folder.contains(fileName), (try? checkFiles(in: folder)) != nil,
               let db = try? SQLiteConnection.open(path, readOnly: true),
+              isSameFile(fileName, in: folder, as: path),
               (try? db.rows("PRAGMA user_version").first?.first?.integer) == Int64(StateSchema.latest)
         else { return nil }
         return StateDatabase(db: db, path: path)
+    }
+
+    /// Whether `path` (as SQLite opened it) is the file `name` in `folder`: nothing was swapped in
+    /// between the check and the open.
+    private static func isSameFile(_ name: String, in folder: Directory, as path: String) -> Bool {
+        var opened = stat()
+        guard let checked = folder.status(of: name), lstat(path, &opened) == 0 else { return false }
+        return checked.st_ino == opened.st_ino && checked.st_dev == opened.st_dev && opened.st_mode & S_IFMT == S_IFREG
     }
 
     private init(db: SQLiteConnection, path: String) {
@@ -54,8 +87,11 @@ public actor StateDatabase {
         self.path = path
     }
 
-    private static func open(_ path: String) throws(SQLiteError) -> SQLiteConnection {
+    private static func open(_ path: String, in folder: Directory) throws(SQLiteError) -> SQLiteConnection {
         let db = try SQLiteConnection.open(path)
+        guard isSameFile(fileName, in: folder, as: path) else {
+            throw SQLiteError(description: "\(path) changed while it was opened (a link or another file was put in its place)")
+        }
         try db.script("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
         // A file that is not a database fails here, not at open.
         try StateSchema.migrate(db)

@@ -105,11 +105,13 @@ final class CurlTransfer {
         case .memory:
             // Let libcurl negotiate and undo compression: API bodies are JSON and compress well.
             setString(CURLOPT_ACCEPT_ENCODING, "")
-        case .file(_, let offset) where offset > 0:
-            setString(CURLOPT_RANGE, "\(offset)-")
-            if let validator = request.ifRange { headerLines.append("If-Range: \(validator)") }
-        case .file:
-            break
+        case .file(_, let offset):
+            // The file as it is: compressed bytes under a file's name would be a corrupt file.
+            headerLines.append("Accept-Encoding: identity")
+            if offset > 0 {
+                setString(CURLOPT_RANGE, "\(offset)-")
+                if let validator = request.ifRange { headerLines.append("If-Range: \(validator)") }
+            }
         }
         for line in headerLines {
             requestHeaders = curl_slist_append(requestHeaders, line)
@@ -170,6 +172,9 @@ final class CurlTransfer {
                 guard memory.count + bytes.count <= limit else { throw .bodyTooLarge(limit: limit) }
                 memory.append(contentsOf: bytes)
             case .file:
+                if let limit = request.maxLength, bodyOffset + bytesReceived + Int64(bytes.count) > limit {
+                    throw .fileTooLarge(limit: limit)
+                }
                 try sink?.append(bytes)
             }
         } catch {
@@ -189,8 +194,12 @@ final class CurlTransfer {
         switch request.destination {
         case .memory:
             isBodyAccepted = true
-        case .file(let path, let offset):
+        case .file(let location, let offset):
             guard (200..<300).contains(status) else { return }
+            if let encoding = Self.refusedEncoding(headers["Content-Encoding"], url: request.url) {
+                failure = .contentEncoded(encoding)
+                return
+            }
             var start: Int64 = 0
             if status == 206 {
                 let header = headers["Content-Range"] ?? ""
@@ -210,8 +219,12 @@ final class CurlTransfer {
             } else if let length = headers["Content-Length"].flatMap({ Int64($0) }) {
                 expectedTotal = length
             }
+            if let limit = request.maxLength, let total = expectedTotal, total > limit {
+                failure = .fileTooLarge(limit: limit)
+                return
+            }
             do throws(TransferError.Reason) {
-                let sink = try FileSink(path: path, offset: start)
+                let sink = try FileSink(location: location, offset: start)
                 if headers["ETag"].flatMap(Digest.md5(inETag:)) != nil { try sink.hashContents() }
                 self.sink = sink
             } catch {
@@ -223,6 +236,20 @@ final class CurlTransfer {
             if let onBodyStart, let response = makeResponse() { onBodyStart(response) }
             progress?(TransferProgress(completed: start, total: expectedTotal))
         }
+    }
+
+    /// The response's Content-Encoding when it is one to refuse: any but identity, except gzip on
+    /// a `.gz` or `.tgz` file, where it names the file's own format (Apache's `AddEncoding`
+    /// labels such files so whatever the request asked for) and the bytes are the file.
+    static func refusedEncoding(_ header: String?, url: String) -> String? {
+        guard let header else { return nil }
+        let encoding = header.trimmingCharacters(in: .whitespaces).lowercased()
+        if encoding.isEmpty || encoding == "identity" { return nil }
+        if encoding == "gzip" || encoding == "x-gzip" {
+            let path = url.split(separator: "?", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+            if path.hasSuffix(".gz") || path.hasSuffix(".tgz") { return nil }
+        }
+        return header
     }
 
     /// Whether the response's own validator is the one If-Range named (absent counts as a match:
@@ -253,8 +280,12 @@ final class CurlTransfer {
         if code == CURLE_OK && !isBodyDecided { decideBody() }
         var md5: String?
         if let sink {
-            do throws(TransferError.Reason) { try sink.flush() } catch { failure = failure ?? error }
-            md5 = sink.finishDigest()
+            do throws(TransferError.Reason) {
+                try sink.flush()
+                md5 = try sink.finishDigest()
+            } catch {
+                failure = failure ?? error
+            }
         }
         var response = makeResponse()
         if code == CURLE_OK && failure == nil { response?.bodyMD5 = md5 }
@@ -295,13 +326,24 @@ final class CurlTransfer {
             bodyOffset: bodyOffset,
             bytesReceived: bytesReceived,
             fileLength: sink?.flushedLength ?? existingFileLength,
-            bodyMD5: nil)
+            bodyMD5: nil,
+            isDelimited: isDelimited)
     }
 
     private var existingFileLength: Int64 {
-        guard case .file(let path, _) = request.destination else { return 0 }
-        var info = stat()
-        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
+        guard case .file(let location, _) = request.destination,
+              let info = try? location.folder().status(of: location.name)
+        else { return 0 }
+        return Int64(info.st_size)
+    }
+
+    /// See ``TransferResponse/isDelimited``.
+    private var isDelimited: Bool {
+        var version = 0
+        mirror_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        if version >= mirror_curl_http_version_2_0 { return true }
+        if headers["Content-Length"] != nil { return true }
+        return headers["Transfer-Encoding"]?.lowercased().contains("chunked") == true
     }
 
     /// libcurl already fails a body cut short of its Content-Length; this double-checks the count

@@ -4,17 +4,20 @@ import Foundation
 /// MD5 through OpenSSL's libcrypto (already linked by libcurl): for partial file names and for
 /// checking files against Imgur's MD5 ETags.
 enum Digest {
-    static func md5Hex(_ bytes: [UInt8]) -> String {
-        let context = MD5Context()
-        bytes.withUnsafeBytes { context.update($0) }
-        return context.finalizeHex()
+    static func md5Hex(_ bytes: [UInt8]) throws(DigestError) -> String {
+        let context = try MD5Context()
+        let result: Result<Void, DigestError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(DigestError) in try context.update(buffer) }
+        }
+        try result.get()
+        return try context.finalizeHex()
     }
 
     /// The MD5 of a file's contents; nil if it cannot be read.
-    static func md5Hex(ofFile path: String) -> String? {
-        let context = MD5Context()
-        guard context.update(fromFile: path, length: nil) else { return nil }
-        return context.finalizeHex()
+    static func md5Hex(ofFile fd: Int32) throws(DigestError) -> String? {
+        let context = try MD5Context()
+        guard try context.update(fromFile: fd, length: nil) else { return nil }
+        return try context.finalizeHex()
     }
 
     /// The MD5 a quoted 32-hex ETag states (S3 and Imgur's CDN use them); nil for any other form.
@@ -27,47 +30,69 @@ enum Digest {
     }
 }
 
+/// OpenSSL would not compute an MD5 (a FIPS-only configuration refuses it, for one): an error,
+/// never an empty digest that every input would share.
+public struct DigestError: Error, Sendable, Equatable, CustomStringConvertible {
+    var step: String
+    var detail: String
+
+    init(step: String) {
+        self.step = step
+        let code = ERR_get_error()
+        var text = [CChar](repeating: 0, count: 256)
+        if code != 0 { ERR_error_string_n(code, &text, text.count) }
+        detail = code == 0 ? "no reason given" : String(cString: text)
+        ERR_clear_error()
+    }
+
+    public var description: String { "OpenSSL cannot compute MD5 (\(step) failed: \(detail))" }
+}
+
 /// A running MD5. Used by one thread at a time (the engine thread, or a caller).
 final class MD5Context {
     private let context: OpaquePointer
 
-    init() {
-        context = EVP_MD_CTX_new()
-        EVP_DigestInit_ex(context, EVP_md5(), nil)
+    init() throws(DigestError) {
+        guard let context = EVP_MD_CTX_new() else { throw DigestError(step: "EVP_MD_CTX_new") }
+        self.context = context
+        guard EVP_DigestInit_ex(context, EVP_md5(), nil) == 1 else { throw DigestError(step: "EVP_DigestInit_ex") }
     }
 
     deinit {
         EVP_MD_CTX_free(context)
     }
 
-    func update(_ bytes: UnsafeRawBufferPointer) {
-        EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
+    func update(_ bytes: UnsafeRawBufferPointer) throws(DigestError) {
+        guard EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1 else {
+            throw DigestError(step: "EVP_DigestUpdate")
+        }
     }
 
-    /// Adds the first `length` bytes of a file (all of it when nil), read in 1 MiB blocks; false if
-    /// the file cannot be read or is shorter.
-    func update(fromFile path: String, length: Int64?) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+    /// Adds the first `length` bytes of the open file `fd` (all of it when nil), read from its
+    /// start in 1 MiB blocks; false if the file cannot be read or is shorter.
+    func update(fromFile fd: Int32, length: Int64?) throws(DigestError) -> Bool {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         var remaining = length ?? Int64.max
+        var offset: Int64 = 0
         while remaining > 0 {
-            let count = read(fd, buffer.baseAddress, Int(min(Int64(buffer.count), remaining)))
+            let count = pread(fd, buffer.baseAddress, Int(min(Int64(buffer.count), remaining)), off_t(offset))
             if count < 0 && errno == EINTR { continue }
             guard count >= 0 else { return false }
             if count == 0 { return length == nil }
-            update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            try update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             remaining -= Int64(count)
+            offset += Int64(count)
         }
         return true
     }
 
-    func finalizeHex() -> String {
+    func finalizeHex() throws(DigestError) -> String {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
-        EVP_DigestFinal_ex(context, &digest, &length)
+        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 16 else {
+            throw DigestError(step: "EVP_DigestFinal_ex")
+        }
         return Self.hex(digest.prefix(Int(length)))
     }
 

@@ -17,6 +17,10 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
         case htmlPage
         /// Storing the file failed.
         case storage(String)
+        /// Nobody stated the file's size and the server did not prove the body whole (an HTTP/1
+        /// body ended by closing the connection, a 206 with an unknown total): the bytes stay a
+        /// partial, never a file under a final name.
+        case lengthUnproven(held: Int64)
         /// The host is down or throttling this run (see ``HostHealth``): the file is left for a
         /// later run, not failed.
         case hostUnavailable(String)
@@ -42,6 +46,9 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
         case .emptyBody: "\(url): the server sent an empty body"
         case .htmlPage: "\(url): the server sent a web page (text/html), not a file"
         case .storage(let message): "\(url): \(message)"
+        case .lengthUnproven(let held):
+            "\(url): the server never stated the file's size and did not prove its body whole; "
+                + "the \(held) bytes received are kept as a partial, not saved"
         case .hostUnavailable(let verdict): "\(url): not tried: \(verdict)"
         }
     }

@@ -31,11 +31,19 @@ public struct Downloader: Sendable {
     let health: HostHealth?
     /// Recognises a host's "this file was removed" stand-in (Imgur's removed.png), if the host has one.
     let isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)?
+    /// The most bytes a file whose size nobody stated may have: a hostile feed or CDN must not be
+    /// able to fill the disk.
+    let maxFileSize: Int64
+
+    /// The default ``maxFileSize``: larger than any docset or video a feed lists.
+    public static let defaultMaxFileSize: Int64 = 16 << 30
 
     public init(
         engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), health: HostHealth? = nil,
-        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, logger: Logger
+        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, maxFileSize: Int64 = defaultMaxFileSize,
+        logger: Logger
     ) {
+        self.maxFileSize = maxFileSize
         self.engine = engine
         self.partials = partials
         self.retry = retry
@@ -44,7 +52,13 @@ public struct Downloader: Sendable {
         self.logger = logger
     }
 
-    /// Downloads `url`; `expectedSize`, when known, must match the file's final size.
+    /// Downloads `url`; `expectedSize`, when known, must match the file's final size, and no
+    /// more bytes than that (or than ``maxFileSize``) are ever written.
+    ///
+    /// A file is handed on only when its length is proven: it matches a size stated by the
+    /// caller, by a Content-Range total or a Content-Length, or the response's framing proved
+    /// the body whole (see ``TransferResponse/isDelimited``). Otherwise its bytes stay a partial
+    /// and the fetch fails with ``DownloadError/Reason/lengthUnproven(held:)``.
     ///
     /// Each attempt continues from the bytes already held (`Range` plus `If-Range`); a server that
     /// answers 200 instead replaces them. When the server's ETag is an MD5 (Imgur's CDN), the
@@ -75,12 +89,19 @@ public struct Downloader: Sendable {
         _ url: String, id: TransferID, expectedSize: Int64?, progress: (@Sendable (TransferProgress) -> Void)?,
         receiving: (@Sendable (Bool) -> Void)?, received: inout Int64
     ) async throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
+        let location: FileLocation
+        do throws(DigestError) {
+            location = try partials.location(for: url)
+        } catch {
+            throw DownloadError(url: url, reason: .transfer(.digest(error.description)))
+        }
         let resume = partials.resumePoint(for: url)
         let request = TransferRequest(
             url: url,
-            destination: .file(path: partials.partPath(for: url), offset: resume?.offset ?? 0),
+            destination: .file(location, offset: resume?.offset ?? 0),
             ifRange: resume?.validator,
-            expectedEntityLength: resume?.record.totalLength)
+            expectedEntityLength: resume?.record.totalLength,
+            maxLength: expectedSize ?? maxFileSize)
         let response: TransferResponse
         do {
             response = try await engine.perform(request, id: id, progress: progress, onBodyStart: { head in
@@ -123,6 +144,10 @@ public struct Downloader: Sendable {
             return .retry(
                 DownloadError(url: url, reason: .httpStatus(status)),
                 retryAfter: RetryPolicy.retryAfter(response.headers["Retry-After"]))
+        case 404, 410:
+            // Gone: bytes held for it would never be resumed, only kept.
+            partials.remove(url)
+            throw DownloadError(url: url, reason: .httpStatus(response.status))
         default:
             throw DownloadError(url: url, reason: .httpStatus(response.status))
         }
@@ -144,10 +169,18 @@ public struct Downloader: Sendable {
             // not one file's line of errors, is what a host that cannot be reached should produce.
             return .retry(DownloadError(url: url, reason: .transfer(error.reason)), retryAfter: nil)
         }
-        if case .rangeMismatch = error.reason {
+        switch error.reason {
+        case .rangeMismatch:
             // The server's idea of the resource changed under us: start it over.
             partials.remove(url)
-        } else if !error.isRetryable {
+            return .retry(DownloadError(url: url, reason: .transfer(error.reason)), retryAfter: nil)
+        case .fileTooLarge:
+            // Bytes past the size the file may have: whatever it is, it is not that file.
+            partials.remove(url)
+        default:
+            break
+        }
+        if !error.isRetryable {
             throw DownloadError(url: url, reason: .transfer(error.reason))
         }
         return .retry(DownloadError(url: url, reason: .transfer(error.reason)), retryAfter: nil)
@@ -202,12 +235,23 @@ public struct Downloader: Sendable {
     ) throws(DownloadError) -> FetchedFile {
         let path = partials.partPath(for: url)
         let length = partials.length(for: url)
-        if let expected = expectedSize ?? response.entityLength, expected != length {
-            throw DownloadError(url: url, reason: .sizeMismatch(expected: expected, actual: length))
+        let record = partials.record(for: url)
+        if let expected = expectedSize ?? response.entityLength ?? record?.totalLength {
+            guard expected == length else {
+                throw DownloadError(url: url, reason: .sizeMismatch(expected: expected, actual: length))
+            }
+        } else if !(response.status == 200 && response.isDelimited) {
+            // Nobody stated the size and nothing proved the end: a cut connection looks the same.
+            throw DownloadError(url: url, reason: .lengthUnproven(held: length))
         }
-        if let etag = response.etag ?? partials.record(for: url)?.etag, let md5 = Digest.md5(inETag: etag) {
+        if let etag = response.etag ?? record?.etag, let md5 = Digest.md5(inETag: etag) {
             // The engine hashed the bytes as it wrote them; a 416 (nothing sent) means reading the file.
-            let actual = response.bodyMD5 ?? Digest.md5Hex(ofFile: path) ?? "unreadable"
+            let actual: String
+            do throws(DigestError) {
+                if let hashed = response.bodyMD5 { actual = hashed } else { actual = try md5OfPartial(url) ?? "unreadable" }
+            } catch {
+                throw DownloadError(url: url, reason: .transfer(.digest(error.description)))
+            }
             guard actual == md5 else {
                 throw DownloadError(url: url, reason: .checksumMismatch(expected: md5, actual: actual))
             }
@@ -215,7 +259,14 @@ public struct Downloader: Sendable {
         logger.debug("fetched \(url) (\(length) bytes, \(received) over the network)")
         return FetchedFile(
             url: url, path: path, length: length, bytesReceived: received,
-            lastModified: response.lastModified ?? partials.record(for: url)?.lastModified)
+            lastModified: response.lastModified ?? record?.lastModified)
+    }
+
+    private func md5OfPartial(_ url: String) throws(DigestError) -> String? {
+        let name = try partials.partName(for: url)
+        guard let fd = try? partials.folder.openFile(name, .read) else { return nil }
+        defer { close(fd) }
+        return try Digest.md5Hex(ofFile: fd)
     }
 
     /// An HTML page where media or an archive was expected: a login wall, an error page served

@@ -8,7 +8,7 @@ import Foundation
 /// `flushedLength` counts only bytes the kernel has taken, so a crash never leaves a hole that a
 /// later resume would take for data.
 final class FileSink {
-    let path: String
+    let location: FileLocation
     private let descriptor: Int32
     private let buffer: UnsafeMutableRawBufferPointer
     private var buffered = 0
@@ -17,19 +17,26 @@ final class FileSink {
     /// A running MD5 of the file from byte 0, when asked for.
     private var digest: MD5Context?
 
-    init(path: String, offset: Int64, capacity: Int = 1 << 20) throws(TransferError.Reason) {
-        var fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .fileWrite(errno: errno) }
-        var info = stat()
-        if fstat(fd, &info) == 0, info.st_nlink > 1 {
-            // Another name shares these bytes (a mirrored file, linked by an older build): never
-            // write through it; start a file of our own.
-            close(fd)
-            guard offset == 0 else { throw .rangeMismatch(requested: offset, received: "a partial linked elsewhere") }
-            unlink(path)
-            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw .fileWrite(errno: errno) }
+    init(location: FileLocation, offset: Int64, capacity: Int = 1 << 20) throws(TransferError.Reason) {
+        let folder: Directory
+        var fd: Int32
+        do throws(FileSystemError) {
+            folder = try location.folder()
+            do {
+                fd = try folder.openFile(location.name, .write(create: true))
+            } catch where offset == 0 && error.isSomeoneElses {
+                // Another name shares these bytes (a mirrored file, linked by an older build), or
+                // the name is a link or something else not ours: never write through it; start a
+                // file of our own.
+                folder.remove(location.name)
+                fd = try folder.openFile(location.name, .write(create: true, exclusive: true))
+            }
+        } catch where error.isSomeoneElses {
+            throw .rangeMismatch(requested: offset, received: "a partial that is not ours (\(error))")
+        } catch {
+            throw .fileWrite(error)
         }
+        var info = stat()
         if offset > 0, fstat(fd, &info) == 0, Int64(info.st_size) < offset {
             // The partial shrank (or vanished) since the offset was taken: appending at `offset`
             // would leave a hole of zeros in the file.
@@ -40,10 +47,10 @@ final class FileSink {
         guard ftruncate(fd, off_t(offset)) == 0 else {
             let code = errno
             close(fd)
-            throw .fileWrite(errno: code)
+            throw .fileWrite(FileSystemError(path: location.path, errno: code))
         }
+        self.location = location
         descriptor = fd
-        self.path = path
         flushedLength = offset
         buffer = .allocate(byteCount: capacity, alignment: 16)
     }
@@ -70,21 +77,34 @@ final class FileSink {
 
     /// Keeps an MD5 of the whole file from now on, starting with the bytes already on disk.
     func hashContents() throws(TransferError.Reason) {
-        let context = MD5Context()
-        guard flushedLength == 0 || context.update(fromFile: path, length: flushedLength) else {
-            throw .fileWrite(errno: EIO)
+        let context: MD5Context
+        let whole: Bool
+        do throws(DigestError) {
+            context = try MD5Context()
+            whole = flushedLength == 0 ? true : try context.update(fromFile: descriptor, length: flushedLength)
+        } catch {
+            throw .digest(error.description)
         }
+        guard whole else { throw .fileWrite(FileSystemError(path: location.path, errno: EIO)) }
         digest = context
     }
 
     /// The MD5 of everything written, once flushed; nil unless ``hashContents()`` was called.
-    func finishDigest() -> String? {
+    func finishDigest() throws(TransferError.Reason) -> String? {
         defer { digest = nil }
-        return digest?.finalizeHex()
+        do throws(DigestError) {
+            return try digest?.finalizeHex()
+        } catch {
+            throw .digest(error.description)
+        }
     }
 
     func flush() throws(TransferError.Reason) {
-        digest?.update(UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]))
+        do throws(DigestError) {
+            try digest?.update(UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]))
+        } catch {
+            throw .digest(error.description)
+        }
         var written = 0
         while written < buffered {
             let result = pwrite(
@@ -96,7 +116,7 @@ final class FileSink {
                 // Keep what did reach the file countable; drop what did not.
                 flushedLength += Int64(written)
                 buffered = 0
-                throw .fileWrite(errno: code)
+                throw .fileWrite(FileSystemError(path: location.path, errno: code))
             }
             written += result
         }

@@ -1,4 +1,3 @@
-import CMirrorSystem
 import Foundation
 import Synchronization
 
@@ -11,10 +10,14 @@ public struct PartialRecord: Sendable, Codable, Equatable {
     /// The size of the whole resource, once a server has said it.
     public var totalLength: Int64?
 
-    /// The validator for If-Range: a strong ETag, else Last-Modified (RFC 9110 §13.1.5 forbids
-    /// weak ETags there).
+    /// The validator for If-Range (RFC 9110 §13.1.5): a strong ETag; Last-Modified only when
+    /// there is no ETag at all. A weak ETag says the server cannot vouch for byte-identical
+    /// versions, so it, or a date beside it, must not splice two responses: nil then, and the
+    /// file is fetched whole.
     public var ifRangeValidator: String? {
-        if let etag, !etag.hasPrefix("W/"), etag.hasPrefix("\"") { return etag }
+        if let etag {
+            return !etag.hasPrefix("W/") && etag.hasPrefix("\"") ? etag : nil
+        }
         return lastModified
     }
 }
@@ -25,27 +28,26 @@ public struct PartialRecord: Sendable, Codable, Equatable {
 /// per download: creating and deleting files is what a small download costs most on ext4. Where
 /// the file system keeps no extended attributes, the record goes to a `.json` file beside it.
 ///
+/// Everything is reached through the folder's descriptor, never through a link, and a `.part`
+/// file with a second name is never written (see ``Directory``).
+///
 /// The record is written before the first byte of a body, and the `.part` file only ever grows
 /// by bytes already written, so whatever kills the process (even SIGKILL) leaves a prefix that the
 /// next attempt can resume with `Range` and check with `If-Range`.
 public struct PartialStore: Sendable {
-    public let directory: URL
+    public let folder: Directory
     /// Whether any `.json` record may exist (left by an older build, or written where attributes
     /// fail): only then is one looked for when a partial is saved, committed or removed.
     private let recordFiles: RecordFiles
-    /// `directory`'s path as a string: paths are built for every download, and URLs cost more.
-    private let directoryPath: String
 
     private final class RecordFiles: Sendable {
         let mayExist: Atomic<Bool>
         init(_ value: Bool) { mayExist = Atomic(value) }
     }
 
-    public init(directory: URL) throws(MirrorError) {
-        self.directory = directory
-        directoryPath = directory.path
-        try MirrorDirectory.createDirectory(directory)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+    public init(folder: Directory) {
+        self.folder = folder
+        let names = folder.names()
         // A record whose bytes are gone is of no use: drop it, so it keeps nothing looking for more.
         let parts = Set(names.filter { $0.hasSuffix(".part") }.map { $0.dropLast(5) })
         var records = false
@@ -53,37 +55,53 @@ public struct PartialStore: Sendable {
             if parts.contains(name.dropLast(5)) {
                 records = true
             } else {
-                unlink(directoryPath + "/" + name)
+                folder.remove(name)
             }
         }
         recordFiles = RecordFiles(records)
     }
 
-    /// The `.part` file for `url`.
+    /// The store in the folder at `directory`, made if missing.
+    public init(directory: URL) throws(FileSystemError) {
+        self.init(folder: try Directory.open(creating: directory.path))
+    }
+
+    /// The name of `url`'s `.part` file.
+    public func partName(for url: String) throws(DigestError) -> String {
+        try Digest.md5Hex(Array(url.utf8)) + ".part"
+    }
+
+    /// Where `url`'s bytes are written.
+    public func location(for url: String) throws(DigestError) -> FileLocation {
+        FileLocation(directory: folder, name: try partName(for: url))
+    }
+
+    /// The path of `url`'s `.part` file, for messages and tests.
     public func partPath(for url: String) -> String {
-        directoryPath + "/" + key(url) + ".part"
+        folder.path(of: (try? partName(for: url)) ?? "?")
     }
 
-    private func recordPath(for url: String) -> String {
-        directoryPath + "/" + key(url) + ".json"
+    private func recordName(forPart part: String) -> String {
+        part.dropLast(5) + ".json"
     }
 
-    private func key(_ url: String) -> String {
-        Digest.md5Hex(Array(url.utf8))
+    /// The `.part` file of `url` when it is a regular file of ours (one name, not a link).
+    private func heldPart(for url: String) -> (name: String, info: stat)? {
+        guard let name = try? partName(for: url), let info = folder.status(of: name),
+              info.st_mode & S_IFMT == S_IFREG
+        else { return nil }
+        return (name, info)
     }
 
     /// Bytes held for `url` (0 when nothing is).
     public func length(for url: String) -> Int64 {
-        var info = stat()
-        return stat(partPath(for: url), &info) == 0 ? Int64(info.st_size) : 0
+        heldPart(for: url).map { Int64($0.info.st_size) } ?? 0
     }
 
     static let attribute = "user.mirror.partial"
 
     public func record(for url: String) -> PartialRecord? {
-        let recordPath = recordFiles.mayExist.load(ordering: .relaxed) ? recordPath(for: url) : nil
-        guard let record = Self.record(partPath: partPath(for: url), recordPath: recordPath), record.url == url
-        else { return nil }
+        guard let name = try? partName(for: url), let record = record(ofPart: name), record.url == url else { return nil }
         return record
     }
 
@@ -91,52 +109,46 @@ public struct PartialStore: Sendable {
     /// about a block), and a signed URL can be long.
     static let largestAttribute = 2048
 
-    /// The record of the `.part` file at `partPath`: its attribute, else the `.json` beside it
-    /// (when there may be one).
-    private static func record(partPath: String, recordPath: String?) -> PartialRecord? {
+    /// The record of the `.part` file `part`: its attribute, else the `.json` beside it (when
+    /// there may be one).
+    private func record(ofPart part: String) -> PartialRecord? {
         let decoder = JSONDecoder()
-        var buffer = [UInt8](repeating: 0, count: largestAttribute)
-        let count = buffer.withUnsafeMutableBytes { mirror_getxattr(partPath, attribute, $0.baseAddress, $0.count) }
-        if count > 0, let record = try? decoder.decode(PartialRecord.self, from: Data(buffer[..<count])) {
+        if let bytes = folder.attribute(Self.attribute, of: part, limit: Self.largestAttribute),
+           let record = try? decoder.decode(PartialRecord.self, from: Data(bytes)) {
             return record
         }
-        guard let recordPath, let data = FileManager.default.contents(atPath: recordPath) else { return nil }
-        return try? decoder.decode(PartialRecord.self, from: data)
+        guard recordFiles.mayExist.load(ordering: .relaxed),
+              let bytes = folder.contents(of: recordName(forPart: part), limit: 64 << 10)
+        else { return nil }
+        return try? decoder.decode(PartialRecord.self, from: Data(bytes))
     }
 
     /// Writes the record: into the `.part` file's attribute (one call, no new file) when the file
     /// is there and its file system keeps attributes, else atomically into the `.json` file.
-    public func save(_ record: PartialRecord) throws(MirrorError) {
-        guard let data = try? JSONEncoder().encode(record) else { return }
-        let part = partPath(for: record.url)
-        let stored = data.count <= Self.largestAttribute
-            && data.withUnsafeBytes { mirror_setxattr(part, Self.attribute, $0.baseAddress, $0.count) } == 0
-        if stored {
+    public func save(_ record: PartialRecord) throws {
+        let data = Array(try JSONEncoder().encode(record))
+        let part = try partName(for: record.url)
+        let fd = try folder.openFile(part, .write(create: false))
+        defer { close(fd) }
+        if data.count <= Self.largestAttribute, Directory.setAttribute(Self.attribute, data, onFile: fd) {
             // A record an older build left beside the file would otherwise be read instead.
-            if recordFiles.mayExist.load(ordering: .relaxed) { unlink(recordPath(for: record.url)) }
+            if recordFiles.mayExist.load(ordering: .relaxed) { folder.remove(recordName(forPart: part)) }
             return
         }
         // An attribute of an earlier version of these bytes would be read before the file.
-        mirror_removexattr(part, Self.attribute)
+        Directory.removeAttribute(Self.attribute, fromFile: fd)
         recordFiles.mayExist.store(true, ordering: .relaxed)
-        let path = recordPath(for: record.url)
-        do {
-            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw .fileSystem(path: path, errno: EIO)
-        }
+        try folder.replaceContents(of: recordName(forPart: part), with: data)
     }
 
     /// Where to resume `url` from: the held length and the validator proving those bytes are
     /// still current. Nil, and whatever was held is dropped, when there is no such validator:
     /// appending to bytes of unknown origin could splice two different files.
     public func resumePoint(for url: String) -> (offset: Int64, record: PartialRecord, validator: String)? {
-        var info = stat()
-        guard stat(partPath(for: url), &info) == 0, info.st_size > 0 else { return nil }
-        let length = Int64(info.st_size)
-        // A partial that shares its inode with another name (an older build killed between link
-        // and unlink) must not be written to: that would change the mirrored file.
-        guard info.st_nlink == 1 else {
+        guard let name = try? partName(for: url), let info = folder.status(of: name) else { return nil }
+        // Anything but our own regular file with one name (a link planted under the name, or a
+        // partial an older build linked to a mirrored file) must never be written: drop the name.
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_size > 0 else {
             remove(url)
             return nil
         }
@@ -144,35 +156,63 @@ public struct PartialStore: Sendable {
             remove(url)
             return nil
         }
-        return (length, record, validator)
+        return (Int64(info.st_size), record, validator)
     }
 
     /// Every partial held, with its record and the bytes held, oldest first.
     public func heldPartials() -> [(record: PartialRecord, length: Int64)] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         var found: [(record: PartialRecord, length: Int64, modified: Int)] = []
-        for name in names where name.hasSuffix(".part") {
-            let part = directoryPath + "/" + name
-            let json = directoryPath + "/" + name.dropLast(5) + ".json"
-            guard let record = Self.record(partPath: part, recordPath: json) else { continue }
-            var info = stat()
-            guard stat(part, &info) == 0 else { continue }
+        for name in folder.names() where name.hasSuffix(".part") {
+            guard let info = folder.status(of: name), info.st_mode & S_IFMT == S_IFREG,
+                  let record = record(ofPart: name)
+            else { continue }
             found.append((record, Int64(info.st_size), Int(info.st_mtim.tv_sec)))
         }
         return found.sorted { ($0.modified, $0.record.url) < ($1.modified, $1.record.url) }.map { ($0.record, $0.length) }
     }
 
-    /// Takes the record of `url`'s download off the file it became (at `path`, its final name):
-    /// the mirror's files carry none of its bookkeeping. Done after the rename, so that a kill
-    /// before it leaves a resumable partial, and one after it only a stray attribute.
-    public func detachRecord(for url: String, movedTo path: String) {
-        mirror_removexattr(path, Self.attribute)
-        if recordFiles.mayExist.load(ordering: .relaxed) { unlink(recordPath(for: url)) }
+    /// Deletes the oldest partials until at most `count` files and `bytes` bytes are held, and
+    /// anything in the folder that is not a partial of ours (a link, a stray name, a `.part`
+    /// without a record): the budget a run keeps for suspended downloads applies to what earlier
+    /// runs left too. Returns the URLs dropped.
+    @discardableResult
+    public func purge(keepingAtMost count: Int, bytes: Int64) -> [String] {
+        var kept: [(name: String, url: String, length: Int64, modified: Int)] = []
+        for name in folder.names() {
+            if name.hasSuffix(".json"), recordFiles.mayExist.load(ordering: .relaxed) { continue }
+            guard name.hasSuffix(".part"), let info = folder.status(of: name), info.st_mode & S_IFMT == S_IFREG,
+                  info.st_nlink == 1, let record = record(ofPart: name), (try? partName(for: record.url)) == name
+            else {
+                folder.remove(name)
+                continue
+            }
+            kept.append((name, record.url, Int64(info.st_size), Int(info.st_mtim.tv_sec)))
+        }
+        kept.sort { ($0.modified, $0.url) < ($1.modified, $1.url) }
+        var total = kept.reduce(0) { $0 + $1.length }
+        var dropped: [String] = []
+        for partial in kept where kept.count - dropped.count > count || total > bytes {
+            remove(partial.url)
+            total -= partial.length
+            dropped.append(partial.url)
+        }
+        return dropped
+    }
+
+    /// Takes the record of `url`'s download off the file it became (`name` in `target`): the
+    /// mirror's files carry none of its bookkeeping. Done after the rename, so that a kill before
+    /// it leaves a resumable partial, and one after it only a stray attribute.
+    public func detachRecord(for url: String, movedTo name: String, in target: Directory) {
+        target.removeAttribute(Self.attribute, of: name)
+        if recordFiles.mayExist.load(ordering: .relaxed), let part = try? partName(for: url) {
+            folder.remove(recordName(forPart: part))
+        }
     }
 
     /// Deletes what is held for `url`.
     public func remove(_ url: String) {
-        unlink(partPath(for: url))
-        if recordFiles.mayExist.load(ordering: .relaxed) { unlink(recordPath(for: url)) }
+        guard let part = try? partName(for: url) else { return }
+        folder.remove(part)
+        if recordFiles.mayExist.load(ordering: .relaxed) { folder.remove(recordName(forPart: part)) }
     }
 }

@@ -10,7 +10,13 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         /// A 206 whose Content-Range does not start where we asked.
         case rangeMismatch(requested: Int64, received: String)
         /// Writing the body to disk failed.
-        case fileWrite(errno: Int32)
+        case fileWrite(FileSystemError)
+        /// The body is larger than the file may be (its known size, or the size cap).
+        case fileTooLarge(limit: Int64)
+        /// The server encoded the body (gzip, …) though the file was asked for as it is.
+        case contentEncoded(String)
+        /// OpenSSL failed to hash the body.
+        case digest(String)
         /// The transfer was cancelled by its caller.
         case cancelled
     }
@@ -33,7 +39,7 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
             return Self.retryableCurlCodes.contains(code)
         case .rangeMismatch:
             return true
-        case .bodyTooLarge, .fileWrite, .cancelled:
+        case .bodyTooLarge, .fileWrite, .fileTooLarge, .contentEncoded, .digest, .cancelled:
             return false
         }
     }
@@ -68,8 +74,14 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
             return "\(url): response larger than \(limit) bytes"
         case .rangeMismatch(let requested, let received):
             return "\(url): asked for bytes from \(requested), server sent Content-Range '\(received)'"
-        case .fileWrite(let code):
-            return "\(url): writing to disk failed: \(String(cString: strerror(code)))"
+        case .fileWrite(let error):
+            return "\(url): writing to disk failed: \(error)"
+        case .fileTooLarge(let limit):
+            return "\(url): the file is larger than \(limit) bytes, its known size or the --max-file-size cap"
+        case .contentEncoded(let encoding):
+            return "\(url): the server sent the file with Content-Encoding '\(encoding.escapedForTerminal)' though it was asked for as is; refusing to save encoded bytes"
+        case .digest(let message):
+            return "\(url): \(message)"
         case .cancelled:
             return "\(url): cancelled"
         }

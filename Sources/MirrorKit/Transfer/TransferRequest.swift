@@ -1,15 +1,21 @@
 import Foundation
 
 /// Where a transfer puts the body of a successful response.
-public enum TransferDestination: Sendable, Equatable {
+public enum TransferDestination: Sendable {
     /// Keep the body in memory, failing the transfer once it grows beyond `limit` bytes.
     case memory(limit: Int)
-    /// Write the body into the file at `path`, asking the server for the bytes from `offset` on.
+    /// Write the body into the file at `location`, asking the server for the bytes from `offset`
+    /// on, as they are (`Accept-Encoding: identity`).
     ///
     /// With an `offset` above zero the request carries `Range: bytes=offset-`; a 206 whose
     /// Content-Range starts at `offset` is appended there, a 200 replaces the file from byte 0,
     /// and any other status leaves the file as it was.
-    case file(path: String, offset: Int64)
+    case file(FileLocation, offset: Int64)
+
+    /// The file at `path`.
+    public static func file(path: String, offset: Int64) -> TransferDestination {
+        .file(FileLocation(path: path), offset: offset)
+    }
 }
 
 /// One HTTP GET for the ``TransferEngine``.
@@ -23,14 +29,19 @@ public struct TransferRequest: Sendable {
     /// For a ranged request: the size the whole resource had when the partial was started. A 206
     /// whose Content-Range total differs is refused before a byte is written.
     public var expectedEntityLength: Int64?
+    /// For a file destination: the most bytes the whole file may have. A response that says it
+    /// is larger is refused before a byte is written, one that grows past it is cut off there.
+    public var maxLength: Int64?
 
     public init(
         url: String,
         headers: [(name: String, value: String)] = [],
         destination: TransferDestination = .memory(limit: 16 << 20),
         ifRange: String? = nil,
-        expectedEntityLength: Int64? = nil
+        expectedEntityLength: Int64? = nil,
+        maxLength: Int64? = nil
     ) {
+        self.maxLength = maxLength
         self.url = url
         self.headers = headers
         self.destination = destination
@@ -59,6 +70,10 @@ public struct TransferResponse: Sendable {
     /// The MD5 of the whole file, when the response's ETag is an MD5 and the body arrived in full:
     /// computed as the bytes were written, so checking it costs no second read.
     public var bodyMD5: String?
+    /// The message's framing proved its body whole: a Content-Length, the last chunk of a chunked
+    /// body, or the end of an HTTP/2 stream. An HTTP/1 body ended by closing the connection
+    /// proves nothing: a cut connection looks the same.
+    public var isDelimited = false
 
     public var isSuccess: Bool { (200..<300).contains(status) }
     public var etag: String? { headers["ETag"] }

@@ -4,19 +4,20 @@ import Testing
 
 @Suite("Mirror directory: naming, committing, locking")
 struct MirrorDirectoryTests {
+    /// A finished download's `.part` file in `.mirror`, by name.
     private func partial(in directory: MirrorDirectory, _ text: String) throws -> String {
-        let path = directory.stateDirectory.appendingPathComponent(UUID().uuidString + ".part").path
-        try TestSupport.write(Array(text.utf8), to: path)
-        return path
+        let name = UUID().uuidString + ".part"
+        try TestSupport.write(Array(text.utf8), to: directory.stateDirectory.appendingPathComponent(name).path)
+        return name
     }
 
     @Test func commitsUnderTheFinalNameAndRemovesThePartial() async throws {
         try await TestSupport.withTemporaryDirectory { root in
             let directory = try MirrorDirectory(root: root)
             let part = try partial(in: directory, "one")
-            #expect(try directory.commit(part, as: "full/a.jpg", mode: .skipIfExists) == "full/a.jpg")
+            #expect(try directory.commit(part, from: directory.stateFolder, as: "full/a.jpg", mode: .skipIfExists) == "full/a.jpg")
             #expect(TestSupport.bytes(at: root.appendingPathComponent("full/a.jpg").path) == Array("one".utf8))
-            #expect(!FileManager.default.fileExists(atPath: part))
+            #expect(!directory.stateFolder.contains(part))
         }
     }
 
@@ -24,7 +25,7 @@ struct MirrorDirectoryTests {
         try await TestSupport.withTemporaryDirectory { root in
             let directory = try MirrorDirectory(root: root)
             for text in ["one", "two", "three"] {
-                _ = try directory.commit(try partial(in: directory, text), as: "full/a.jpg", mode: .newFile)
+                _ = try directory.commit(try partial(in: directory, text), from: directory.stateFolder, as: "full/a.jpg", mode: .newFile)
             }
             #expect(TestSupport.bytes(at: root.appendingPathComponent("full/a.jpg").path) == Array("one".utf8))
             #expect(TestSupport.bytes(at: root.appendingPathComponent("full/a(1).jpg").path) == Array("two".utf8))
@@ -35,11 +36,11 @@ struct MirrorDirectoryTests {
     @Test func skipIfExistsKeepsTheOldFileAndDropsTheNewOne() async throws {
         try await TestSupport.withTemporaryDirectory { root in
             let directory = try MirrorDirectory(root: root)
-            _ = try directory.commit(try partial(in: directory, "old"), as: "a.jpg", mode: .skipIfExists)
+            _ = try directory.commit(try partial(in: directory, "old"), from: directory.stateFolder, as: "a.jpg", mode: .skipIfExists)
             let part = try partial(in: directory, "new")
-            #expect(try directory.commit(part, as: "a.jpg", mode: .skipIfExists) == nil)
+            #expect(try directory.commit(part, from: directory.stateFolder, as: "a.jpg", mode: .skipIfExists) == nil)
             #expect(TestSupport.bytes(at: root.appendingPathComponent("a.jpg").path) == Array("old".utf8))
-            #expect(!FileManager.default.fileExists(atPath: part))
+            #expect(!directory.stateFolder.contains(part))
         }
     }
 
@@ -78,7 +79,7 @@ struct MirrorDirectoryTests {
         try await TestSupport.withTemporaryDirectory { root in
             let blocker = root.appendingPathComponent("blocker")
             try TestSupport.write([1], to: blocker.path)
-            #expect(throws: MirrorError.fileSystem(path: blocker.path, errno: ENOTDIR)) {
+            #expect(throws: MirrorError.fileSystem(FileSystemError(path: blocker.path + "/out", errno: ENOTDIR))) {
                 try MirrorDirectory(root: blocker.appendingPathComponent("out"))
             }
         }

@@ -1,0 +1,239 @@
+import CMirrorSystem
+import Foundation
+
+/// A directory held open by its descriptor: every name in it is reached relative to that
+/// descriptor with `O_NOFOLLOW`, one component at a time.
+///
+/// So a symbolic link planted anywhere inside the mirror is never followed, and a folder that
+/// was checked cannot be swapped for another before it is used: the descriptor stays on the
+/// folder that passed. Folders mirror keeps (``folder(_:create:)``) must be real directories,
+/// owned by the user running mirror and writable by nobody else; files it writes must be regular
+/// files with one name. Only the root is reached by its path, links and all: the user named it.
+public final class Directory: Sendable {
+    let descriptor: Int32
+    /// For messages: the path the directory was reached by.
+    public let path: String
+
+    private init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Opens the directory at `path`, creating it and its missing parents (`mkdir -p`).
+    public static func open(creating path: String) throws(FileSystemError) -> Directory {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            guard mkdir(prefix, 0o755) != 0 else { continue }
+            let code = Glibc.errno
+            guard code == EEXIST else { throw FileSystemError(path: prefix, errno: code) }
+        }
+        return try open(existing: path)
+    }
+
+    /// Opens the existing directory at `path`.
+    public static func open(existing path: String) throws(FileSystemError) -> Directory {
+        let fd = Glibc.open(path.isEmpty ? "/" : path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = Glibc.errno
+            throw FileSystemError(path: path, problem: code == ENOTDIR ? .notADirectory : .system(code))
+        }
+        return Directory(descriptor: fd, path: path)
+    }
+
+    /// The path of `name` inside, for messages.
+    public func path(of name: String) -> String {
+        path == "/" ? "/" + name : path + "/" + name
+    }
+
+    // MARK: - Folders
+
+    /// The folder `name` inside this one, made (mode 0755) when missing and `create` is set.
+    /// Refused when it is a link, not a directory, owned by another user or writable by others.
+    public func folder(_ name: String, create: Bool = true) throws(FileSystemError) -> Directory {
+        try checkName(name)
+        let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+        var fd = openat(descriptor, name, flags)
+        if fd < 0, Glibc.errno == ENOENT, create {
+            if mkdirat(descriptor, name, 0o755) != 0, Glibc.errno != EEXIST {
+                throw FileSystemError(path: path(of: name), errno: Glibc.errno)
+            }
+            fd = openat(descriptor, name, flags)
+        }
+        guard fd >= 0 else { throw failure(opening: name, errno: Glibc.errno) }
+        let folder = Directory(descriptor: fd, path: path(of: name))
+        try folder.checkOwnership()
+        return folder
+    }
+
+    /// The folder at `relativePath` (components separated by `/`), each made and checked in turn.
+    public func folder(atRelativePath relativePath: some StringProtocol, create: Bool = true) throws(FileSystemError) -> Directory {
+        var current = self
+        for component in relativePath.split(separator: "/") {
+            current = try current.folder(String(component), create: create)
+        }
+        return current
+    }
+
+    /// Throws unless the directory belongs to the user running mirror and nobody else may write
+    /// into it: anyone who can is able to plant names in it.
+    func checkOwnership() throws(FileSystemError) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw FileSystemError(path: path, errno: Glibc.errno) }
+        guard info.st_uid == geteuid() else { throw FileSystemError(path: path, problem: .ownedByAnotherUser(uid: info.st_uid)) }
+        guard info.st_mode & 0o022 == 0 else { throw FileSystemError(path: path, problem: .writableByOthers(mode: info.st_mode)) }
+    }
+
+    // MARK: - Files
+
+    public enum Access: Sendable {
+        case read
+        /// Writing; `create` makes the file when it is missing, `exclusive` only a new one.
+        case write(create: Bool, exclusive: Bool = false)
+    }
+
+    /// Opens the file `name`, never through a link, and only a regular file with one name (a
+    /// FIFO or device planted under the name is refused too). The caller closes the descriptor.
+    public func openFile(_ name: String, _ access: Access) throws(FileSystemError) -> Int32 {
+        try checkName(name)
+        var flags = O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
+        switch access {
+        case .read: flags |= O_RDONLY
+        case .write(let create, let exclusive):
+            flags |= O_RDWR | (create ? O_CREAT : 0) | (exclusive ? O_EXCL : 0)
+        }
+        let fd = openat(descriptor, name, flags, 0o644)
+        guard fd >= 0 else { throw failure(opening: name, errno: Glibc.errno) }
+        var info = stat()
+        let problem: FileSystemError.Problem? =
+            if fstat(fd, &info) != 0 { .system(Glibc.errno) }
+            else if info.st_mode & S_IFMT != S_IFREG { .notARegularFile }
+            else if info.st_nlink > 1 { .multipleLinks(Int(info.st_nlink)) }
+            else { nil }
+        if let problem {
+            close(fd)
+            throw FileSystemError(path: path(of: name), problem: problem)
+        }
+        return fd
+    }
+
+    /// What `name` is, without following a link; nil when there is nothing by that name.
+    public func status(of name: String) -> stat? {
+        var info = stat()
+        return fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info : nil
+    }
+
+    /// Whether anything (a link too) has the name `name`.
+    public func contains(_ name: String) -> Bool { status(of: name) != nil }
+
+    /// Removes the name `name` (a link itself, never its target); nothing when it is absent.
+    public func remove(_ name: String) {
+        unlinkat(descriptor, name, 0)
+    }
+
+    /// The names in the directory, `.` and `..` left out.
+    public func names() -> [String] {
+        let copy = dup(descriptor)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return []
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Reads the whole of the file `name`, if it is a regular file no larger than `limit`.
+    public func contents(of name: String, limit: Int = 1 << 20) -> [UInt8]? {
+        guard let fd = try? openFile(name, .read) else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: limit + 1)
+        var count = 0
+        while count < bytes.count {
+            let result = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if result < 0, Glibc.errno == EINTR { continue }
+            guard result > 0 else { break }
+            count += result
+        }
+        return count <= limit ? Array(bytes[..<count]) : nil
+    }
+
+    /// Replaces the file `name` with `bytes` in one step: written to a new file, synced, then
+    /// renamed over the name (the rename replaces whatever the name was, a link too, and writes
+    /// through nothing).
+    /// `durable` syncs the data before the rename, for files whose loss would matter.
+    public func replaceContents(of name: String, with bytes: some Collection<UInt8>, durable: Bool = true) throws(FileSystemError) {
+        let temporary = ".\(name).\(getpid()).tmp"
+        remove(temporary)
+        let fd = try openFile(temporary, .write(create: true, exclusive: true))
+        do throws(FileSystemError) {
+            try Self.writeAll(Array(bytes), to: fd, at: 0, path: path(of: temporary))
+            guard !durable || fdatasync(fd) == 0 else { throw FileSystemError(path: path(of: temporary), errno: Glibc.errno) }
+            close(fd)
+        } catch {
+            close(fd)
+            remove(temporary)
+            throw error
+        }
+        guard renameat(descriptor, temporary, descriptor, name) == 0 else {
+            let code = Glibc.errno
+            remove(temporary)
+            throw FileSystemError(path: path(of: name), errno: code)
+        }
+    }
+
+    // MARK: - Durability
+
+    /// fsync of the directory itself, so that the names it gained survive a power cut.
+    public func sync() throws(FileSystemError) {
+        guard fsync(descriptor) == 0 else { throw FileSystemError(path: path, errno: Glibc.errno) }
+    }
+
+    /// Writes all of `bytes` at `offset`, going on after short writes and EINTR.
+    static func writeAll(_ bytes: [UInt8], to fd: Int32, at offset: Int64, path: String) throws(FileSystemError) {
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, $0.count - written, off_t(offset) + off_t(written)) }
+            if result < 0 {
+                if Glibc.errno == EINTR { continue }
+                throw FileSystemError(path: path, errno: Glibc.errno)
+            }
+            written += result
+        }
+    }
+
+    // MARK: - Extended attributes
+
+    /// The extended attribute `attribute` of the file `name`, if it has one of at most `limit` bytes.
+    public func attribute(_ attribute: String, of name: String, limit: Int) -> [UInt8]? {
+        guard let fd = try? openFile(name, .read) else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: limit)
+        let count = buffer.withUnsafeMutableBytes { mirror_fgetxattr(fd, attribute, $0.baseAddress, $0.count) }
+        return count > 0 ? Array(buffer[..<count]) : nil
+    }
+
+    /// Why opening `name` failed: a link or a non-directory found under it is named as such.
+    private func failure(opening name: String, errno code: Int32) -> FileSystemError {
+        if let info = status(of: name) {
+            if info.st_mode & S_IFMT == S_IFLNK { return FileSystemError(path: path(of: name), problem: .symbolicLink) }
+            if code == ENOTDIR { return FileSystemError(path: path(of: name), problem: .notADirectory) }
+        }
+        return FileSystemError(path: path(of: name), errno: code)
+    }
+
+    func checkName(_ name: String) throws(FileSystemError) {
+        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")), !name.utf8.contains(0) else {
+            throw FileSystemError(path: path(of: name), problem: .invalidName)
+        }
+    }
+}
