@@ -10,6 +10,13 @@ public enum Fault: Sendable, Equatable {
     case stall(afterBytes: Int, seconds: Double)
     /// Send the body no faster than this.
     case throttle(bytesPerSecond: Int)
+    /// Answer as an HTTP/1.0 server that states no length: the body ends when the connection
+    /// closes, after `afterBytes` bytes when given (a cut the client cannot tell from the end).
+    case closeDelimited(afterBytes: Int?)
+    /// Send the body chunked, without a Content-Length, and close after this many bytes.
+    case chunkedDrop(afterBytes: Int)
+    /// Answer a ranged request with a 206 whose Content-Range total is `*` (unknown).
+    case unknownTotal
 
     /// A 429 as Imgur's API gateway sends it since 2019: an `errors` array and no `data` key.
     public static func imgurGatewayTooManyRequests(retryAfter: Int? = nil) -> Fault {
@@ -29,7 +36,7 @@ public enum Fault: Sendable, Equatable {
 
 extension Fault {
     /// Parses the command-line form: `drop-after:BYTES`, `ignore-range`, `status:CODE[:RETRY_AFTER]`,
-    /// `stall:BYTES:SECONDS`, `throttle:BYTES_PER_SECOND`.
+    /// `stall:BYTES:SECONDS`, `throttle:BYTES_PER_SECOND`, `close-delimited`, `unknown-total`.
     public init?(argument: String) {
         let parts = argument.split(separator: ":").map(String.init)
         switch (parts.first, parts.count) {
@@ -47,6 +54,10 @@ extension Fault {
         case ("throttle", 2):
             guard let rate = Int(parts[1]) else { return nil }
             self = .throttle(bytesPerSecond: rate)
+        case ("close-delimited", 1):
+            self = .closeDelimited(afterBytes: nil)
+        case ("unknown-total", 1):
+            self = .unknownTotal
         default:
             return nil
         }

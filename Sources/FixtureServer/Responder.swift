@@ -170,7 +170,8 @@ extension FixtureServer {
             return
         }
         let last = min(range.last ?? size - 1, size - 1)
-        headers.add(name: "Content-Range", value: "bytes \(range.first)-\(last)/\(size)")
+        let total = writer.fault == .unknownTotal ? "*" : String(size)
+        headers.add(name: "Content-Range", value: "bytes \(range.first)-\(last)/\(total)")
         let part = served.body.getSlice(at: served.body.readerIndex + range.first, length: last - range.first + 1)!
         await writer.send(status: 206, headers: headers, body: part)
     }

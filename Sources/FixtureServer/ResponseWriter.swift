@@ -15,9 +15,21 @@ struct ResponseWriter: Sendable {
 
     func send(status: Int, headers: HTTPHeaders, body: ByteBuffer) async {
         var headers = headers
-        headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+        var version = HTTPVersion.http1_1
+        var keepAlive = keepAlive
+        switch fault {
+        case .closeDelimited?:
+            // No length and no chunks: an HTTP/1.0 body runs until the connection closes.
+            version = .http1_0
+            keepAlive = false
+        case .chunkedDrop?:
+            // Without a Content-Length NIO sends an HTTP/1.1 body chunked.
+            break
+        default:
+            headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+        }
         if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: headers)
+        let head = HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: status), headers: headers)
         do {
             try await channel.writeAndFlush(HTTPServerResponsePart.head(head))
             if sendsBody, try await writeBody(body) == false {
@@ -25,6 +37,7 @@ struct ResponseWriter: Sendable {
                 return
             }
             try await channel.writeAndFlush(HTTPServerResponsePart.end(nil))
+            if case .closeDelimited? = fault { try await channel.close() }
         } catch {
             // The client went away, or the server is stopping: nothing more to answer.
             guard !Task.isCancelled else { return }
@@ -38,7 +51,7 @@ struct ResponseWriter: Sendable {
         var chunkSize = 256 << 10
         var bytesPerSecond: Int?
         switch fault {
-        case .dropAfter(let bytes)?, .stall(let bytes, _)?:
+        case .dropAfter(let bytes)?, .stall(let bytes, _)?, .chunkedDrop(let bytes)?, .closeDelimited(let bytes?)?:
             cutoff = min(bytes, cutoff)
         case .throttle(let rate)?:
             bytesPerSecond = max(rate, 1)

@@ -178,24 +178,29 @@ struct JobRunner: Sendable {
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
             let lastModified = file.lastModified.flatMap(HTTPDate.parse)
-            // The commit moves the partial away (or, when the name is taken, deletes it); the
-            // record comes off the file only once it has its final name.
+            // The commit moves the partial away (or, when the name is taken, deletes it).
             let (directory, mode, partials) = (directory, mode, partials)
+            let partName: String
+            do {
+                partName = try partials.partName(for: job.url)
+            } catch {
+                return .halted(.digest(error.description))
+            }
             let committed = try await BlockingIO.run { () throws(MirrorError) in
-                let partName: String
-                do throws(DigestError) {
-                    partName = try partials.partName(for: job.url)
-                } catch {
-                    throw .digest(error.description)
-                }
-                return try directory.commit(partName, from: partials.folder, as: job.relativePath, mode: mode) {
-                    partials.detachRecord(for: job.url, movedTo: $1, in: $0)
-                    // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
-                    if let lastModified { $0.setModificationDate(lastModified, of: $1) }
-                }
+                try directory.commit(partName, from: partials.folder, as: job.relativePath, mode: mode)
             }
             guard let name = committed else { return .alreadyPresent }
-            try await state.recordMirrored(job.url, as: name, bytes: file.length)
+            do {
+                try await state.recordMirrored(job.url, as: name, bytes: file.length)
+            } catch {
+                // Unrecorded, the file would be fetched again under a second name by a new-file
+                // run: it goes back to being a partial, whole, for the next run to commit.
+                try? directory.uncommit(name, backTo: partials.folder, as: partName)
+                return .halted(error)
+            }
+            partials.detachRecord(for: job.url) { directory.removeAttribute($0, of: name) }
+            // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
+            if let lastModified { directory.setModificationDate(lastModified, of: name) }
             logger.info("saved \(name.escapedForTerminal)")
             return .downloaded(bytes: file.bytesReceived)
         } catch let error as MirrorError {

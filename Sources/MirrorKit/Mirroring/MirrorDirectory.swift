@@ -168,6 +168,25 @@ public struct MirrorDirectory: Sendable {
         }
     }
 
+    /// Moves the file just committed as `relativePath` back to `partName` in `partials`: what
+    /// vouches for it (the state database) could not be written, and a file nobody records would
+    /// be fetched again under a second name. It stays a complete partial for the next run.
+    public func uncommit(_ relativePath: String, backTo partials: Directory, as partName: String) throws(MirrorError) {
+        let (folderPath, name) = try split(relativePath)
+        guard let folder = try folder(folderPath, create: false) else { return }
+        do {
+            _ = try folder.move(name, to: partials, as: partName)
+        } catch {
+            throw .fileSystem(error)
+        }
+    }
+
+    /// Takes the extended attribute `attribute` off the mirrored file `relativePath`.
+    public func removeAttribute(_ attribute: String, of relativePath: String) {
+        guard let (folderPath, name) = try? split(relativePath), let folder = try? folder(folderPath, create: false) else { return }
+        folder.removeAttribute(attribute, of: name)
+    }
+
     /// Syncs every directory that gained a name since the last sync. Those it could not sync stay
     /// due, for the next call.
     public func syncDirectories() throws(MirrorError) {

@@ -199,11 +199,11 @@ public struct PartialStore: Sendable {
         return dropped
     }
 
-    /// Takes the record of `url`'s download off the file it became (`name` in `target`): the
-    /// mirror's files carry none of its bookkeeping. Done after the rename, so that a kill before
-    /// it leaves a resumable partial, and one after it only a stray attribute.
-    public func detachRecord(for url: String, movedTo name: String, in target: Directory) {
-        target.removeAttribute(Self.attribute, of: name)
+    /// Drops the record of `url`'s download once it is a mirrored file: the file carries none of
+    /// the store's bookkeeping (`clearFile` takes the attribute off it). Done once the file is
+    /// recorded, so that a kill before leaves it resumable, and one after only a stray attribute.
+    public func detachRecord(for url: String, clearFile: (String) -> Void) {
+        clearFile(Self.attribute)
         if recordFiles.mayExist.load(ordering: .relaxed), let part = try? partName(for: url) {
             folder.remove(recordName(forPart: part))
         }

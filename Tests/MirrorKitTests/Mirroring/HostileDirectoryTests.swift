@@ -1,0 +1,192 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// The output directory may sit on shared storage or in /tmp, where another user can plant
+/// links, folders and files before a run: none of it is ever written through.
+@Suite("Hostile directories: nothing written through a link or into another's folder", .timeLimit(.minutes(3)))
+struct HostileDirectoryTests {
+    let engine = TransferEngine()
+
+    private func mirrorTag(_ server: FixtureServer, into dir: URL, mode: DownloadMode = .skipIfExists) async throws -> MirrorSummary {
+        let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
+        let settings = TagMirror.Settings(
+            crawl: TagCrawler.Options(tag: "cats", maxPages: 1), urls: MediaURLBuilder(mediaBase: server.baseURL),
+            mode: mode, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)))
+        return try await TagMirror(
+            directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
+            logger: TestSupport.logger
+        ).run()
+    }
+
+    private func victim(in dir: URL) throws -> String {
+        let path = dir.appendingPathComponent("victim-authorized_keys").path
+        try TestSupport.write(Array("ssh-ed25519 AAAA victim\n".utf8), to: path)
+        return path
+    }
+
+    private func isUntouched(_ path: String) -> Bool {
+        TestSupport.bytes(at: path) == Array("ssh-ed25519 AAAA victim\n".utf8)
+    }
+
+    @Test func aLinkPlantedAsTheLockIsRefusedAndItsTargetUntouched() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let target = try victim(in: dir)
+            let out = dir.appendingPathComponent("out")
+            let directory = try MirrorDirectory(root: out)
+            let lock = out.appendingPathComponent(".mirror/lock").path
+            #expect(symlink(target, lock) == 0)
+            #expect(throws: MirrorError.fileSystem(FileSystemError(path: lock, problem: .symbolicLink))) {
+                try RunLock(directory: directory)
+            }
+            #expect(isUntouched(target))
+        }
+    }
+
+    @Test func aLinkPlantedAsAThumbnailsPartialIsNeverFilledNorPublished() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let target = try victim(in: dir)
+                let out = dir.appendingPathComponent("out")
+                let partials = try MirrorDirectory(root: out).partialStore()
+                let thumbnail = MediaURLBuilder(mediaBase: server.baseURL).item(for: ImgurImage(id: "aB3dE5f"))!.previewURL
+                #expect(symlink(target, partials.partPath(for: thumbnail)) == 0)
+                let summary = try await mirrorTag(server, into: out)
+                #expect(summary.isComplete)
+                #expect(isUntouched(target))
+                let published = out.appendingPathComponent("preview/aB3dE5fm.jpg").path
+                var info = stat()
+                #expect(lstat(published, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && info.st_nlink == 1)
+                #expect(TestSupport.digest(ofFile: published) == TestSupport.digest(server.content(of: "/aB3dE5fm.jpg")))
+            }
+        }
+    }
+
+    @Test func aFIFOPlantedAsAPartialNeitherBlocksNorIsKept() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let out = dir.appendingPathComponent("out")
+                let partials = try MirrorDirectory(root: out).partialStore()
+                let thumbnail = MediaURLBuilder(mediaBase: server.baseURL).item(for: ImgurImage(id: "aB3dE5f"))!.previewURL
+                #expect(mkfifo(partials.partPath(for: thumbnail), 0o644) == 0)
+                let summary = try await mirrorTag(server, into: out)
+                #expect(summary.isComplete)
+                #expect(TestSupport.digest(ofFile: out.appendingPathComponent("preview/aB3dE5fm.jpg").path)
+                    == TestSupport.digest(server.content(of: "/aB3dE5fm.jpg")))
+            }
+        }
+    }
+
+    @Test func aStateFolderThatIsALinkIsRefused() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let elsewhere = dir.appendingPathComponent("elsewhere")
+            try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+            let out = dir.appendingPathComponent("out")
+            try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+            #expect(symlink(elsewhere.path, out.appendingPathComponent(".mirror").path) == 0)
+            let error = #expect(throws: MirrorError.self) { try MirrorDirectory(root: out) }
+            #expect(error == .fileSystem(FileSystemError(path: out.path + "/.mirror", problem: .symbolicLink)))
+            #expect(error?.description.contains("symbolic link") == true)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+        }
+    }
+
+    @Test func aStateFolderOfAnotherUserIsRefused() async throws {
+        try #require(geteuid() == 0, "needs root to give a folder away")
+        try await TestSupport.withTemporaryDirectory { dir in
+            let state = dir.appendingPathComponent(".mirror")
+            try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+            #expect(chown(state.path, 65534, 65534) == 0)
+            let error = #expect(throws: MirrorError.self) { try MirrorDirectory(root: dir) }
+            #expect(error == .fileSystem(FileSystemError(path: state.path, problem: .ownedByAnotherUser(uid: 65534))))
+        }
+    }
+
+    @Test func aMediaFolderWritableByOthersStopsTheRunNamingIt() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let full = dir.appendingPathComponent("full")
+                try FileManager.default.createDirectory(at: full, withIntermediateDirectories: true)
+                #expect(chmod(full.path, 0o777) == 0)
+                let summary = try await mirrorTag(server, into: dir)
+                let stop = try #require(summary.stoppedBy as? MirrorError)
+                #expect(stop == .fileSystem(FileSystemError(path: full.path, problem: .writableByOthers(mode: S_IFDIR | 0o777))))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: full.path).isEmpty)
+            }
+        }
+    }
+
+    @Test func aMediaFolderThatIsALinkIsNeverWrittenThrough() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let elsewhere = dir.appendingPathComponent("victim-folder")
+                try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+                let out = dir.appendingPathComponent("out")
+                try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+                #expect(symlink(elsewhere.path, out.appendingPathComponent("preview").path) == 0)
+                let summary = try await mirrorTag(server, into: out)
+                let stop = try #require(summary.stoppedBy as? MirrorError)
+                #expect(stop == .fileSystem(FileSystemError(path: out.path + "/preview", problem: .symbolicLink)))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+            }
+        }
+    }
+
+    @Test func aLinkPlantedAsTheStateDatabaseIsRefused() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let target = try victim(in: dir)
+            let out = dir.appendingPathComponent("out")
+            let directory = try MirrorDirectory(root: out)
+            let database = out.appendingPathComponent(".mirror/state.sqlite3").path
+            #expect(symlink(target, database) == 0)
+            #expect(throws: MirrorError.fileSystem(FileSystemError(path: database, problem: .symbolicLink))) {
+                try StateDatabase(directory: directory)
+            }
+            #expect(isUntouched(target))
+        }
+    }
+
+    @Test func aMediaFolderOnAnotherFileSystemGetsItsFilesByCopy() async throws {
+        try #require(geteuid() == 0, "needs root to mount a file system")
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let full = dir.appendingPathComponent("full")
+                try FileManager.default.createDirectory(at: full, withIntermediateDirectories: true)
+                try #require(Mount.tmpfs(at: full.path, size: "64m"), "cannot mount a tmpfs here")
+                defer { Mount.unmount(full.path) }
+                let summary = try await mirrorTag(server, into: dir)
+                #expect(summary.isComplete)
+                let names = try FileManager.default.contentsOfDirectory(atPath: full.path)
+                #expect(!names.isEmpty)
+                #expect(names.allSatisfy { !$0.hasPrefix(".") }, "no copy left half-way: \(names)")
+                for name in names {
+                    #expect(TestSupport.digest(ofFile: full.appendingPathComponent(name).path)
+                        == TestSupport.digest(server.content(of: "/" + name)), "\(name)")
+                }
+                #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent(".mirror/partials").path).isEmpty)
+            }
+        }
+    }
+}
+
+/// Mounts for tests that need a file system of their own (root only).
+enum Mount {
+    static func tmpfs(at path: String, size: String) -> Bool {
+        run(["mount", "-t", "tmpfs", "-o", "size=\(size),mode=0755", "tmpfs", path]) == 0
+    }
+
+    static func unmount(_ path: String) {
+        _ = run(["umount", "-l", path])
+    }
+
+    private static func run(_ arguments: [String]) -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return -1 }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}

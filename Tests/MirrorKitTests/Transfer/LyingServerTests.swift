@@ -1,0 +1,143 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Servers that lie: unproven lengths, encodings, oversized bodies, weak validators", .timeLimit(.minutes(2)))
+struct LyingServerTests {
+    let engine = TransferEngine()
+    let quickRetry = RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
+
+    private func withDownloader<T>(
+        maxFileSize: Int64 = Downloader.defaultMaxFileSize,
+        _ body: (FixtureServer, Downloader, PartialStore) async throws -> T
+    ) async throws -> T {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+                let downloader = Downloader(
+                    engine: engine, partials: partials, retry: quickRetry, maxFileSize: maxFileSize, logger: TestSupport.logger)
+                return try await body(server, downloader, partials)
+            }
+        }
+    }
+
+    @Test func aChunkedBodyThatDropsThenA206OfUnknownTotalStaysAPartial() async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/chunked.bin", size: 300_000)
+            server.inject(.chunkedDrop(afterBytes: 100_000), path: "/chunked.bin")
+            server.inject(.unknownTotal, path: "/chunked.bin")
+            let url = server.baseURL + "/chunked.bin"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .lengthUnproven(held: 300_000))
+            #expect(error?.description.contains("kept as a partial") == true)
+            // The bytes are kept for a later run, never handed on as a file.
+            #expect(partials.length(for: url) == 300_000)
+            #expect(server.requests.last?.header("Range") == "bytes=100000-")
+        }
+    }
+
+    @Test func aBodyEndedByClosingTheConnectionIsNeverAFile() async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/cut.bin", size: 200_000)
+            // Cut short: an HTTP/1.0 body with no length cannot tell this from the end.
+            server.inject(.closeDelimited(afterBytes: 50_000), path: "/cut.bin")
+            let url = server.baseURL + "/cut.bin"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .lengthUnproven(held: 50_000))
+            #expect(partials.length(for: url) == 50_000)
+        }
+    }
+
+    @Test func aBodyEndedByClosingIsAFileWhenItsSizeWasStatedAndMatches() async throws {
+        try await withDownloader { server, downloader, _ in
+            server.addMedia(path: "/whole.bin", size: 200_000)
+            server.inject(.closeDelimited(afterBytes: nil), path: "/whole.bin")
+            let url = server.baseURL + "/whole.bin"
+            let file = try await downloader.fetch(url, expectedSize: 200_000)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/whole.bin")))
+        }
+    }
+
+    @Test func aCompleteChunkedBodyProvesItself() async throws {
+        try await withDownloader { server, downloader, _ in
+            server.addMedia(path: "/framed.bin", size: 200_000)
+            server.inject(.chunkedDrop(afterBytes: Int.max), path: "/framed.bin")
+            let file = try await downloader.fetch(server.baseURL + "/framed.bin")
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/framed.bin")))
+        }
+    }
+
+    @Test func filesAreAskedForAsTheyAreAndAnEncodedBodyIsRefused() async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/photo.jpg", size: 10_000, contentType: "image/jpeg")
+            server.inject(
+                .respond(status: 200, headers: ["Content-Encoding": "gzip", "Content-Type": "image/jpeg"], body: "gzip bytes"),
+                path: "/photo.jpg")
+            let url = server.baseURL + "/photo.jpg"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .transfer(.contentEncoded("gzip")))
+            #expect(server.requests.last?.header("Accept-Encoding") == "identity")
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+
+    @Test func gzipOnATarballNamesItsFormatAndTheBytesAreKept() async throws {
+        try await withDownloader { server, downloader, _ in
+            let body = String(repeating: "t", count: 5000)
+            server.inject(
+                .respond(status: 200, headers: ["Content-Encoding": "x-gzip", "Content-Type": "application/x-tar"], body: body),
+                path: "/docs.tgz")
+            let file = try await downloader.fetch(server.baseURL + "/docs.tgz")
+            #expect(TestSupport.bytes(at: file.path) == Array(body.utf8))
+        }
+    }
+
+    @Test func aBodyWithNoStatedSizeIsCutAtTheCapAndDropped() async throws {
+        try await withDownloader(maxFileSize: 100_000) { server, downloader, partials in
+            server.addMedia(path: "/endless.bin", size: 4 << 20)
+            server.inject(.closeDelimited(afterBytes: nil), path: "/endless.bin")
+            let url = server.baseURL + "/endless.bin"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .transfer(.fileTooLarge(limit: 100_000)))
+            #expect(partials.length(for: url) == 0)
+            // Cut off at the cap, not read to the end.
+            #expect(server.bodyBytesSent(path: "/endless.bin") < 2 << 20)
+        }
+    }
+
+    @Test func aStatedSizeLargerThanTheExpectedOneIsRefusedBeforeAByteIsWritten() async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/big.jpg", size: 3 << 20)
+            let url = server.baseURL + "/big.jpg"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url, expectedSize: 1000) }
+            #expect(error?.reason == .transfer(.fileTooLarge(limit: 1000)))
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+
+    @Test func aWeakETagNeverBacksARangeNotEvenThroughItsDate() async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/weak.bin", size: 100_000)
+            let url = server.baseURL + "/weak.bin"
+            try TestSupport.write([UInt8](repeating: 7, count: 40_000), to: partials.partPath(for: url))
+            try partials.save(PartialRecord(url: url, etag: "W/\"v1\"", lastModified: "Sun, 01 Nov 2026 10:00:00 GMT", totalLength: 100_000))
+            let file = try await downloader.fetch(url)
+            #expect(server.requests.last?.header("Range") == nil)
+            #expect(server.requests.last?.header("If-Range") == nil)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/weak.bin")))
+        }
+    }
+
+    @Test func aFileThatIsGoneDropsItsPartial() async throws {
+        try await withDownloader { server, downloader, partials in
+            let url = server.baseURL + "/gone.bin"
+            try TestSupport.write([UInt8](repeating: 1, count: 5000), to: partials.partPath(for: url))
+            try partials.save(PartialRecord(url: url, etag: "\"e\"", lastModified: nil, totalLength: 9000))
+            server.inject(.respond(status: 410, body: "gone"), path: "/gone.bin")
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .httpStatus(410))
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+}
