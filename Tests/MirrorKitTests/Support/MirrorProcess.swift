@@ -18,7 +18,7 @@ enum MirrorProcess {
 
     /// Runs `mirror` on a thread of its own: waiting for a child process must not hold one of
     /// the few threads the in-process fixture server needs to answer it.
-    static func run(_ arguments: [String]) async throws -> Run {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> Run {
         try await TestSupport.withTemporaryDirectory { dir in
             let outPath = dir.appendingPathComponent("stdout").path
             let errPath = dir.appendingPathComponent("stderr").path
@@ -27,6 +27,9 @@ enum MirrorProcess {
             let process = Process()
             process.executableURL = executable
             process.arguments = arguments
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
             let started = ContinuousClock.now

@@ -106,7 +106,7 @@ struct LyingServerTests {
         }
     }
 
-    @Test func aStatedSizeLargerThanTheExpectedOneIsRefusedBeforeAByteIsWritten() async throws {
+    @Test func aStatedSizeLargerThanTheExpectedOneIsRefusedAndNothingKept() async throws {
         try await withDownloader { server, downloader, partials in
             server.addMedia(path: "/big.jpg", size: 3 << 20)
             let url = server.baseURL + "/big.jpg"

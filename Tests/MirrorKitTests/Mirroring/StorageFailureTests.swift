@@ -1,0 +1,124 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// A full disk, a database that takes no writes, an OpenSSL that refuses MD5: the run stops with
+/// a clear error and status 73, and nothing already mirrored is lost or corrupted.
+@Suite("Storage failures stop the run and keep what is there", .timeLimit(.minutes(3)))
+struct StorageFailureTests {
+    private func tagArguments(_ server: FixtureServer, out: String, idFile: String) -> [String] {
+        ["cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+         "--retries", "2"]
+    }
+
+    @Test func aFullDiskStopsTheRunWith73AndEveryFileUnderAFinalNameIsWhole() async throws {
+        try #require(geteuid() == 0, "needs root to mount a small file system")
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out")
+                try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+                // Room for the thumbnails and the small images, not for the 5.8 MB one.
+                try #require(Mount.tmpfs(at: out.path, size: "3m"), "cannot mount a tmpfs here")
+                defer { Mount.unmount(out.path) }
+                let run = try await MirrorProcess.run(tagArguments(server, out: out.path, idFile: idFile))
+                #expect(run.status == 73, "\(run.stderr)")
+                #expect(run.stderr.contains("No space left on device"), "\(run.stderr)")
+                var checked = 0
+                for folder in ["full", "preview"] {
+                    let path = out.appendingPathComponent(folder).path
+                    for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+                        #expect(TestSupport.digest(ofFile: path + "/" + name) == TestSupport.digest(server.content(of: "/" + name)), "\(name)")
+                        checked += 1
+                    }
+                }
+                #expect(checked > 0)
+            }
+        }
+    }
+
+    @Test func aDatabaseThatTakesNoWritesStopsTheRunAndTheNextNewFileRunMakesNoSecondCopy() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let engine = TransferEngine()
+                let settings = FeedMirror.Settings(
+                    feedURL: "\(server.baseURL)/feeds/podcast.rss", mode: .newFile, retry: RetryPolicy(maxAttempts: 1))
+                let first = try FeedMirror(directory: try MirrorDirectory(root: dir), engine: engine, settings: settings, logger: TestSupport.logger)
+                // Another process holds the write lock for longer than the busy timeout.
+                let blocker = try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path)
+                try blocker.execute("BEGIN IMMEDIATE")
+                let stopped = await first.run()
+                let stop = try #require(stopped.stoppedBy as? MirrorError)
+                guard case .stateDatabase = stop else {
+                    Issue.record("stopped by \(stop), not the database")
+                    return
+                }
+                try blocker.execute("ROLLBACK")
+                let second = try FeedMirror(directory: try MirrorDirectory(root: dir), engine: engine, settings: settings, logger: TestSupport.logger)
+                let summary = await second.run()
+                #expect(summary.isComplete)
+                let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("enclosures").path).sorted()
+                #expect(names == ["episode-1.mp3", "episode-2.mp3"])
+            }
+        }
+    }
+
+    @Test func anOpenSSLThatRefusesMD5IsAnErrorNotAnEmptyHash() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let config = dir.appendingPathComponent("no-md5.cnf").path
+                try TestSupport.write(Array("""
+                    openssl_conf = openssl_init
+                    [openssl_init]
+                    alg_section = evp_properties
+                    [evp_properties]
+                    default_properties = fips=yes
+
+                    """.utf8), to: config)
+                let out = dir.appendingPathComponent("out").path
+                let run = try await MirrorProcess.run(tagArguments(server, out: out, idFile: idFile), environment: ["OPENSSL_CONF": config])
+                #expect(run.status == 69, "\(run.stderr)")
+                #expect(run.stderr.contains("OpenSSL cannot compute MD5"), "\(run.stderr)")
+                // No partial named by an empty digest, shared by every URL.
+                let partials = (try? FileManager.default.contentsOfDirectory(atPath: out + "/.mirror/partials")) ?? []
+                #expect(!partials.contains(".part"))
+                #expect((try? FileManager.default.contentsOfDirectory(atPath: out + "/full")) ?? [] == [])
+            }
+        }
+    }
+
+    @Test func partialsEarlierRunsLeftAreHeldToTheBudgetAndStraysGo() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+            for (index, name) in ["old", "middle", "new"].enumerated() {
+                let url = "https://cdn.test/\(name).bin"
+                let path = partials.partPath(for: url)
+                try TestSupport.write([UInt8](repeating: 1, count: 1000), to: path)
+                try partials.save(PartialRecord(url: url, etag: "\"\(name)\"", totalLength: 5000))
+                var times = [timespec(tv_sec: 1_000_000 + index, tv_nsec: 0), timespec(tv_sec: 1_000_000 + index, tv_nsec: 0)]
+                #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+            }
+            #expect(symlink("/etc/passwd", dir.appendingPathComponent("partials/stray.part").path) == 0)
+            try TestSupport.write([1], to: dir.appendingPathComponent("partials/unrecorded.part").path)
+            let dropped = partials.purge(keepingAtMost: 2, bytes: 1 << 30)
+            #expect(dropped == ["https://cdn.test/old.bin"])
+            #expect(partials.heldPartials().map(\.record.url) == ["https://cdn.test/middle.bin", "https://cdn.test/new.bin"])
+            #expect(partials.folder.names().sorted() == [
+                try partials.partName(for: "https://cdn.test/middle.bin"), try partials.partName(for: "https://cdn.test/new.bin"),
+            ].sorted())
+            #expect(partials.purge(keepingAtMost: 10, bytes: 1500) == ["https://cdn.test/middle.bin"])
+        }
+    }
+
+    @Test func aRunPurgesWhatEarlierRunsLeftBeforeItStarts() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let directory = try MirrorDirectory(root: dir)
+            let partials = try directory.partialStore()
+            #expect(symlink("/etc/passwd", partials.folder.path(of: "stray.part")) == 0)
+            _ = try FeedMirror(
+                directory: directory, engine: TransferEngine(), settings: .init(feedURL: "http://127.0.0.1:9/feed"),
+                logger: TestSupport.logger)
+            #expect(!partials.folder.contains("stray.part"))
+        }
+    }
+}
