@@ -52,6 +52,12 @@ struct JobRunner: Sendable {
         self.directory = directory
         self.mode = mode
         self.logger = logger
+        do {
+            // Before anything is named by it: a failing MD5 must not make every partial look stray.
+            _ = try Digest.md5Hex(Array("mirror".utf8))
+        } catch {
+            throw .digest(error.description)
+        }
         partials = try directory.partialStore()
         state = try StateDatabase(directory: directory) { logger.warning("\($0)") }
         health = HostHealth(settings: .init(maxPerHost: concurrency))
@@ -61,8 +67,11 @@ struct JobRunner: Sendable {
         let configuration = DownloadScheduler.Configuration(maxConcurrent: concurrency, maxPerHost: concurrency)
         scheduler = DownloadScheduler(transport: transport, configuration: configuration)
         // The budget for suspended downloads holds for what earlier runs left too.
+        // At least one file of the largest size allowed: a big enclosure cut short must not lose
+        // its bytes at every start.
         let dropped = partials.purge(
-            keepingAtMost: configuration.suspendedCountBudget, bytes: configuration.suspendedBytesBudget)
+            keepingAtMost: configuration.suspendedCountBudget,
+            bytes: max(configuration.suspendedBytesBudget, maxFileSize))
         if !dropped.isEmpty { logger.info("dropped \(dropped.count) partial downloads of earlier runs, over the budget") }
     }
 
@@ -110,9 +119,21 @@ struct JobRunner: Sendable {
     /// mirror's: every other file would fail the same way.
     static func halting(_ error: DownloadError) -> MirrorError? {
         switch error.reason {
-        case .transfer(.fileWrite(let failure)): .fileSystem(failure)
+        case .transfer(.fileWrite(let failure)) where failure.stopsTheRun: .fileSystem(failure)
         case .transfer(.digest(let message)): .digest(message)
         default: nil
+        }
+    }
+
+    /// `.halted` for an error that stops the run, `.failed` for one of this file's name alone.
+    private func halting(_ error: MirrorError, _ job: MirrorJob) -> Outcome {
+        switch error {
+        case .fileSystem(let failure) where !failure.stopsTheRun:
+            .failed(DownloadError(url: job.url, reason: .storage(error.description)))
+        case .unsafePath:
+            .failed(DownloadError(url: job.url, reason: .storage(error.description)))
+        default:
+            .halted(error)
         }
     }
 
@@ -164,10 +185,8 @@ struct JobRunner: Sendable {
             if mode == .skipIfExists, try directory.fileExists(job.relativePath) {
                 return .alreadyPresent
             }
-        } catch .unsafePath(let path) {
-            return .failed(DownloadError(url: job.url, reason: .storage(MirrorError.unsafePath(path).description)))
         } catch {
-            return .halted(error)
+            return halting(error, job)
         }
         if fate.removed { return .removed(job.url) }
         do {
@@ -195,7 +214,11 @@ struct JobRunner: Sendable {
             } catch {
                 // Unrecorded, the file would be fetched again under a second name by a new-file
                 // run: it goes back to being a partial, whole, for the next run to commit.
-                try? directory.uncommit(name, backTo: partials.folder, as: partName)
+                do {
+                    try directory.uncommit(name, backTo: partials.folder, as: partName)
+                } catch let failure {
+                    logger.error("\(name.escapedForTerminal) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
+                }
                 return .halted(error)
             }
             partials.detachRecord(for: job.url) { directory.removeAttribute($0, of: name) }
@@ -204,8 +227,7 @@ struct JobRunner: Sendable {
             logger.info("saved \(name.escapedForTerminal)")
             return .downloaded(bytes: file.bytesReceived)
         } catch let error as MirrorError {
-            if case .unsafePath = error { return .failed(DownloadError(url: job.url, reason: .storage(error.description))) }
-            return .halted(error)
+            return halting(error, job)
         } catch let error as DownloadError {
             switch error.reason {
             case .removed:

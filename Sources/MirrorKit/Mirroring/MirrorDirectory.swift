@@ -56,6 +56,7 @@ public struct MirrorDirectory: Sendable {
         rootPath = self.root.path == "/" ? "" : self.root.path
         do {
             rootFolder = try Directory.open(creating: self.root.path)
+            try rootFolder.checkNamesAreSafe()
             stateFolder = try rootFolder.folder(".mirror")
         } catch {
             throw .fileSystem(error)
@@ -134,7 +135,7 @@ public struct MirrorDirectory: Sendable {
         do throws(FileSystemError) {
             let fd = try partials.openFile(partName, .read)
             defer { close(fd) }
-            guard fdatasync(fd) == 0 else { throw FileSystemError(path: partials.path(of: partName), errno: errno) }
+            guard fdatasync(fd) == 0 else { throw FileSystemError.last(path: partials.path(of: partName)) }
         } catch {
             throw .fileSystem(error)
         }

@@ -37,13 +37,12 @@ extension Directory {
     private func copy(_ name: String, to target: Directory, as newName: String) throws(FileSystemError) -> Bool {
         let source = try openFile(name, .read)
         defer { close(source) }
-        let temporary = ".\(newName.prefix(200)).\(getpid()).copy"
-        target.remove(temporary)
+        let temporary = Self.temporaryName()
         let destination = try target.openFile(temporary, .write(create: true, exclusive: true))
         do throws(FileSystemError) {
             defer { close(destination) }
             try Self.copyAll(from: source, path: path(of: name), to: destination, path: target.path(of: temporary))
-            guard fsync(destination) == 0 else { throw FileSystemError(path: target.path(of: temporary), errno: Glibc.errno) }
+            guard fsync(destination) == 0 else { throw FileSystemError.last(path: target.path(of: temporary)) }
         } catch {
             target.remove(temporary)
             throw error
@@ -65,7 +64,7 @@ extension Directory {
         while true {
             let count = read(source, buffer.baseAddress, buffer.count)
             if count < 0, Glibc.errno == EINTR { continue }
-            guard count >= 0 else { throw FileSystemError(path: path, errno: Glibc.errno) }
+            guard count >= 0 else { throw FileSystemError.last(path: path) }
             if count == 0 { return }
             try writeAll(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])), to: destination, at: offset, path: targetPath)
             offset += Int64(count)

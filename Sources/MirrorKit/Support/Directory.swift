@@ -1,5 +1,6 @@
 import CMirrorSystem
 import Foundation
+import Synchronization
 
 /// A directory held open by its descriptor: every name in it is reached relative to that
 /// descriptor with `O_NOFOLLOW`, one component at a time.
@@ -59,8 +60,9 @@ public final class Directory: Sendable {
         let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
         var fd = openat(descriptor, name, flags)
         if fd < 0, Glibc.errno == ENOENT, create {
-            if mkdirat(descriptor, name, 0o755) != 0, Glibc.errno != EEXIST {
-                throw FileSystemError(path: path(of: name), errno: Glibc.errno)
+            if mkdirat(descriptor, name, 0o755) != 0 {
+                let code = Glibc.errno
+                if code != EEXIST { throw FileSystemError(path: path(of: name), errno: code) }
             }
             fd = openat(descriptor, name, flags)
         }
@@ -79,11 +81,25 @@ public final class Directory: Sendable {
         return current
     }
 
+    /// Throws when another user may swap the names in the directory: it is writable by group or
+    /// others without the sticky bit, or belongs to someone other than the user or root. The
+    /// root of the mirror is checked so, since the state database is opened by path through it.
+    public func checkNamesAreSafe() throws(FileSystemError) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw FileSystemError.last(path: path) }
+        guard info.st_uid == geteuid() || info.st_uid == 0 else {
+            throw FileSystemError(path: path, problem: .ownedByAnotherUser(uid: info.st_uid))
+        }
+        guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
+            throw FileSystemError(path: path, problem: .writableByOthers(mode: info.st_mode))
+        }
+    }
+
     /// Throws unless the directory belongs to the user running mirror and nobody else may write
     /// into it: anyone who can is able to plant names in it.
     func checkOwnership() throws(FileSystemError) {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw FileSystemError(path: path, errno: Glibc.errno) }
+        guard fstat(descriptor, &info) == 0 else { throw FileSystemError.last(path: path) }
         guard info.st_uid == geteuid() else { throw FileSystemError(path: path, problem: .ownedByAnotherUser(uid: info.st_uid)) }
         guard info.st_mode & 0o022 == 0 else { throw FileSystemError(path: path, problem: .writableByOthers(mode: info.st_mode)) }
     }
@@ -135,15 +151,15 @@ public final class Directory: Sendable {
         unlinkat(descriptor, name, 0)
     }
 
-    /// The names in the directory, `.` and `..` left out.
+    /// The names in the directory, `.` and `..` left out. Read through a description of its own
+    /// (a `dup` would share the read position with every other listing of this directory).
     public func names() -> [String] {
-        let copy = dup(descriptor)
-        guard copy >= 0, let stream = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
+        let own = openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard own >= 0, let stream = fdopendir(own) else {
+            if own >= 0 { close(own) }
             return []
         }
         defer { closedir(stream) }
-        rewinddir(stream)
         var names: [String] = []
         while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
@@ -151,6 +167,13 @@ public final class Directory: Sendable {
         }
         return names
     }
+
+    /// A name for a temporary file no other writer of this process or another uses at once.
+    static func temporaryName() -> String {
+        ".mirror-tmp.\(getpid()).\(temporaryCounter.add(1, ordering: .relaxed).newValue)"
+    }
+
+    private static let temporaryCounter = Atomic<Int>(0)
 
     /// Reads the whole of the file `name`, if it is a regular file no larger than `limit`.
     public func contents(of name: String, limit: Int = 1 << 20) -> [UInt8]? {
@@ -172,12 +195,11 @@ public final class Directory: Sendable {
     /// through nothing).
     /// `durable` syncs the data before the rename, for files whose loss would matter.
     public func replaceContents(of name: String, with bytes: some Collection<UInt8>, durable: Bool = true) throws(FileSystemError) {
-        let temporary = ".\(name).\(getpid()).tmp"
-        remove(temporary)
+        let temporary = Self.temporaryName()
         let fd = try openFile(temporary, .write(create: true, exclusive: true))
         do throws(FileSystemError) {
             try Self.writeAll(Array(bytes), to: fd, at: 0, path: path(of: temporary))
-            guard !durable || fdatasync(fd) == 0 else { throw FileSystemError(path: path(of: temporary), errno: Glibc.errno) }
+            guard !durable || fdatasync(fd) == 0 else { throw FileSystemError.last(path: path(of: temporary)) }
             close(fd)
         } catch {
             close(fd)
@@ -195,7 +217,7 @@ public final class Directory: Sendable {
 
     /// fsync of the directory itself, so that the names it gained survive a power cut.
     public func sync() throws(FileSystemError) {
-        guard fsync(descriptor) == 0 else { throw FileSystemError(path: path, errno: Glibc.errno) }
+        guard fsync(descriptor) == 0 else { throw FileSystemError.last(path: path) }
     }
 
     /// Writes all of `bytes` at `offset`, going on after short writes and EINTR.
@@ -205,7 +227,7 @@ public final class Directory: Sendable {
             let result = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, $0.count - written, off_t(offset) + off_t(written)) }
             if result < 0 {
                 if Glibc.errno == EINTR { continue }
-                throw FileSystemError(path: path, errno: Glibc.errno)
+                throw FileSystemError.last(path: path)
             }
             written += result
         }

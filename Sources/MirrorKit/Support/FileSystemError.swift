@@ -32,6 +32,13 @@ public struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertib
         self.init(path: path, problem: code == ELOOP ? .symbolicLink : .system(code))
     }
 
+    /// The failure the last call left in errno, read before `path` is built: building a string
+    /// may call into libc and change errno.
+    static func last(path: @autoclosure () -> String) -> FileSystemError {
+        let code = Glibc.errno
+        return FileSystemError(path: path(), errno: code)
+    }
+
     /// The errno behind the failure, where a call failed.
     public var errno: Int32? {
         if case .system(let code) = problem { return code }
@@ -43,6 +50,17 @@ public struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertib
         switch problem {
         case .symbolicLink, .multipleLinks, .notARegularFile: true
         default: false
+        }
+    }
+
+    /// The failure is the disk's or the mirror's, not one name's: every other file would meet it
+    /// too (no space, a read-only or failing disk, a planted link or folder), so the run stops.
+    /// A name too long, or refused by the file system (`:` on exFAT), fails that file alone.
+    public var stopsTheRun: Bool {
+        switch problem {
+        case .system(let code): [ENOSPC, EDQUOT, EROFS, EIO, EACCES].contains(code)
+        case .symbolicLink, .notADirectory, .ownedByAnotherUser, .writableByOthers: true
+        case .notARegularFile, .multipleLinks, .invalidName: false
         }
     }
 

@@ -171,7 +171,8 @@ public struct PartialStore: Sendable {
         return found.sorted { ($0.modified, $0.record.url) < ($1.modified, $1.record.url) }.map { ($0.record, $0.length) }
     }
 
-    /// Deletes the oldest partials until at most `count` files and `bytes` bytes are held, and
+    /// Deletes the oldest partials until at most `count` files and `bytes` bytes are held (the
+    /// newest is always kept), and
     /// anything in the folder that is not a partial of ours (a link, a stray name, a `.part`
     /// without a record): the budget a run keeps for suspended downloads applies to what earlier
     /// runs left too. Returns the URLs dropped.
@@ -191,7 +192,7 @@ public struct PartialStore: Sendable {
         kept.sort { ($0.modified, $0.url) < ($1.modified, $1.url) }
         var total = kept.reduce(0) { $0 + $1.length }
         var dropped: [String] = []
-        for partial in kept where kept.count - dropped.count > count || total > bytes {
+        for partial in kept.dropLast() where kept.count - dropped.count > count || total > bytes {
             remove(partial.url)
             total -= partial.length
             dropped.append(partial.url)
