@@ -92,16 +92,19 @@ public struct FeedMirror: Sendable {
         }
     }
 
-    /// The last path segment of the URL, percent-decoded and made safe as one file name; a Dash
-    /// archive or an extension-less docset gets a name from the feed instead.
+    /// The last path segment of the URL, percent-decoded and made safe as one file name: no `/`,
+    /// no controls or bidi overrides (replaced by `_`), no leading dot, and at most
+    /// ``maximumNameBytes`` bytes, so that a suffix added later still fits NAME_MAX.
     static func fileName(for enclosure: FeedEnclosure) -> String {
         let path = URLComponents(string: enclosure.url)?.percentEncodedPath ?? ""
         let last = path.split(separator: "/").last.map(String.init) ?? ""
-        var name = (last.removingPercentEncoding ?? last)
-            .map { $0 == "/" || $0 == "\\" || $0 == "\0" || $0.isNewline ? "_" : $0 }
-            .reduce(into: "") { $0.append($1) }
+        var name = FileNameText.replacingUnsafeCharacters(last.removingPercentEncoding ?? last)
         while name.hasPrefix(".") { name.removeFirst() }
         if name.isEmpty { name = "enclosure-" + Digest.md5Hex(Array(enclosure.url.utf8)).prefix(12) }
-        return String(name.prefix(200))
+        return FileNameText.truncated(name, toBytes: maximumNameBytes)
     }
+
+    /// NAME_MAX less room for the longest suffixes ``MirrorDirectory`` inserts: the URL's tag of a
+    /// name taken by another file (`-0123abcd`) and a count for `new-file` mode (`(123456)`).
+    static let maximumNameBytes = FileNameText.maximumBytes - 32
 }
