@@ -16,3 +16,30 @@ enum DisplayControl {
         }
     }
 }
+
+extension String {
+    /// The text with every ``DisplayControl`` character written as an escape (`\n`, `\t`, `\r`,
+    /// else `\u{1B}`, `\u{202E}`) and `\` as `\\`, so what is printed is exactly what the text
+    /// holds and steers nothing.
+    ///
+    /// MirrorKit's log messages and error descriptions quote URLs, file names, feed titles and
+    /// server messages as they came; a front end escapes them with this where they reach a
+    /// terminal or a mail, as the `mirror` command does for every line it writes.
+    public var escapedForTerminal: String {
+        guard unicodeScalars.contains(where: { $0 == "\\" || DisplayControl.contains($0) }) else { return self }
+        var result = ""
+        result.reserveCapacity(utf8.count + 8)
+        for scalar in unicodeScalars {
+            switch scalar {
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where DisplayControl.contains(scalar):
+                result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+}
