@@ -65,12 +65,17 @@ public struct FeedMirror: Sendable {
         return summary
     }
 
+    /// The most a feed body may hold, once decompressed. The largest real feeds (a podcast's whole
+    /// history) run to a few MB; the body is held in memory whole, to be parsed.
+    public static let maximumFeedBytes = 64 << 20
+
     /// Fetches and parses the feed, waiting out network faults, 408, 429 and 5xx as downloads do.
+    /// The download ends at the first sign of a DOCTYPE, or once it grows past ``maximumFeedBytes``.
     private func fetchFeed() async throws(FeedError) -> Feed {
         let url = settings.feedURL
         let request = TransferRequest(
             url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
-            destination: .memory(limit: 64 << 20))
+            destination: .memory(limit: Self.maximumFeedBytes), inspector: FeedProlog())
         return try await settings.retry.run(
             onRetry: { failure, delay in logger.warning("\(failure); retrying in \(delay)") }
         ) { _ throws(FeedError) in
@@ -78,6 +83,14 @@ public struct FeedMirror: Sendable {
             do {
                 response = try await engine.perform(request)
             } catch let error as TransferError {
+                switch error.reason {
+                case .refused(let reason):
+                    throw FeedError(url: url, problem: reason)
+                case .bodyTooLarge(let limit):
+                    throw FeedError(url: url, problem: "is larger than \(MirrorSummary.formatBytes(Int64(limit))); no feed is that large")
+                default:
+                    break
+                }
                 let failure = FeedError(url: url, problem: "cannot be fetched: \(error.reasonText)", isFetchFailure: true)
                 guard error.isRetryable else { throw failure }
                 return .retry(failure, retryAfter: nil)

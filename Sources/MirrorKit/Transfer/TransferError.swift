@@ -13,6 +13,8 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         case fileWrite(errno: Int32)
         /// The transfer was cancelled by its caller.
         case cancelled
+        /// The request's ``BodyInspector`` refused the body, for this reason.
+        case refused(String)
     }
 
     public var url: String
@@ -33,7 +35,7 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
             return Self.retryableCurlCodes.contains(code)
         case .rangeMismatch:
             return true
-        case .bodyTooLarge, .fileWrite, .cancelled:
+        case .bodyTooLarge, .fileWrite, .cancelled, .refused:
             return false
         }
     }
@@ -72,6 +74,8 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
             return "\(url): writing to disk failed: \(String(cString: strerror(code)))"
         case .cancelled:
             return "\(url): cancelled"
+        case .refused(let reason):
+            return "\(url): \(reason)"
         }
     }
 }
@@ -80,7 +84,7 @@ extension TransferError {
     /// The reason alone, without the URL (for messages that name the URL themselves).
     var reasonText: String {
         switch reason {
-        case .transport(_, let message): message
+        case .transport(_, let message), .refused(let message): message
         default: description
         }
     }

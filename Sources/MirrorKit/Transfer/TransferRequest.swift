@@ -23,19 +23,23 @@ public struct TransferRequest: Sendable {
     /// For a ranged request: the size the whole resource had when the partial was started. A 206
     /// whose Content-Range total differs is refused before a byte is written.
     public var expectedEntityLength: Int64?
+    /// Looks at a 2xx body as it arrives and may end the transfer early.
+    public var inspector: (any BodyInspector)?
 
     public init(
         url: String,
         headers: [(name: String, value: String)] = [],
         destination: TransferDestination = .memory(limit: 16 << 20),
         ifRange: String? = nil,
-        expectedEntityLength: Int64? = nil
+        expectedEntityLength: Int64? = nil,
+        inspector: (any BodyInspector)? = nil
     ) {
         self.url = url
         self.headers = headers
         self.destination = destination
         self.ifRange = ifRange
         self.expectedEntityLength = expectedEntityLength
+        self.inspector = inspector
     }
 }
 
