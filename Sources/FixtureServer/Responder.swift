@@ -32,6 +32,8 @@ extension FixtureServer {
             let daily = state.withLock { $0.rateLimit.clientRemaining }
             setRateLimit(userRemaining: calls, userReset: 1, clientRemaining: daily, userLimit: calls, refills: false)
             await writer.send(status: 204, headers: HTTPHeaders(), body: ByteBuffer())
+        } else if let generated = state.withLock({ $0.generatedBodies[path] }) {
+            await writer.send(generated)
         } else if path.hasPrefix("/3/") {
             await respondToAPI(head, path: path, writer: writer)
         } else if path.hasPrefix("/feeds/") {

@@ -48,6 +48,7 @@ struct ServerState: Sendable {
     var generatedAlbums: [String: [String]] = [:]
     var generatedImageSizes: [String: Int] = [:]
     var generatedSerial = 0
+    var generatedBodies: [String: GeneratedBody] = [:]
 
     /// The ETag Imgur's CDN sends for its removed-image placeholder.
     static let removedETag = "\"d835884373f4d6c8f24742ceabe74946\""

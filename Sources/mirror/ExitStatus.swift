@@ -33,7 +33,7 @@ enum ExitStatus {
 extension ExitStatus {
     /// Prints `message` as one line on standard error and returns the exit to throw.
     static func fail(_ message: String, status: Int32) -> ExitCode {
-        FileHandle.standardError.write(Data("mirror: \(message)\n".utf8))
+        Console.printError("mirror: \(message)")
         return ExitCode(status)
     }
 }

@@ -14,7 +14,9 @@ enum LogSetup {
 }
 
 /// One plain line per message on standard error, `mirror: …`, as cron mail should read; levels
-/// below warning (only shown with --verbose) carry their level.
+/// below warning (only shown with --verbose) carry their level. Messages quote URLs and names as
+/// they came from the network: ``Console`` escapes them, line breaks included, so one message is
+/// always one line.
 struct LineLogHandler: LogHandler {
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
@@ -28,6 +30,6 @@ struct LineLogHandler: LogHandler {
         let prefix = event.level >= .warning ? "mirror: " : "mirror: [\(event.level)] "
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         let details = merged.isEmpty ? "" : " " + merged.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
-        FileHandle.standardError.write(Data((prefix + "\(event.message)" + details + "\n").utf8))
+        Console.printError(prefix + "\(event.message)" + details)
     }
 }

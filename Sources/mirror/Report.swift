@@ -27,7 +27,7 @@ enum Report {
             }
         }
         if case .signal(let number) = stop {
-            if !quiet || !summary.failures.isEmpty { print("\(label): \(summary.line)") }
+            if !quiet || !summary.failures.isEmpty { Console.print("\(label): \(summary.line)") }
             logger.warning("interrupted: partial downloads are kept and the next run resumes them")
             throw ExitCode(128 + number)
         }
@@ -36,7 +36,7 @@ enum Report {
         let wellEnough = summary.isComplete || (faultFree && (stop == .deadline || budgetStop))
         if !quiet || !wellEnough {
             let deadline = stop == .deadline ? "; stopped at the --max-duration deadline" : ""
-            print("\(label): \(summary.line)\(deadline)")
+            Console.print("\(label): \(summary.line)\(deadline)")
         }
         switch summary.stoppedBy {
         case let error as ImgurError where !(stop == .deadline && budgetStop):

@@ -29,10 +29,10 @@ struct StatusCommand: AsyncParsableCommand {
         if let status = RunStatus.read(in: directory), kill(status.pid, 0) == 0 || errno == EPERM {
             printRunning(status)
         } else {
-            print("no run in progress")
+            Console.print("no run in progress")
             printPartials(directory)
         }
-        for line in await crawlLines(directory) { print(line) }
+        for line in await crawlLines(directory) { Console.print(line) }
     }
 
     /// Each listing's cursor and the API budget, from the state database.
@@ -43,14 +43,14 @@ struct StatusCommand: AsyncParsableCommand {
 
     private func printRunning(_ status: RunStatus) {
         let started = ISO8601DateFormatter().string(from: status.startedAt)
-        print("running: \(status.source), pid \(status.pid), since \(started)")
-        print("downloads: \(status.scheduler.summaryLine)")
+        Console.print("running: \(status.source), pid \(status.pid), since \(started)")
+        Console.print("downloads: \(status.scheduler.summaryLine)")
         for item in status.scheduler.items where item.state != .waiting {
             let percent = item.percent.map { String(format: "%5.1f%%", $0) } ?? "    ?%"
-            print("  \(item.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) \(percent) \(item.isForced ? "forced " : "       ")\(item.url)")
+            Console.print("  \(item.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) \(percent) \(item.isForced ? "forced " : "       ")\(item.url)")
         }
         let waiting = status.scheduler.counts[.waiting] ?? 0
-        if waiting > 0 { print("  … and \(waiting) waiting") }
+        if waiting > 0 { Console.print("  … and \(waiting) waiting") }
     }
 
     private func printPartials(_ directory: MirrorDirectory) {
@@ -59,11 +59,11 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let held = partials.heldPartials()
         guard !held.isEmpty else { return }
-        print("partial downloads kept for the next run:")
+        Console.print("partial downloads kept for the next run:")
         for (record, length) in held {
             let percent = record.totalLength.flatMap { $0 > 0 ? Double(length) * 100 / Double($0) : nil }
                 .map { String(format: "%5.1f%%", $0) } ?? "    ?%"
-            print("  \(percent) \(MirrorSummary.formatBytes(length).padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.url)")
+            Console.print("  \(percent) \(MirrorSummary.formatBytes(length).padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.url)")
         }
     }
 }

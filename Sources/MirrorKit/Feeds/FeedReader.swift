@@ -39,10 +39,12 @@ public struct FeedError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// Reads Atom 1.0, RSS 2.0 and Dash docset feeds with libxml2's pull parser.
 ///
-/// The parser runs with `NONET` and without `NOENT`, `DTDLOAD` or `HUGE`, and refuses any feed
-/// with a DOCTYPE: entities are how XML files reach local files and the network. Elements are
-/// matched by namespace URI, never by prefix. Nothing is returned unless the whole document
-/// parsed: libxml2 streams nodes before it notices a document is malformed.
+/// A feed with a DOCTYPE is refused before libxml2 sees a byte of it (``FeedProlog``): entities are
+/// how XML files reach local files and the network, and libxml2 would parse an internal subset of
+/// any size before it reported the DOCTYPE. The parser runs with `NONET` and without `NOENT`,
+/// `DTDLOAD` or `HUGE` all the same. Elements are matched by namespace URI, never by prefix.
+/// Nothing is returned unless the whole document parsed: libxml2 streams nodes before it notices
+/// a document is malformed.
 public enum FeedReader {
     static let atomNamespace = "http://www.w3.org/2005/Atom"
     static let docsetNamespace = "http://developer.apple.com/rss/docset_extensions"
@@ -50,6 +52,10 @@ public enum FeedReader {
     public static func parse(_ bytes: [UInt8], url: String) throws(FeedError) -> Feed {
         guard !bytes.isEmpty else { throw FeedError(url: url, problem: "empty document") }
         guard bytes.count < Int(Int32.max) else { throw FeedError(url: url, problem: "larger than 2 GiB") }
+        var prolog = FeedProlog()
+        if case .refused(let reason) = bytes.withUnsafeBytes({ prolog.inspect($0) }) {
+            throw FeedError(url: url, problem: reason)
+        }
         initializeParserOnce()
         let errors = ErrorCollector()
         // libxml2 reads the buffer in place, without copying, for as long as the reader lives:

@@ -9,8 +9,9 @@ struct FeedWalker {
     private var title: String?
     private var enclosures: [FeedEnclosure] = []
     private var problems: [String] = []
-    /// The entry (Atom `entry`, RSS `item`) being read, and its depth.
-    private var entry: (depth: Int32, title: String?, version: String?, found: [FeedEnclosure])?
+    /// The entry (Atom `entry`, RSS `item`) being read, and its depth; `unusable` holds its links
+    /// that are no URL, reported once the entry's title is known.
+    private var entry: (depth: Int32, title: String?, version: String?, found: [FeedEnclosure], unusable: [String])?
 
     init(reader: xmlTextReaderPtr, url: String) {
         self.reader = reader
@@ -25,7 +26,9 @@ struct FeedWalker {
     mutating func visit() throws(FeedError) {
         switch xmlTextReaderNodeType(reader) {
         case Int32(XML_READER_TYPE_DOCUMENT_TYPE.rawValue):
-            throw FeedError(url: url, problem: "has a DOCTYPE; feeds have none, and entities can reach local files")
+            // FeedProlog refuses a DOCTYPE before parsing starts; this stays in case libxml2 ever
+            // finds one the scan did not, late (its subset parsed) but not with entities in use.
+            throw FeedError(url: url, problem: FeedProlog.doctypeRefusal)
         case Int32(XML_READER_TYPE_ELEMENT.rawValue):
             try element()
         case Int32(XML_READER_TYPE_END_ELEMENT.rawValue):
@@ -45,7 +48,7 @@ struct FeedWalker {
             case ("rss", nil): kind = .rss
             case ("entry", nil):
                 kind = .dash
-                entry = (depth, nil, nil, [])
+                entry = (depth, nil, nil, [], [])
             default: throw FeedError(url: url, problem: "not an Atom, RSS or Dash feed (root element <\(name)>)")
             }
             return
@@ -62,7 +65,7 @@ struct FeedWalker {
         let isAtom = namespace == FeedReader.atomNamespace
         if isAtom && name == "entry" {
             // An entry quoted inside another's content is content, not a second entry.
-            if entry == nil { entry = (depth, nil, nil, []) }
+            if entry == nil { entry = (depth, nil, nil, [], []) }
         } else if isAtom && name == "title" {
             let value = text()
             if let open = entry, depth == open.depth + 1 { entry?.title = value } else if depth == 1 { title = value }
@@ -80,7 +83,7 @@ struct FeedWalker {
         guard namespace == nil else { return }
         switch name {
         case "item":
-            if entry == nil { entry = (depth, nil, nil, []) }
+            if entry == nil { entry = (depth, nil, nil, [], []) }
         case "title":
             let value = text()
             if let open = entry, depth == open.depth + 1 { entry?.title = value } else if entry == nil && title == nil { title = value }
@@ -124,6 +127,10 @@ struct FeedWalker {
             enclosure.version = open.version
             enclosures.append(enclosure)
         }
+        for link in open.unusable {
+            let of = open.title.map { " of “\($0)”" } ?? ""
+            problems.append("skipped an enclosure\(of) whose link is not a URL: \(link)")
+        }
         entry = nil
     }
 
@@ -131,12 +138,12 @@ struct FeedWalker {
 
     /// `href` resolved against the element's base URI (`xml:base`, else the feed's URL); escapes
     /// are kept as written. Links with spaces or non-ASCII characters, which RFC 3986 forbids but
-    /// feeds contain, are percent-encoded first. Nil (and a problem noted) when that fails too.
+    /// feeds contain, are percent-encoded first. Nil when that fails too; the entry notes the link.
     private mutating func resolve(_ href: String) -> String? {
         let trimmed = href.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
         if let resolved = build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed)) { return resolved }
-        problems.append("skipped an enclosure whose link is not a URL: \(trimmed)")
+        entry?.unusable.append(trimmed)
         return nil
     }
 

@@ -78,12 +78,17 @@ public struct FeedMirror: Sendable {
         return summary
     }
 
+    /// The most a feed body may hold, once decompressed. The largest real feeds (a podcast's whole
+    /// history) run to a few MB; the body is held in memory whole, to be parsed.
+    public static let maximumFeedBytes = 64 << 20
+
     /// Fetches and parses the feed, waiting out network faults, 408, 429 and 5xx as downloads do.
+    /// The download ends at the first sign of a DOCTYPE, or once it grows past ``maximumFeedBytes``.
     private func fetchFeed() async throws(FeedError) -> Feed {
         let url = settings.feedURL
         let request = TransferRequest(
             url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
-            destination: .memory(limit: 64 << 20))
+            destination: .memory(limit: Self.maximumFeedBytes), inspector: FeedProlog())
         return try await settings.retry.run(
             onRetry: { failure, delay in logger.warning("\(failure); retrying in \(delay)") }
         ) { _ throws(FeedError) in
@@ -91,6 +96,14 @@ public struct FeedMirror: Sendable {
             do {
                 response = try await engine.perform(request)
             } catch let error as TransferError {
+                switch error.reason {
+                case .refused(let reason):
+                    throw FeedError(url: url, problem: reason)
+                case .bodyTooLarge(let limit):
+                    throw FeedError(url: url, problem: "is larger than \(MirrorSummary.formatBytes(Int64(limit))); no feed is that large")
+                default:
+                    break
+                }
                 let failure = FeedError(url: url, problem: "cannot be fetched: \(error.reasonText)", isFetchFailure: true)
                 guard error.isRetryable else { throw failure }
                 return .retry(failure, retryAfter: nil)
@@ -105,17 +118,20 @@ public struct FeedMirror: Sendable {
         }
     }
 
-    /// The last path segment of the URL, percent-decoded and made safe as one file name; a Dash
-    /// archive or an extension-less docset gets a name from the feed instead.
+    /// The last path segment of the URL, percent-decoded and made safe as one file name: no `/`,
+    /// no controls or bidi overrides (replaced by `_`), no leading dot, and at most
+    /// ``maximumNameBytes`` bytes, so that a suffix added later still fits NAME_MAX.
     static func fileName(for enclosure: FeedEnclosure) -> String {
         let path = URLComponents(string: enclosure.url)?.percentEncodedPath ?? ""
         let last = path.split(separator: "/").last.map(String.init) ?? ""
-        var name = (last.removingPercentEncoding ?? last)
-            .map { $0 == "/" || $0 == "\\" || $0 == "\0" || $0.isNewline ? "_" : $0 }
-            .reduce(into: "") { $0.append($1) }
+        var name = FileNameText.replacingUnsafeCharacters(last.removingPercentEncoding ?? last)
         while name.hasPrefix(".") { name.removeFirst() }
         // The run has checked that MD5 works before it names a file.
         if name.isEmpty { name = "enclosure-" + ((try? Digest.md5Hex(Array(enclosure.url.utf8)))?.prefix(12) ?? "") }
-        return String(name.prefix(200))
+        return FileNameText.truncated(name, toBytes: maximumNameBytes)
     }
+
+    /// NAME_MAX less room for the longest suffixes ``MirrorDirectory`` inserts: the URL's tag of a
+    /// name taken by another file (`-0123abcd`) and a count for `new-file` mode (`(123456)`).
+    static let maximumNameBytes = FileNameText.maximumBytes - 32
 }

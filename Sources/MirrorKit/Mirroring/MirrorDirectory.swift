@@ -238,12 +238,21 @@ public struct MirrorDirectory: Sendable {
         insert("-\(tag)", beforeExtensionOf: name)
     }
 
+    /// Inserts `text` before the extension of the last component, cutting the name before it as
+    /// far as needed to keep the component within NAME_MAX: `(12)` must not turn a name that fits
+    /// into one that fails with ENAMETOOLONG on every run.
     private static func insert(_ text: String, beforeExtensionOf relativePath: String) -> String {
         let slash = relativePath.lastIndex(of: "/").map { relativePath.index(after: $0) } ?? relativePath.startIndex
-        let name = relativePath[slash...]
-        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
-            return relativePath[..<dot] + text + relativePath[dot...]
+        var (stem, suffix) = FileNameText.splitExtension(relativePath[slash...])
+        let room = FileNameText.maximumBytes - text.utf8.count
+        if stem.utf8.count + suffix.utf8.count > room {
+            // A long extension is cut with the rest of the name, as FileNameText.truncated does.
+            if suffix.utf8.count > FileNameText.maximumExtensionBytes {
+                stem = relativePath[slash...]
+                suffix = relativePath[relativePath.endIndex...]
+            }
+            return relativePath[..<slash] + FileNameText.prefix(of: stem, bytes: room - suffix.utf8.count) + text + suffix
         }
-        return relativePath + text
+        return relativePath[..<slash] + stem + text + suffix
     }
 }

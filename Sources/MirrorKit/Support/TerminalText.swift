@@ -1,24 +1,45 @@
-// Replaced at merge by the feeds branch's helper if it has one of the same name.
+/// Characters that change how a terminal, a mail reader or a file manager shows the text around
+/// them rather than showing themselves.
+///
+/// Feeds, URLs and servers' messages are written by strangers: an ESC there is a terminal escape
+/// sequence in the cron mail that quotes them, a U+202E shows `exe.txt` as `txt.exe`, and a line
+/// break forges a log line of its own.
+enum DisplayControl {
+    /// C0 controls (ESC, NUL, line breaks, tab, …), DEL, C1 controls (CSI U+009B, NEL U+0085, …),
+    /// the bidi controls (embeddings, overrides, isolates, LRM/RLM, ALM) and the line and
+    /// paragraph separators.
+    static func contains(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F: true
+        case 0x061C, 0x200E, 0x200F, 0x2028...0x202E, 0x2066...0x2069: true
+        default: false
+        }
+    }
+}
+
 extension String {
-    /// The text with control characters and bidirectional overrides escaped, safe to print: a
-    /// name or URL from the network never moves a terminal's cursor or reorders a log line.
-    var escapedForTerminal: String {
-        guard unicodeScalars.contains(where: Self.needsEscape) else { return self }
+    /// The text with every ``DisplayControl`` character written as an escape (`\n`, `\t`, `\r`,
+    /// else `\u{1B}`, `\u{202E}`) and `\` as `\\`, so what is printed is exactly what the text
+    /// holds and steers nothing.
+    ///
+    /// MirrorKit's log messages and error descriptions quote URLs, file names, feed titles and
+    /// server messages as they came; a front end escapes them with this where they reach a
+    /// terminal or a mail, as the `mirror` command does for every line it writes.
+    public var escapedForTerminal: String {
+        guard unicodeScalars.contains(where: { $0 == "\\" || DisplayControl.contains($0) }) else { return self }
         var result = ""
+        result.reserveCapacity(utf8.count + 8)
         for scalar in unicodeScalars {
-            if Self.needsEscape(scalar) {
+            switch scalar {
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where DisplayControl.contains(scalar):
                 result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-            } else {
-                result.unicodeScalars.append(scalar)
+            default: result.unicodeScalars.append(scalar)
             }
         }
         return result
-    }
-
-    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0..<0x20, 0x7F..<0xA0, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
-        default: false
-        }
     }
 }

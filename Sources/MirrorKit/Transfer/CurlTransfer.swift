@@ -20,6 +20,8 @@ final class CurlTransfer {
     private var isBodyAccepted = false
     private var sink: FileSink?
     private var memory: [UInt8] = []
+    /// The request's inspector while it is undecided about a 2xx body; nil once it has decided.
+    private var inspector: (any BodyInspector)?
     private var bodyOffset: Int64 = 0
     private var bytesReceived: Int64 = 0
     private var expectedTotal: Int64?
@@ -66,6 +68,7 @@ final class CurlTransfer {
         self.progress = progress
         self.onBodyStart = onBodyStart
         self.continuation = continuation
+        inspector = request.inspector
         errorBuffer[0] = 0
         configure(configuration)
     }
@@ -166,6 +169,15 @@ final class CurlTransfer {
             isCurlPaused = true
             return Int(CURL_WRITEFUNC_PAUSE)
         }
+        if inspector != nil {
+            switch inspector!.inspect(bytes) {
+            case .undecided: break
+            case .accepted: inspector = nil
+            case .refused(let reason):
+                failure = .refused(reason)
+                return Int(mirror_curl_writefunc_error)
+            }
+        }
         do throws(TransferError.Reason) {
             switch request.destination {
             case .memory(let limit):
@@ -191,6 +203,8 @@ final class CurlTransfer {
     private func decideBody() {
         isBodyDecided = true
         let status = responseStatus
+        // An error page is not the body the inspector judges.
+        if !(200..<300).contains(status) { inspector = nil }
         switch request.destination {
         case .memory:
             isBodyAccepted = true

@@ -19,6 +19,8 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         case digest(String)
         /// The transfer was cancelled by its caller.
         case cancelled
+        /// The request's ``BodyInspector`` refused the body, for this reason.
+        case refused(String)
     }
 
     public var url: String
@@ -39,7 +41,7 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
             return Self.retryableCurlCodes.contains(code)
         case .rangeMismatch:
             return true
-        case .bodyTooLarge, .fileWrite, .fileTooLarge, .contentEncoded, .digest, .cancelled:
+        case .bodyTooLarge, .fileWrite, .fileTooLarge, .contentEncoded, .digest, .cancelled, .refused:
             return false
         }
     }
@@ -84,6 +86,8 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
             return "\(url): \(message)"
         case .cancelled:
             return "\(url): cancelled"
+        case .refused(let reason):
+            return "\(url): \(reason)"
         }
     }
 }
@@ -92,7 +96,7 @@ extension TransferError {
     /// The reason alone, without the URL (for messages that name the URL themselves).
     var reasonText: String {
         switch reason {
-        case .transport(_, let message): message
+        case .transport(_, let message), .refused(let message): message
         default: description
         }
     }

@@ -32,6 +32,8 @@ public struct TransferRequest: Sendable {
     /// For a file destination: the most bytes the whole file may have. A response that says it
     /// is larger is refused before a byte is written, one that grows past it is cut off there.
     public var maxLength: Int64?
+    /// Looks at a 2xx body as it arrives and may end the transfer early.
+    public var inspector: (any BodyInspector)?
 
     public init(
         url: String,
@@ -39,7 +41,8 @@ public struct TransferRequest: Sendable {
         destination: TransferDestination = .memory(limit: 16 << 20),
         ifRange: String? = nil,
         expectedEntityLength: Int64? = nil,
-        maxLength: Int64? = nil
+        maxLength: Int64? = nil,
+        inspector: (any BodyInspector)? = nil
     ) {
         self.maxLength = maxLength
         self.url = url
@@ -47,6 +50,7 @@ public struct TransferRequest: Sendable {
         self.destination = destination
         self.ifRange = ifRange
         self.expectedEntityLength = expectedEntityLength
+        self.inspector = inspector
     }
 }
 

@@ -26,12 +26,17 @@ struct FeedMirrorTests {
                 let summary = try await run(server, feed: feed, into: dir)
                 #expect(summary.isComplete)
                 #expect(summary.downloaded == expected.count)
+                // Named by the path alone (episode-2.mp3 has a query), nothing else saved.
+                let saved = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("enclosures").path)
+                #expect(Set(saved) == Set(expected.keys))
                 for (name, path) in expected {
                     #expect(TestSupport.digest(ofFile: dir.appendingPathComponent("enclosures/\(name)").path)
                         == TestSupport.digest(server.content(of: path)), "\(name)")
                 }
-                // Dash mirrors are the same file: only the first is fetched.
-                #expect(server.requestCount(path: "/mirror-b/Python.tgz") == 0)
+                // The feed and each enclosure once, and nothing else: not an entry's alternate link
+                // (docsets.atom), not the channel's link (podcast.rss), not a Dash archive's second
+                // mirror, which is the same file (Python.xml).
+                #expect(server.requests.map(\.path).sorted() == (["/feeds/\(feed)"] + expected.values).sorted())
             }
         }
     }

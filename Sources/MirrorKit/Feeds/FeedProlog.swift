@@ -1,0 +1,256 @@
+import Foundation
+
+/// Reads what comes before a feed's root element, byte by byte, and refuses a DOCTYPE before any
+/// of it reaches libxml2.
+///
+/// libxml2 reports a DOCTYPE only once it has parsed the internal subset that follows it: a
+/// gigabyte of entity declarations costs that time and memory however the reader treats the node
+/// afterwards, and libxml2 2.9 has no option to skip the subset. So the prolog is scanned first:
+/// the XML declaration, comments, processing instructions and blanks are passed over, a `<!DOCTYPE`
+/// (in any case) refuses the feed, and the first other markup, normally the root element, ends the
+/// scan. Feeding it a body as it downloads (it is a ``BodyInspector``) ends the download there too.
+///
+/// The scan sees what libxml2 sees only if it decodes the bytes alike: it reads UTF-8, UTF-16 with
+/// either byte order (found as libxml2 finds them, by byte-order mark or by `<?` in the first four
+/// bytes) and the encodings that keep ASCII's bytes for ASCII's characters, and refuses any other a
+/// feed declares or starts with (UTF-7, ISO-2022, EBCDIC, UCS-4), where a DOCTYPE could hide.
+struct FeedProlog: BodyInspector {
+    static let doctypeRefusal = "has a DOCTYPE; feeds have none, and entities can reach local files"
+
+    private enum Layout: Equatable {
+        /// One byte per code unit: UTF-8 and the ASCII-based encodings.
+        case bytes
+        case utf16(bigEndian: Bool)
+    }
+
+    private enum State {
+        /// Between markup; `atStart` before anything at all, where an XML declaration may begin.
+        case between(atStart: Bool)
+        /// After `<`.
+        case open(atStart: Bool)
+        /// After `<?`: the target, matched against `xml` (`matched` is nil once it is not).
+        case target(atStart: Bool, matched: Int?)
+        /// Inside a processing instruction; `question` when the last character was `?`.
+        case instruction(question: Bool)
+        /// Inside the XML declaration, which is kept to read its encoding.
+        case declaration(question: Bool)
+        /// After `<!`: how many characters of `--` or of `DOCTYPE` have matched.
+        case bang(matched: Int, comment: Bool)
+        /// Inside a comment, after this many consecutive `-`.
+        case comment(dashes: Int)
+    }
+
+    private var layout: Layout?
+    /// The first bytes, kept until they tell the layout.
+    private var head: [UInt8] = []
+    /// A UTF-16 code unit's first byte when a chunk ended between its two.
+    private var halfUnit: UInt8?
+    private var state = State.between(atStart: true)
+    /// The XML declaration's text, blanks collapsed, non-ASCII as 0x80.
+    private var declaration: [UInt8] = []
+    private var verdict = BodyInspection.undecided
+
+    static let maximumDeclarationBytes = 1024
+
+    mutating func inspect(_ bytes: UnsafeRawBufferPointer) -> BodyInspection {
+        guard verdict == .undecided else { return verdict }
+        var rest = bytes[...]
+        if layout == nil {
+            // The first four bytes wait in `head` until all four are in, then are scanned first.
+            let taken = min(4 - head.count, rest.count)
+            head.append(contentsOf: rest.prefix(taken))
+            rest = rest.dropFirst(taken)
+            guard head.count == 4 else { return .undecided }
+            guard let (found, skip) = detectLayout() else { return verdict }
+            layout = found
+            let first = head
+            first.withUnsafeBytes { feed(units: UnsafeRawBufferPointer(rebasing: $0.dropFirst(skip))) }
+        }
+        feed(units: UnsafeRawBufferPointer(rebasing: rest))
+        return verdict
+    }
+
+    /// The layout the first four bytes show, and the length of the byte-order mark to skip; nil
+    /// (and the feed refused) for UCS-4 and EBCDIC.
+    private mutating func detectLayout() -> (Layout, Int)? {
+        switch (head[0], head[1], head[2], head[3]) {
+        case (0x00, 0x00, 0xFE, 0xFF), (0xFF, 0xFE, 0x00, 0x00), (0x00, 0x00, 0xFF, 0xFE), (0xFE, 0xFF, 0x00, 0x00),
+             (0x00, 0x00, 0x00, 0x3C), (0x3C, 0x00, 0x00, 0x00), (0x00, 0x00, 0x3C, 0x00), (0x00, 0x3C, 0x00, 0x00):
+            verdict = .refused("is in UCS-4 (UTF-32); " + Self.readableEncodings)
+            return nil
+        case (0x4C, 0x6F, 0xA7, 0x94):
+            verdict = .refused("is in EBCDIC; " + Self.readableEncodings)
+            return nil
+        case (0xFE, 0xFF, _, _): return (.utf16(bigEndian: true), 2)
+        case (0xFF, 0xFE, _, _): return (.utf16(bigEndian: false), 2)
+        case (0x00, 0x3C, 0x00, 0x3F): return (.utf16(bigEndian: true), 0)
+        case (0x3C, 0x00, 0x3F, 0x00): return (.utf16(bigEndian: false), 0)
+        case (0xEF, 0xBB, 0xBF, _): return (.bytes, 3)
+        default: return (.bytes, 0)
+        }
+    }
+
+    private static let readableEncodings = "mirror reads feeds in UTF-8, UTF-16 and encodings that extend ASCII"
+
+    /// Decodes code units and steps the scan with each, ASCII as itself and anything else as 0x80.
+    private mutating func feed(units bytes: UnsafeRawBufferPointer) {
+        switch layout {
+        case .bytes?:
+            var index = 0
+            while index < bytes.count, verdict == .undecided {
+                // In a comment or an instruction only `-` or `?` can begin its end: a prolog of
+                // megabytes of comment is skipped at memchr's pace, not a step at a time.
+                let awaited: UInt8? = switch state {
+                case .comment(dashes: 0): UInt8(ascii: "-")
+                case .instruction(question: false): UInt8(ascii: "?")
+                default: nil
+                }
+                if let awaited {
+                    guard let found = memchr(bytes.baseAddress! + index, Int32(awaited), bytes.count - index) else { return }
+                    index = bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
+                }
+                let byte = bytes[index]
+                step(byte < 0x80 ? byte : 0x80)
+                index += 1
+            }
+        case .utf16(let bigEndian)?:
+            for byte in bytes where verdict == .undecided {
+                guard let first = halfUnit else {
+                    halfUnit = byte
+                    continue
+                }
+                halfUnit = nil
+                let unit = bigEndian ? UInt16(first) << 8 | UInt16(byte) : UInt16(byte) << 8 | UInt16(first)
+                step(unit < 0x80 ? UInt8(unit) : 0x80)
+            }
+        case nil:
+            break
+        }
+    }
+
+    private mutating func step(_ c: UInt8) {
+        switch state {
+        case .between(let atStart):
+            if c == UInt8(ascii: "<") {
+                state = .open(atStart: atStart)
+            } else if Self.isBlank(c) {
+                state = .between(atStart: false)
+            } else {
+                // Text before the root element: libxml2 stops there, before any DOCTYPE after it.
+                verdict = .accepted
+            }
+        case .open(let atStart):
+            switch c {
+            case UInt8(ascii: "?"): state = .target(atStart: atStart, matched: 0)
+            case UInt8(ascii: "!"): state = .bang(matched: 0, comment: false)
+            // The root element (or markup libxml2 rejects): the prolog is over.
+            default: verdict = .accepted
+            }
+        case .target(let atStart, let matched):
+            if let matched, matched < 3, c == Array("xml".utf8)[matched] {
+                state = .target(atStart: atStart, matched: matched + 1)
+            } else if Self.isBlank(c) || c == UInt8(ascii: "?") {
+                let isDeclaration = atStart && matched == 3 && Self.isBlank(c)
+                state = isDeclaration ? .declaration(question: false) : .instruction(question: c == UInt8(ascii: "?"))
+            } else {
+                state = .target(atStart: atStart, matched: nil)
+            }
+        case .instruction(let question):
+            if question && c == UInt8(ascii: ">") {
+                state = .between(atStart: false)
+            } else {
+                state = .instruction(question: c == UInt8(ascii: "?"))
+            }
+        case .declaration(let question):
+            if question && c == UInt8(ascii: ">") {
+                endDeclaration()
+                state = .between(atStart: false)
+                return
+            }
+            if question { keep(UInt8(ascii: "?")) }
+            if c != UInt8(ascii: "?") { keep(Self.isBlank(c) ? UInt8(ascii: " ") : c) }
+            state = .declaration(question: c == UInt8(ascii: "?"))
+        case .bang(let matched, let comment):
+            if matched == 0 && c == UInt8(ascii: "-") {
+                state = .bang(matched: 1, comment: true)
+            } else if comment {
+                if c == UInt8(ascii: "-") { state = .comment(dashes: 0) } else { verdict = .accepted }
+            } else if Self.uppercased(c) == Array("DOCTYPE".utf8)[matched] {
+                if matched == 6 { verdict = .refused(Self.doctypeRefusal) } else { state = .bang(matched: matched + 1, comment: false) }
+            } else {
+                // `<!` that opens neither a comment nor a DOCTYPE: libxml2 fails on it.
+                verdict = .accepted
+            }
+        case .comment(let dashes):
+            if dashes >= 2 && c == UInt8(ascii: ">") {
+                state = .between(atStart: false)
+            } else {
+                state = .comment(dashes: c == UInt8(ascii: "-") ? dashes + 1 : 0)
+            }
+        }
+    }
+
+    private mutating func keep(_ c: UInt8) {
+        if c == UInt8(ascii: " ") && declaration.last == c { return }
+        guard declaration.count < Self.maximumDeclarationBytes else {
+            verdict = .refused("has an XML declaration longer than \(Self.maximumDeclarationBytes) bytes")
+            return
+        }
+        declaration.append(c)
+    }
+
+    /// Checks the encoding the XML declaration names, which libxml2 switches to from there on.
+    private mutating func endDeclaration() {
+        let text = String(decoding: declaration, as: UTF8.self)
+        guard let range = text.range(of: "encoding") else { return }
+        var rest = text[range.upperBound...].drop { $0 == " " }
+        guard rest.first == "=" else {
+            verdict = .refused("has an XML declaration mirror cannot read")
+            return
+        }
+        rest = rest.dropFirst().drop { $0 == " " }
+        guard let quote = rest.first, quote == "\"" || quote == "'",
+              let close = rest.dropFirst().firstIndex(of: quote)
+        else {
+            verdict = .refused("has an XML declaration mirror cannot read")
+            return
+        }
+        let name = String(rest[rest.index(after: rest.startIndex)..<close])
+        guard let layout, Self.reads(encoding: name, in: layout) else {
+            verdict = .refused("declares the encoding \(name.prefix(64)); " + Self.readableEncodings)
+            return
+        }
+    }
+
+    /// Whether `name` is an encoding the scan decodes as libxml2 will: one that keeps every ASCII
+    /// byte for its ASCII character in a byte layout (the multibyte ones among them never use the
+    /// bytes of `<!-?>` inside a character), or UTF-16 in the byte order already found.
+    private static func reads(encoding name: String, in layout: Layout) -> Bool {
+        let key = name.uppercased().filter { $0 != "-" && $0 != "_" }
+        switch layout {
+        case .utf16(let bigEndian):
+            return key == "UTF16" || key == (bigEndian ? "UTF16BE" : "UTF16LE")
+        case .bytes:
+            if asciiBased.contains(key) { return true }
+            return asciiBasedFamilies.contains { family in
+                key.hasPrefix(family) && key.dropFirst(family.count).allSatisfy(\.isNumber) && key.count > family.count
+            }
+        }
+    }
+
+    private static let asciiBased: Set<String> = [
+        "UTF8", "ASCII", "USASCII", "SHIFTJIS", "SJIS", "WINDOWS31J", "CP932", "MSKANJI", "EUCJP", "EUCKR", "EUCCN",
+        "EUCTW", "CP949", "UHC", "GB2312", "GBK", "CP936", "GB18030", "BIG5", "BIG5HKSCS", "CP950", "KOI8R", "KOI8U",
+        "TIS620", "MACINTOSH", "MACROMAN",
+    ]
+    /// Followed by digits: ISO-8859-1…16, latin1…, windows-1250…1258, cp1250….
+    private static let asciiBasedFamilies = ["ISO8859", "LATIN", "WINDOWS125", "CP125"]
+
+    private static func isBlank(_ c: UInt8) -> Bool {
+        c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D
+    }
+
+    private static func uppercased(_ c: UInt8) -> UInt8 {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) ? c - 0x20 : c
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+/// Runs the real `mirror` executable under GNU time, for the most memory it held.
+///
+/// The peak a parent reads from `wait4` is not the child's alone: Linux keeps, across `execve`,
+/// the high-water mark of the memory the process had before it, which for a child spawned by the
+/// test process is the test process's own (hundreds of MB while other tests run). GNU time forks
+/// from its own small image before it runs `mirror`, so the peak it reports is mirror's, give or
+/// take GNU time's megabyte.
+enum MeasuredProcess {
+    struct Run {
+        var status: Int32
+        var stderr: String
+        var elapsed: Duration
+        /// The child's peak resident set size (`ru_maxrss`), in bytes.
+        var peakResidentBytes: Int
+    }
+
+    static let time = "/usr/bin/time"
+
+    static func run(_ arguments: [String]) async throws -> Run {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let errPath = dir.appendingPathComponent("stderr").path
+            let usagePath = dir.appendingPathComponent("usage").path
+            _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: time)
+            process.arguments = ["-f", "%M", "-o", usagePath, MirrorProcess.executable.path] + arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+            let started = ContinuousClock.now
+            // Waited for on a thread of its own: the in-process fixture server needs the
+            // cooperative pool to answer the child.
+            let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+                do { try process.run() } catch { continuation.resume(throwing: error) }
+            }
+            let elapsed = ContinuousClock.now - started
+            // GNU time writes "Command exited with non-zero status N" first when it is so.
+            let usage = String(decoding: TestSupport.bytes(at: usagePath) ?? [], as: UTF8.self)
+            let kibibytes = usage.split(separator: "\n").last.flatMap { Int($0) } ?? 0
+            return Run(
+                status: status,
+                stderr: String(decoding: TestSupport.bytes(at: errPath) ?? [], as: UTF8.self),
+                elapsed: elapsed,
+                peakResidentBytes: kibibytes * 1024)
+        }
+    }
+}
