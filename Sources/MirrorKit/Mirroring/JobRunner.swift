@@ -127,14 +127,7 @@ struct JobRunner: Sendable {
 
     /// `.halted` for an error that stops the run, `.failed` for one of this file's name alone.
     private func halting(_ error: MirrorError, _ job: MirrorJob) -> Outcome {
-        switch error {
-        case .fileSystem(let failure) where !failure.stopsTheRun:
-            .failed(DownloadError(url: job.url, reason: .storage(error.description)))
-        case .unsafePath:
-            .failed(DownloadError(url: job.url, reason: .storage(error.description)))
-        default:
-            .halted(error)
-        }
+        error.stopsTheRun ? .halted(error) : .failed(DownloadError(url: job.url, reason: .storage(error.description)))
     }
 
     /// A throttling answer or a connection failure from a host this run has given up.

@@ -12,6 +12,16 @@ public enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
     /// OpenSSL will not compute MD5, which names partial downloads and checks files.
     case digest(String)
 
+    /// Whether the failure is the mirror's as a whole (see ``FileSystemError/stopsTheRun``),
+    /// not one file name's: an unsafe name, or a name the file system refuses, fails one file.
+    public var stopsTheRun: Bool {
+        switch self {
+        case .unsafePath: false
+        case .fileSystem(let error): error.stopsTheRun
+        default: true
+        }
+    }
+
     public var description: String {
         switch self {
         case .configuration(let message):

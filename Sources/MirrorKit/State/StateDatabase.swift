@@ -51,13 +51,9 @@ public actor StateDatabase {
     /// Throws unless the database and its journals are, where present, regular files with one name.
     private static func checkFiles(in folder: Directory) throws(MirrorError) {
         for name in [fileName, fileName + "-wal", fileName + "-shm", fileName + "-journal"] {
-            guard let info = folder.status(of: name) else { continue }
-            let problem: FileSystemError.Problem? =
-                if info.st_mode & S_IFMT == S_IFLNK { .symbolicLink }
-                else if info.st_mode & S_IFMT != S_IFREG { .notARegularFile }
-                else if info.st_nlink > 1 { .multipleLinks(Int(info.st_nlink)) }
-                else { nil }
-            if let problem { throw .fileSystem(FileSystemError(path: folder.path(of: name), problem: problem)) }
+            if let info = folder.status(of: name), let problem = Directory.problem(withFile: info) {
+                throw .fileSystem(FileSystemError(path: folder.path(of: name), problem: problem))
+            }
         }
     }
 

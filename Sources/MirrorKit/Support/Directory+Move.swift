@@ -66,7 +66,10 @@ extension Directory {
             if count < 0, Glibc.errno == EINTR { continue }
             guard count >= 0 else { throw FileSystemError.last(path: path) }
             if count == 0 { return }
-            try writeAll(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])), to: destination, at: offset, path: targetPath)
+            var written = 0
+            try writeAll(
+                UnsafeRawBufferPointer(rebasing: buffer[0..<count]), to: destination, at: offset, path: targetPath,
+                written: &written)
             offset += Int64(count)
         }
     }

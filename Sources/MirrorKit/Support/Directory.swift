@@ -125,16 +125,21 @@ public final class Directory: Sendable {
         let fd = openat(descriptor, name, flags, 0o644)
         guard fd >= 0 else { throw failure(opening: name, errno: Glibc.errno) }
         var info = stat()
-        let problem: FileSystemError.Problem? =
-            if fstat(fd, &info) != 0 { .system(Glibc.errno) }
-            else if info.st_mode & S_IFMT != S_IFREG { .notARegularFile }
-            else if info.st_nlink > 1 { .multipleLinks(Int(info.st_nlink)) }
-            else { nil }
-        if let problem {
+        if let problem = fstat(fd, &info) == 0 ? Self.problem(withFile: info) : .system(Glibc.errno) {
             close(fd)
             throw FileSystemError(path: path(of: name), problem: problem)
         }
         return fd
+    }
+
+    /// Why a file with status `info` must not be written: a link, not a regular file, or a file
+    /// with another name; nil for a file of mirror's own.
+    static func problem(withFile info: stat) -> FileSystemError.Problem? {
+        switch info.st_mode & S_IFMT {
+        case S_IFLNK: .symbolicLink
+        case S_IFREG: info.st_nlink > 1 ? .multipleLinks(Int(info.st_nlink)) : nil
+        default: .notARegularFile
+        }
     }
 
     /// What `name` is, without following a link; nil when there is nothing by that name.
@@ -220,17 +225,29 @@ public final class Directory: Sendable {
         guard fsync(descriptor) == 0 else { throw FileSystemError.last(path: path) }
     }
 
-    /// Writes all of `bytes` at `offset`, going on after short writes and EINTR.
-    static func writeAll(_ bytes: [UInt8], to fd: Int32, at offset: Int64, path: String) throws(FileSystemError) {
-        var written = 0
+    /// Writes all of `bytes` at `offset`, going on after short writes and EINTR. `written` counts
+    /// the bytes the kernel took, also when a write fails part way.
+    static func writeAll(
+        _ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: Int64, path: @autoclosure () -> String,
+        written: inout Int
+    ) throws(FileSystemError) {
+        written = 0
         while written < bytes.count {
-            let result = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + written, $0.count - written, off_t(offset) + off_t(written)) }
+            let result = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(offset) + off_t(written))
             if result < 0 {
                 if Glibc.errno == EINTR { continue }
-                throw FileSystemError.last(path: path)
+                throw FileSystemError.last(path: path())
             }
             written += result
         }
+    }
+
+    static func writeAll(_ bytes: [UInt8], to fd: Int32, at offset: Int64, path: String) throws(FileSystemError) {
+        var written = 0
+        let result: Result<Void, FileSystemError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(FileSystemError) in try writeAll(buffer, to: fd, at: offset, path: path, written: &written) }
+        }
+        try result.get()
     }
 
     // MARK: - Extended attributes

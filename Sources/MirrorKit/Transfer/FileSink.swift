@@ -106,19 +106,15 @@ final class FileSink {
             throw .digest(error.description)
         }
         var written = 0
-        while written < buffered {
-            let result = pwrite(
-                descriptor, buffer.baseAddress! + written, buffered - written,
-                off_t(flushedLength) + off_t(written))
-            if result < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                // Keep what did reach the file countable; drop what did not.
-                flushedLength += Int64(written)
-                buffered = 0
-                throw .fileWrite(FileSystemError(path: location.path, errno: code))
-            }
-            written += result
+        do throws(FileSystemError) {
+            try Directory.writeAll(
+                UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]), to: descriptor, at: flushedLength,
+                path: location.path, written: &written)
+        } catch {
+            // Keep what did reach the file countable; drop what did not.
+            flushedLength += Int64(written)
+            buffered = 0
+            throw .fileWrite(error)
         }
         // The data on its way to disk while the rest arrives, not all of it at the fsync that
         // comes before the file gets its name: that fsync then waits for the last buffer only.

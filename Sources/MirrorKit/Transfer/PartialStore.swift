@@ -148,7 +148,7 @@ public struct PartialStore: Sendable {
         guard let name = try? partName(for: url), let info = folder.status(of: name) else { return nil }
         // Anything but our own regular file with one name (a link planted under the name, or a
         // partial an older build linked to a mirrored file) must never be written: drop the name.
-        guard info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_size > 0 else {
+        guard Directory.problem(withFile: info) == nil, info.st_size > 0 else {
             remove(url)
             return nil
         }
@@ -181,8 +181,8 @@ public struct PartialStore: Sendable {
         var kept: [(name: String, url: String, length: Int64, modified: Int)] = []
         for name in folder.names() {
             if name.hasSuffix(".json"), recordFiles.mayExist.load(ordering: .relaxed) { continue }
-            guard name.hasSuffix(".part"), let info = folder.status(of: name), info.st_mode & S_IFMT == S_IFREG,
-                  info.st_nlink == 1, let record = record(ofPart: name), (try? partName(for: record.url)) == name
+            guard name.hasSuffix(".part"), let info = folder.status(of: name), Directory.problem(withFile: info) == nil,
+                  let record = record(ofPart: name), (try? partName(for: record.url)) == name
             else {
                 folder.remove(name)
                 continue

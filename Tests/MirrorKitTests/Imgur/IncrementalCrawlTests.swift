@@ -332,10 +332,15 @@ struct IncrementalCrawlTests {
         }
     }
 
+    /// A tag page with no items, as Imgur sends one, stating the tag's size as `total`.
+    private static func emptyPage(of tag: String, statingTotal total: Int) -> String {
+        #"{"data":{"name":"\#(tag)","total_items":\#(total),"items":[]},"success":true,"status":200}"#
+    }
+
     @Test func anEmptyPageInTheMiddleOfTheListingIsNotTakenForItsEnd() async throws {
         try await TestSupport.withServer { server in
             server.addGeneratedTag("glitch", pages: 4, perPage: 12, albumEvery: 0, imageSize: 1024)
-            let empty = #"{"data":{"name":"glitch","total_items":48,"items":[]},"success":true,"status":200}"#
+            let empty = Self.emptyPage(of: "glitch", statingTotal: 48)
             server.inject(.respond(status: 200, body: empty), path: "/3/gallery/t/glitch/time/all/2")
             try await TestSupport.withTemporaryDirectory { dir in
                 let (first, _) = try await run("glitch", server, into: dir)
@@ -352,7 +357,7 @@ struct IncrementalCrawlTests {
         try await TestSupport.withServer { server in
             // Page 0 says 36 entries; page 1 comes back empty in two runs running.
             server.addGeneratedTag("stale", pages: 3, perPage: 12, albumEvery: 0, imageSize: 1024)
-            let empty = #"{"data":{"name":"stale","total_items":36,"items":[]},"success":true,"status":200}"#
+            let empty = Self.emptyPage(of: "stale", statingTotal: 36)
             server.inject(.respond(status: 200, body: empty), path: "/3/gallery/t/stale/time/all/1", times: 2)
             try await TestSupport.withTemporaryDirectory { dir in
                 let (first, _) = try await run("stale", server, into: dir)
@@ -385,7 +390,7 @@ struct IncrementalCrawlTests {
         try await TestSupport.withServer { server in
             server.addGeneratedTag("twice", pages: 4, perPage: 12, albumEvery: 0, imageSize: 1024)
             // An empty page that even states a total of 0: no proof of the end either.
-            let empty = #"{"data":{"name":"twice","total_items":0,"items":[]},"success":true,"status":200}"#
+            let empty = Self.emptyPage(of: "twice", statingTotal: 0)
             server.inject(.respond(status: 200, body: empty), path: "/3/gallery/t/twice/time/all/1")
             try await TestSupport.withTemporaryDirectory { dir in
                 let (first, _) = try await run("twice", server, into: dir)

@@ -30,18 +30,24 @@ struct HostileDirectoryTests {
         TestSupport.bytes(at: path) == Array("ssh-ed25519 AAAA victim\n".utf8)
     }
 
-    @Test func aLinkPlantedAsTheLockIsRefusedAndItsTargetUntouched() async throws {
+    /// Plants a link to a victim's file as `.mirror/<name>` and requires `open` to refuse it,
+    /// naming the link, with the victim untouched.
+    private func refusesALinkPlanted(as name: String, _ open: (MirrorDirectory) throws -> Void) async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let target = try victim(in: dir)
             let out = dir.appendingPathComponent("out")
             let directory = try MirrorDirectory(root: out)
-            let lock = out.appendingPathComponent(".mirror/lock").path
-            #expect(symlink(target, lock) == 0)
-            #expect(throws: MirrorError.fileSystem(FileSystemError(path: lock, problem: .symbolicLink))) {
-                try RunLock(directory: directory)
+            let planted = out.appendingPathComponent(".mirror/" + name).path
+            #expect(symlink(target, planted) == 0)
+            #expect(throws: MirrorError.fileSystem(FileSystemError(path: planted, problem: .symbolicLink))) {
+                try open(directory)
             }
             #expect(isUntouched(target))
         }
+    }
+
+    @Test func aLinkPlantedAsTheLockIsRefusedAndItsTargetUntouched() async throws {
+        try await refusesALinkPlanted(as: "lock") { _ = try RunLock(directory: $0) }
     }
 
     @Test func aLinkPlantedAsAThumbnailsPartialIsNeverFilledNorPublished() async throws {
@@ -167,17 +173,7 @@ struct HostileDirectoryTests {
     }
 
     @Test func aLinkPlantedAsTheStateDatabaseIsRefused() async throws {
-        try await TestSupport.withTemporaryDirectory { dir in
-            let target = try victim(in: dir)
-            let out = dir.appendingPathComponent("out")
-            let directory = try MirrorDirectory(root: out)
-            let database = out.appendingPathComponent(".mirror/state.sqlite3").path
-            #expect(symlink(target, database) == 0)
-            #expect(throws: MirrorError.fileSystem(FileSystemError(path: database, problem: .symbolicLink))) {
-                try StateDatabase(directory: directory)
-            }
-            #expect(isUntouched(target))
-        }
+        try await refusesALinkPlanted(as: "state.sqlite3") { _ = try StateDatabase(directory: $0) }
     }
 
     @Test(.enabled(if: geteuid() == 0, "needs root to mount a file system"))

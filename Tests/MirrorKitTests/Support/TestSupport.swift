@@ -35,6 +35,24 @@ enum TestSupport {
         }
     }
 
+    /// A fixture server, and a downloader into a partial store of a temporary folder.
+    static func withDownloader<T>(
+        engine: TransferEngine, retry: RetryPolicy, health: HostHealth? = nil,
+        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
+        maxFileSize: Int64 = Downloader.defaultMaxFileSize,
+        _ body: (FixtureServer, Downloader, PartialStore) async throws -> T
+    ) async throws -> T {
+        try await withServer { server in
+            try await withTemporaryDirectory { dir in
+                let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+                let downloader = Downloader(
+                    engine: engine, partials: partials, retry: retry, health: health,
+                    isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, logger: logger)
+                return try await body(server, downloader, partials)
+            }
+        }
+    }
+
     /// A new empty directory, removed when `body` ends.
     static func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
         let url = FileManager.default.temporaryDirectory

@@ -12,14 +12,7 @@ struct LyingServerTests {
         maxFileSize: Int64 = Downloader.defaultMaxFileSize,
         _ body: (FixtureServer, Downloader, PartialStore) async throws -> T
     ) async throws -> T {
-        try await TestSupport.withServer { server in
-            try await TestSupport.withTemporaryDirectory { dir in
-                let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
-                let downloader = Downloader(
-                    engine: engine, partials: partials, retry: quickRetry, maxFileSize: maxFileSize, logger: TestSupport.logger)
-                return try await body(server, downloader, partials)
-            }
-        }
+        try await TestSupport.withDownloader(engine: engine, retry: quickRetry, maxFileSize: maxFileSize, body)
     }
 
     @Test func aChunkedBodyThatDropsThenA206OfUnknownTotalStaysAPartial() async throws {

@@ -13,15 +13,9 @@ struct ResumableDownloadTests {
         isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
         _ body: (FixtureServer, Downloader, PartialStore) async throws -> T
     ) async throws -> T {
-        try await TestSupport.withServer { server in
-            try await TestSupport.withTemporaryDirectory { dir in
-                let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
-                let downloader = Downloader(
-                    engine: engine ?? self.engine, partials: partials, retry: retry ?? quickRetry, health: health,
-                    isRemovedPlaceholder: isRemovedPlaceholder, logger: TestSupport.logger)
-                return try await body(server, downloader, partials)
-            }
-        }
+        try await TestSupport.withDownloader(
+            engine: engine ?? self.engine, retry: retry ?? quickRetry, health: health,
+            isRemovedPlaceholder: isRemovedPlaceholder, body)
     }
 
     @Test func aDropAtHalfOfA64MiBFileCompletesSendingAtMost1_02TimesItsSize() async throws {
