@@ -8,7 +8,7 @@ public struct FeedMirror: Sendable {
         public var feedURL: String
         public var mode: DownloadMode
         public var retry: RetryPolicy
-        /// The most bytes an enclosure may have when its server states no size.
+        /// The most bytes an enclosure may have, whatever its server claims.
         public var maxFileSize: Int64
 
         public init(

@@ -23,7 +23,7 @@ public struct MirrorConfiguration: Sendable, Equatable, Decodable {
     /// How long a run may take, as `50m`: at the deadline it stops starting work and exits,
     /// and the next run carries on.
     public var maxDuration: String?
-    /// The most bytes a file whose size nobody states may have, as `4G` or a number.
+    /// The most bytes a file may have unless the API states its size, as `4G` or a number.
     public var maxFileSize: String?
 
     public init() {}

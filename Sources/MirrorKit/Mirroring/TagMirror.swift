@@ -13,7 +13,7 @@ public struct TagMirror: Sendable {
         public var concurrency: Int
         /// Attempts and backoff for each file.
         public var retry: RetryPolicy
-        /// The most bytes a file may have when the API states no size (thumbnails).
+        /// The most bytes a file may have when the API states no size (thumbnails), whatever its server claims.
         public var maxFileSize: Int64
 
         public init(

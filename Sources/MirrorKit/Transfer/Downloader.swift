@@ -31,8 +31,8 @@ public struct Downloader: Sendable {
     let health: HostHealth?
     /// Recognises a host's "this file was removed" stand-in (Imgur's removed.png), if the host has one.
     let isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)?
-    /// The most bytes a file whose size nobody stated may have: a hostile feed or CDN must not be
-    /// able to fill the disk.
+    /// The most bytes a file may have unless the caller states its size, whatever the server
+    /// claims: a hostile feed or CDN must not be able to fill the disk.
     let maxFileSize: Int64
 
     /// The default ``maxFileSize``: larger than any docset or video a feed lists.
