@@ -4,7 +4,7 @@ import Testing
 @testable import MirrorKit
 
 /// Runs the real `mirror` executable, as cron would.
-@Suite("The mirror command")
+@Suite("The mirror command", .timeLimit(.minutes(2)))
 struct MirrorCommandTests {
     typealias Run = MirrorProcess.Run
 

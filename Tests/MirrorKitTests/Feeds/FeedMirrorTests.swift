@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Mirroring feed enclosures from the fixture server")
+@Suite("Mirroring feed enclosures from the fixture server", .timeLimit(.minutes(2)))
 struct FeedMirrorTests {
     let engine = TransferEngine()
 

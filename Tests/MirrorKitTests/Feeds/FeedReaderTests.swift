@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Reading Atom, RSS and Dash feeds with libxml2")
+@Suite("Reading Atom, RSS and Dash feeds with libxml2", .timeLimit(.minutes(1)))
 struct FeedReaderTests {
     static let base = "http://fixture.invalid"
 

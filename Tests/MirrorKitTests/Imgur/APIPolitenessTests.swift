@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Politeness towards the Imgur API")
+@Suite("Politeness towards the Imgur API", .timeLimit(.minutes(2)))
 struct APIPolitenessTests {
     let engine = TransferEngine()
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Decoding Imgur API responses")
+@Suite("Decoding Imgur API responses", .timeLimit(.minutes(1)))
 struct ImgurDecodingTests {
     static let fixtureFiles: [String] = {
         let dir = TestSupport.fixtures.appendingPathComponent("imgur")
@@ -23,7 +23,30 @@ struct ImgurDecodingTests {
         } else if name.hasPrefix("album-") {
             let images = try JSONDecoder().decode(ImgurEnvelope<[ImgurImage]>.self, from: data)
             #expect(!images.data.isEmpty)
+        } else if name == "removed.json" {
+            try checkRemovedList(data)
+        } else {
+            Issue.record("\(name): a fixture this test does not know how to check")
         }
+    }
+
+    /// removed.json is no API answer but the fixture server's list of image ids whose media it
+    /// redirects to removed.png: it must decode as plain ids, each one an image the fixture tag
+    /// lists (or no test reaches the removed-media path), and must not pass for an API envelope.
+    private func checkRemovedList(_ data: Data) throws {
+        let ids = try JSONDecoder().decode([String].self, from: data)
+        #expect(!ids.isEmpty)
+        #expect(ids.allSatisfy(MediaURLBuilder.isPlainID), "\(ids)")
+        let listed = try ["gallery-t-cats-0.json", "gallery-t-cats-1.json"].flatMap { file in
+            let page = try load(TestSupport.fixtures.appendingPathComponent("imgur/\(file)"))
+            return try JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: page).data.items
+        }
+        let listedImageIDs = Set(listed.compactMap { if case .image(let image) = $0 { image.id } else { nil } })
+        #expect(Set(ids).isSubset(of: listedImageIDs), "removed ids the cats tag does not list: \(Set(ids).subtracting(listedImageIDs))")
+        let notAnEnvelope = #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: data)
+        }
+        #expect(notAnEnvelope.map(ImgurClient.describe) == "expected Dictionary<String, Any> at top level")
     }
 
     @Test func bundledFixturesCoverBothAlbumShapes() throws {

@@ -162,7 +162,7 @@ struct IncrementalCrawlTests {
                     return (try? await state.cursor(for: "imgur tag slow time all"))?.pass == 1
                 }
                 running.cancel()
-                let (cut, _) = try await running.value
+                let (cut, _) = try await running.cancellableValue
                 #expect(cut.interrupted)
                 server.clearFaults()
                 let (next, calls) = try await run("slow", server, into: dir)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Media URLs from image ids")
+@Suite("Media URLs from image ids", .timeLimit(.minutes(1)))
 struct MediaURLBuilderTests {
     let builder = MediaURLBuilder(mediaBase: "https://i.imgur.com/", thumbnail: .large)
 

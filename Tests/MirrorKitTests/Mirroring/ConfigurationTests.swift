@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Configuration and client id files")
+@Suite("Configuration and client id files", .timeLimit(.minutes(1)))
 struct ConfigurationTests {
     @discardableResult
     private func withFile<T>(_ text: String, _ body: (String) throws -> T) async throws -> T {

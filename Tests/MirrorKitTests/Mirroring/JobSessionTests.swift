@@ -5,7 +5,7 @@ import Testing
 @testable import MirrorKit
 
 /// A run's jobs: taken as a source finds them, never more than a window of them at once.
-@Suite("Jobs of one run")
+@Suite("Jobs of one run", .timeLimit(.minutes(2)))
 struct JobSessionTests {
     let engine = TransferEngine()
 
@@ -40,7 +40,7 @@ struct JobSessionTests {
                 let counts = await runner.scheduler.status().counts
                 #expect([DownloadState.waiting, .downloading, .paused].reduce(0) { $0 + counts[$1, default: 0] } == 4)
                 #expect(counts[.completed] == nil)
-                await source.value
+                try await source.cancellableValue
                 var summary = MirrorSummary()
                 await session.finish(into: &summary)
                 #expect(summary.wanted == 20)
@@ -72,7 +72,7 @@ struct JobSessionTests {
                 #expect(server.requests.count == 2)
                 let start = ContinuousClock.now
                 source.cancel()
-                await source.value
+                try await source.cancellableValue
                 var summary = MirrorSummary()
                 await session.finish(into: &summary)
                 // A minute of throttled downloads, stopped in well under one.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Mirror directory: naming, committing, locking")
+@Suite("Mirror directory: naming, committing, locking", .timeLimit(.minutes(1)))
 struct MirrorDirectoryTests {
     /// A finished download's `.part` file in `.mirror`, by name.
     private func partial(in directory: MirrorDirectory, _ text: String) throws -> String {

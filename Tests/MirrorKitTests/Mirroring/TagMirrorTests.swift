@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Mirroring a tag from the fixture server")
+@Suite("Mirroring a tag from the fixture server", .timeLimit(.minutes(2)))
 struct TagMirrorTests {
     let engine = TransferEngine()
 
@@ -212,7 +212,7 @@ struct TagMirrorTests {
                 }
                 let start = ContinuousClock.now
                 running.cancel()
-                let summary = try await running.value
+                let summary = try await running.cancellableValue
                 // Left to finish, the thumbnails alone would take half a minute at 256 B/s.
                 #expect(ContinuousClock.now - start < .seconds(6))
                 #expect(summary.interrupted)

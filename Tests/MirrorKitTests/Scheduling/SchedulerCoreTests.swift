@@ -2,7 +2,7 @@ import Testing
 @testable import MirrorKit
 
 /// The scheduler's decisions, event by event: no transport, no clock, no actor.
-@Suite("Scheduler decisions")
+@Suite("Scheduler decisions", .timeLimit(.minutes(1)))
 struct SchedulerCoreTests {
     /// A core with a recorder around it: the partials it reads, the transfers it started.
     struct Harness {

@@ -4,7 +4,7 @@ import Testing
 @testable import MirrorKit
 
 /// The scheduler over the real engine, against the fixture server.
-@Suite("Download scheduler against the fixture server")
+@Suite("Download scheduler against the fixture server", .timeLimit(.minutes(2)))
 struct SchedulerIntegrationTests {
     let engine = TransferEngine()
 
@@ -68,7 +68,7 @@ struct SchedulerIntegrationTests {
             let first = Task { try await scheduler.schedule(url) }
             try await eventually("partial grows", within: .seconds(15)) { partials.length(for: url) >= 1 << 20 }
             await scheduler.cancel(url)
-            await #expect(throws: DownloadError.self) { _ = try await first.value }
+            await #expect(throws: DownloadError.self) { _ = try await first.cancellableValue }
             try await eventually("transfer stops") { await scheduler.status().items.isEmpty }
             #expect(server.requests.count { $0.path == "/revive.bin" } == 1)
             let kept = partials.length(for: url)
@@ -100,7 +100,7 @@ struct SchedulerIntegrationTests {
             let forced = try await scheduler.schedule(server.baseURL + "/forced.bin", forced: true)
             #expect(TestSupport.digest(ofFile: forced.path) == TestSupport.digest(server.content(of: "/forced.bin")))
             for (path, task) in zip(previews, previewTasks) {
-                let file = try await task.value
+                let file = try await task.cancellableValue
                 #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: path)))
             }
             scheduler.finishEvents()

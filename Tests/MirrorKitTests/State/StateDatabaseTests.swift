@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("The state database: migrations, the crawl store")
+@Suite("The state database: migrations, the crawl store", .timeLimit(.minutes(1)))
 struct StateDatabaseTests {
     @Test func aVersion1DatabaseIsMigratedAndKeepsWhatItRecorded() async throws {
         try await TestSupport.withTemporaryDirectory { dir in

@@ -119,7 +119,7 @@ final class FakeTransport: DownloadTransport {
     func fetchCount(_ url: String) -> Int { calls.count { $0.url == url } }
 }
 
-/// Polls `condition` until it holds (or fails the wait after two seconds).
+/// Polls `condition` until it holds, or throws once `limit` has passed.
 func eventually(
     _ description: String = "condition", within limit: Duration = .seconds(10),
     _ condition: @Sendable () async -> Bool
@@ -172,8 +172,12 @@ final class ManualTimers: Sendable {
         state.withLock { $0.waiting.removeValue(forKey: index) }?.resume(throwing: CancellationError())
     }
 
-    /// Ends the timer started `index`-th (from 0), if it is still waiting.
-    func fire(_ index: Int) {
-        state.withLock { $0.waiting.removeValue(forKey: index) }?.resume()
+    /// Ends the timer started `index`-th (from 0), if it is still waiting; false when it is not
+    /// (never started, fired already, or cancelled).
+    @discardableResult
+    func fire(_ index: Int) -> Bool {
+        guard let timer = state.withLock({ $0.waiting.removeValue(forKey: index) }) else { return false }
+        timer.resume()
+        return true
     }
 }

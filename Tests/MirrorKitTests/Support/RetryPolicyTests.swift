@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("One retry policy: statuses, Retry-After, giving up")
+@Suite("One retry policy: statuses, Retry-After, giving up", .timeLimit(.minutes(1)))
 struct RetryPolicyTests {
     let now = Date(timeIntervalSince1970: 1_700_000_000)
 

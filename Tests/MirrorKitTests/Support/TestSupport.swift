@@ -1,6 +1,7 @@
 import FixtureServer
 import Foundation
 import Logging
+import Synchronization
 @testable import MirrorKit
 
 enum TestSupport {
@@ -103,5 +104,57 @@ extension Digest {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         return (try? md5Hex(ofFile: fd)) ?? nil
+    }
+}
+
+extension Task {
+    /// The task's value, or `CancellationError` as soon as the waiter is cancelled, whether or
+    /// not the task ends. A test past its time limit is cancelled, but `value` would go on
+    /// waiting for a task stuck on a lost continuation (cancelling it cannot help when nothing
+    /// holds that continuation any more), and the run would hang instead of failing the test.
+    /// The task is cancelled too, and left behind if it still does not end.
+    var cancellableValue: Success {
+        get async throws {
+            let answer = OneAnswer<Success>()
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    answer.deliver(to: continuation)
+                    Task<Void, Never> { answer.resume(with: await self.result.mapError { $0 as any Error }) }
+                }
+            } onCancel: {
+                answer.resume(with: .failure(Swift.CancellationError()))
+                cancel()
+            }
+        }
+    }
+}
+
+/// Whichever comes first of a task's result and its waiter's cancellation, handed to the
+/// waiter exactly once, in whatever order the two and the waiter itself arrive.
+private final class OneAnswer<Value: Sendable>: Sendable {
+    private struct State {
+        var waiter: CheckedContinuation<Value, any Error>?
+        var answer: Result<Value, any Error>?
+        var answered = false
+    }
+
+    private let state = Mutex(State())
+
+    func deliver(to waiter: CheckedContinuation<Value, any Error>) {
+        let early = state.withLock { state in
+            if state.answer == nil { state.waiter = waiter }
+            return state.answer
+        }
+        if let early { waiter.resume(with: early) }
+    }
+
+    func resume(with result: Result<Value, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Value, any Error>? in
+            guard !state.answered else { return nil }
+            state.answered = true
+            if state.waiter == nil { state.answer = result }
+            return state.waiter.take()
+        }
+        waiter?.resume(with: result)
     }
 }

@@ -1,7 +1,7 @@
 import Testing
 @testable import MirrorKit
 
-@Suite("Content-Range parsing")
+@Suite("Content-Range parsing", .timeLimit(.minutes(1)))
 struct ContentRangeTests {
     @Test func parsesAByteRangeWithItsTotal() {
         let range = ContentRange(header: "bytes 100-199/1000")

@@ -4,7 +4,7 @@ import Testing
 
 /// Transfers over HTTP/2, against nginx: many streams on one connection, and a forced item
 /// holding others back without `curl_easy_pause` on a shared connection.
-@Suite("HTTP/2 against nginx", .enabled(if: NginxServer.isAvailable, "needs nginx and openssl"))
+@Suite("HTTP/2 against nginx", .enabled(if: NginxServer.isAvailable, "needs nginx and openssl"), .timeLimit(.minutes(2)))
 struct HTTP2Tests {
     private func withScheduler<T>(
         _ server: NginxServer, maxConcurrent: Int,
@@ -59,7 +59,7 @@ struct HTTP2Tests {
             let forced = try await scheduler.schedule(base + "/forced.bin", forced: true)
             #expect(TestSupport.digest(ofFile: forced.path) == expected["/forced.bin"])
             for task in previews {
-                let (path, digest) = try await task.value
+                let (path, digest) = try await task.cancellableValue
                 #expect(digest == expected[path], "\(path)")
             }
             scheduler.finishEvents()

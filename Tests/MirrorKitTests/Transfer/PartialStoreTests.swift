@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Partial downloads on disk: one file each, validators in its attributes")
+@Suite("Partial downloads on disk: one file each, validators in its attributes", .timeLimit(.minutes(2)))
 struct PartialStoreTests {
     private func names(in directory: URL) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()

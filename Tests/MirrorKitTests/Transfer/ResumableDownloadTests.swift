@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Resumable downloads: partials, retries, verification")
+@Suite("Resumable downloads: partials, retries, verification", .timeLimit(.minutes(2)))
 struct ResumableDownloadTests {
     let engine = TransferEngine()
     let quickRetry = RetryPolicy(maxAttempts: 6, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
