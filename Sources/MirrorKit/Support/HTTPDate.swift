@@ -17,7 +17,10 @@ enum HTTPDate {
         // asctime pads a one-digit day with a space; collapse runs of spaces for the formatter.
         let trimmed = text.trimmingCharacters(in: .whitespaces)
             .split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
-        guard !trimmed.isEmpty, trimmed.count <= 64 else { return nil }
+        // An HTTP date is printable ASCII, and corelibs Foundation's DateFormatter traps on some
+        // other text (a combining mark after a digit): what a server sends never reaches it.
+        guard !trimmed.isEmpty, trimmed.count <= 64, trimmed.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
+        else { return nil }
         for format in formats {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")

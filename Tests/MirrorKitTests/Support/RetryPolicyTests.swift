@@ -41,6 +41,19 @@ struct RetryPolicyTests {
         }
     }
 
+    /// Found by the fuzzer: corelibs Foundation's DateFormatter traps ("Incorrect range") on some
+    /// text whose characters and UTF-16 units differ in number, and a server chooses what its
+    /// Last-Modified and Retry-After hold. In a child process, so that a trap fails this test
+    /// instead of ending the whole run.
+    @Test func aDateWithNonASCIITextIsRefusedNotACrash() async {
+        await #expect(processExitsWith: .success) {
+            for text in ["Sun, 06 Nov 1994 0\u{A3F}8:49:37 GMT", "Sun Nov  6 08:49:37 1994\u{301}", "Sun, 06 Nov 1994 08:49:37 GMT\r\n"] {
+                #expect(HTTPDate.parse(text) == nil, "\(text.debugDescription)")
+                #expect(RetryPolicy.retryAfter(text) == nil, "\(text.debugDescription)")
+            }
+        }
+    }
+
     @Test func theSameStatusesAreRetriedEverywhere() {
         for status in [408, 429, 500, 502, 503, 504, 599] { #expect(RetryPolicy.isRetryable(status: status)) }
         for status in [200, 301, 400, 401, 403, 404, 410, 416] { #expect(!RetryPolicy.isRetryable(status: status)) }
