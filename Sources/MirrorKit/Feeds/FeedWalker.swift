@@ -147,6 +147,9 @@ struct FeedWalker {
         return nil
     }
 
+    /// libxml2's resolution of `href`, when it is an http(s) URL with a host: mirror fetches
+    /// nothing else, and a relative result (left by an `xml:base` that is no URI) would reach curl,
+    /// which takes its first segment for a host name.
     private func build(_ href: String) -> String? {
         let base = xmlTextReaderConstBaseUri(reader)
         let built: UnsafeMutablePointer<xmlChar>? = href.withCString { text in
@@ -154,7 +157,9 @@ struct FeedWalker {
         }
         guard let built else { return nil }
         defer { mirror_xml_free(built) }
-        return String(cString: built)
+        let url = String(cString: built)
+        let scheme = url.prefix { $0 != ":" }.lowercased()
+        return (scheme == "http" || scheme == "https") && !URLAuthority.of(url).isEmpty ? url : nil
     }
 
     /// Percent-encodes the bytes a URI may not contain (space, controls, non-ASCII, `"<>\^`{|}`),
