@@ -45,7 +45,7 @@ enum HTTPDate {
               let month = months.firstIndex(of: String(parts[2])),
               let year = Int(parts[3]), parts[3].count == 4
         else { return nil }
-        let clock = parts[4].split(separator: ":")
+        let clock = parts[4].split(separator: ":", omittingEmptySubsequences: false)
         guard clock.count == 3, clock.allSatisfy({ $0.count == 2 && digits($0) }),
               let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
               hour < 24, minute < 60, second < 60

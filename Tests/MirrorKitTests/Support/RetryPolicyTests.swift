@@ -36,7 +36,8 @@ struct RetryPolicyTests {
         #expect(HTTPDate.parseFixdate("Thu, 29 Feb 2024 23:59:59 GMT") == Date(timeIntervalSince1970: 1_709_251_199))
         for bad in ["Fri, 30 Feb 2024 00:00:00 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
                     "Sun, 6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, +6 Nov 1994 08:49:37 GMT",
-                    "Sun, 06 Nov -994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:60 GMT", "Sun, 06 Nov 1994 08:-9:37 GMT", ""] {
+                    "Sun, 06 Nov -994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:60 GMT", "Sun, 06 Nov 1994 08:-9:37 GMT", "",
+                    "Sun, 06 Nov 1994 08:49::37 GMT", "Sun, 06 Nov 1994 :08:49:37 GMT"] {
             #expect(HTTPDate.parseFixdate(bad) == nil, "\(bad)")
         }
     }
