@@ -78,7 +78,13 @@ struct FeedReaderTests {
     /// Found by the fuzzer: an `xml:base` that is no URI left a relative link relative, and curl
     /// would have taken "Beta%201.0.xar" for a host name. Other schemes are no download either.
     @Test func skipsLinksThatDoNotResolveToAnHTTPURL() throws {
-        let xml = #"<feed xmlns="http://www.w3.org/2005/Atom"><entry><link rel="enclosure" href="ftp://h.example/a.bin"/></entry><entry><link rel="enclosure" href="file:///etc/passwd"/></entry><entry xml:base="{{base}}/files/beta/"><link rel="enclosure" href="Beta%201.0.xar"/></entry><entry><link rel="enclosure" href="HTTPS://h.example/ok.bin"/><link rel="enclosure" href="http:///no-host"/></entry></feed>"#
+        let entries = [
+            #"<entry><link rel="enclosure" href="ftp://h.example/a.bin"/></entry>"#,
+            #"<entry><link rel="enclosure" href="file:///etc/passwd"/></entry>"#,
+            #"<entry xml:base="{{base}}/files/beta/"><link rel="enclosure" href="Beta%201.0.xar"/></entry>"#,
+            #"<entry><link rel="enclosure" href="HTTPS://h.example/ok.bin"/><link rel="enclosure" href="http:///no-host"/></entry>"#,
+        ]
+        let xml = #"<feed xmlns="http://www.w3.org/2005/Atom">"# + entries.joined() + "</feed>"
         let feed = try FeedReader.parse(Array(xml.utf8), url: "https://h.example/feed")
         #expect(feed.enclosures.map(\.url) == ["HTTPS://h.example/ok.bin"])
         let skipped = ["ftp://h.example/a.bin", "file:///etc/passwd", "Beta%201.0.xar", "http:///no-host"]
