@@ -100,7 +100,7 @@ public struct ImgurClient: Sendable {
     private func get<Payload: Decodable>(_ path: String) async throws(ImgurError) -> Payload {
         let response = try await call(apiBase + path)
         do {
-            return try JSONDecoder().decode(Payload.self, from: Data(response.body))
+            return try Self.decode(Payload.self, from: response.body)
         } catch {
             throw ImgurError(kind: .malformedResponse, url: apiBase + path, message: Self.describe(error))
         }
@@ -191,6 +191,50 @@ public struct ImgurClient: Sendable {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    /// An API body decoded as `Payload`. A body nested deeper than any API answer is refused
+    /// first: Foundation's JSONDecoder traps, instead of throwing, on one that ends just past its
+    /// own limit of 512 levels, and the server chooses the body. Answers nest about six deep.
+    static func decode<Payload: Decodable>(_ type: Payload.Type, from body: [UInt8]) throws -> Payload {
+        if isNested(body, deeperThan: maxNesting) {
+            let context = DecodingError.Context(codingPath: [], debugDescription: "nested deeper than \(maxNesting) levels")
+            throw DecodingError.dataCorrupted(context)
+        }
+        return try JSONDecoder().decode(Payload.self, from: Data(body))
+    }
+
+    static let maxNesting = 64
+
+    /// Whether arrays and objects in `body` open more than `limit` deep, brackets in strings aside.
+    static func isNested(_ body: [UInt8], deeperThan limit: Int) -> Bool {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in body {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""):
+                inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return true }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth -= 1
+            default:
+                break
+            }
+        }
+        return false
     }
 
     /// A decoding error as one line naming the JSON path that was wrong.
