@@ -1,8 +1,8 @@
 import Foundation
 @testable import MirrorKit
 
-/// The Imgur decoders as `ImgurClient` uses them (a tag page, an album's image list, the message
-/// of an error body) under mutated and generated API answers.
+/// The Imgur decoders as `ImgurClient` uses them (`ImgurClient.decode` of a tag page and of an
+/// album's image list, the message of an error body) under mutated and generated API answers.
 enum ImgurFuzzing {
     static let target = FuzzTarget(
         name: "imgur", smokeInputs: 2000, corpus: FuzzCorpus.imgur,
@@ -16,15 +16,14 @@ enum ImgurFuzzing {
     /// turns into a line; what decodes yields media only for plain ids, under safe file names;
     /// and read as an error body it always gives a message.
     @Sendable static func check(_ input: [UInt8]) -> String? {
-        let data = Data(input)
         do {
-            let page = try JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: data).data
+            let page = try ImgurClient.decode(ImgurEnvelope<TagPage>.self, from: input).data
             if let problem = problem(with: page.items) { return problem }
         } catch {
             if let problem = problem(decoding: error) { return problem }
         }
         do {
-            let images = try JSONDecoder().decode(ImgurEnvelope<[ImgurImage]>.self, from: data).data
+            let images = try ImgurClient.decode(ImgurEnvelope<[ImgurImage]>.self, from: input).data
             if let problem = images.lazy.compactMap(problem(with:)).first { return problem }
         } catch {
             if let problem = problem(decoding: error) { return problem }
@@ -106,7 +105,7 @@ enum ImgurFuzzing {
         let (expectedIDs, expectedMedia) = (listedIDs, listedMedia)
         return FuzzCase(input: input) {
             do {
-                let items = try JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: Data(input)).data.items
+                let items = try ImgurClient.decode(ImgurEnvelope<TagPage>.self, from: input).data.items
                 var ids: [String] = []
                 var media: [Bool] = []
                 for item in items {
