@@ -122,7 +122,9 @@ struct FuzzReport: Sendable, CustomStringConvertible {
     var failures: [String] = []
     var failureCount = 0
 
-    var rssGrowth: Int { rssAtEnd - rssAfterWarmUp }
+    /// From the warm-up to the later of the last sample and the end, whichever is higher: the end
+    /// alone can read low once the run's own bookkeeping is let go.
+    var rssGrowth: Int { max(rssAtEnd, rssSamples.last ?? 0) - rssAfterWarmUp }
 
     var description: String {
         func mib(_ bytes: Int) -> String { String(format: "%.1f", Double(bytes) / 1_048_576) }
@@ -191,12 +193,13 @@ enum Fuzzer {
             for (offset, entry) in target.corpus.enumerated() { attempt(entry, index: -1 - offset) }
             report.corpusEntries = target.corpus.count
         }
-        let indices = settings.replay.map { [$0] } ?? Array(0..<(settings.inputs ?? target.smokeInputs))
-        let warmUp = indices.count / 8
+        let count = settings.replay == nil ? settings.inputs ?? target.smokeInputs : 1
+        let warmUp = count / 8
         report.rssAfterWarmUp = trimmedRSS()
-        for (position, index) in indices.enumerated() {
+        for position in 0..<count {
+            let index = settings.replay ?? position
             if position == warmUp { report.rssAfterWarmUp = trimmedRSS() }
-            if position > warmUp, position % max(indices.count / 8, 1) == 0 { report.rssSamples.append(trimmedRSS()) }
+            if position > warmUp, position % max(count / 8, 1) == 0 { report.rssSamples.append(trimmedRSS()) }
             var random = FuzzRandom.forInput(index, of: target.name, seed: settings.seed)
             if let generate = target.generate, random.oneIn(4) {
                 let generated = generate(&random)
