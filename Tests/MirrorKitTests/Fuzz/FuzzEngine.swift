@@ -50,7 +50,8 @@ struct FuzzSettings: Sendable {
     /// CPU time one input may take. CPU, not wall time: on a shared, loaded machine a thread can
     /// wait seconds for a core, and that is no fault of the parser.
     var maxInputCPU: Duration = .seconds(2)
-    /// Wall time after which an input that has not returned is declared hung.
+    /// Wall time after which an input that has not returned is declared hung: generous, as the
+    /// child runs at the lowest priority.
     var hangAfter: Duration = .seconds(30)
     /// RSS growth between the end of the warm-up and the end of the run that counts as a leak
     /// (see ``Fuzzer/run(_:settings:reportingTo:)``). Without a leak the targets grew by at most
@@ -75,10 +76,11 @@ struct FuzzSettings: Sendable {
             replay: number("MIRROR_FUZZ_REPLAY").map { Int(clamping: $0) })
     }()
 
-    /// The fuzz tests' time limit: a smoke run takes seconds, a long one as long as it was asked.
+    /// The fuzz tests' time limit: a smoke run takes seconds of CPU, but at the lowest priority
+    /// beside the rest of the suite it may wait a while for it; a long run as long as it was asked.
     static var timeLimitMinutes: Int {
         let asked = ProcessInfo.processInfo.environment["MIRROR_FUZZ_MINUTES"].flatMap { Int($0) }
-        return asked ?? (current.inputs == nil ? 2 : 60)
+        return asked ?? (current.inputs == nil ? 5 : 60)
     }
 }
 

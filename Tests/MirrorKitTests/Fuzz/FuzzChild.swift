@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+
+/// Runs a fuzz target in a child process: this test executable started again, running only
+/// ``FuzzChildTests``, with the target and a directory for its findings in the environment.
+///
+/// Not Swift Testing's exit tests: their parent reads the child's pipes with blocking reads on
+/// the cooperative pool, which on a two-core machine stalls every other test for as long as the
+/// child runs (the cancellation tests beside it missed their deadlines). Foundation's `Process`
+/// reports the end on a thread of its own, as `MirrorProcess` relies on too.
+enum FuzzChild {
+    /// The target and directory this process was started for, if it is a fuzz child.
+    static let assignment: (target: String, directory: String)? = {
+        let environment = ProcessInfo.processInfo.environment
+        guard let target = environment["MIRROR_FUZZ_CHILD"], let directory = environment["MIRROR_FUZZ_DIRECTORY"] else {
+            return nil
+        }
+        return (target, directory)
+    }()
+
+    /// In the parent: runs target `name` in a child and records what it found. A crash or a
+    /// hang leaves its report and the input in the directory, which is then kept for the reader.
+    static func fuzz(_ name: String) async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("mirror-fuzz-\(name)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let outputPath = directory + "/output.txt"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["--testing-library", "swift-testing", "--filter", "FuzzChildTests"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["MIRROR_FUZZ_CHILD"] = name
+        environment["MIRROR_FUZZ_DIRECTORY"] = directory
+        process.environment = environment
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        process.standardOutput = output
+        process.standardError = output
+        let status: Int32 = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+                do { try process.run() } catch { continuation.resume(throwing: error) }
+            }
+        } onCancel: {
+            // Over the time limit: the child goes, and the test reports what it has.
+            process.terminate()
+        }
+        try? output.close()
+
+        func read(_ file: String) -> String {
+            ((try? String(contentsOfFile: directory + "/" + file, encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
+        }
+        let summary = read("summary.txt")
+        let failures = read("failures.txt")
+        let crash = read("report.txt")
+        if !summary.isEmpty { print(summary) }
+        for failure in failures.split(separator: "\n") { Issue.record("\(failure)") }
+        if !crash.isEmpty {
+            Issue.record("\(crash)")
+        } else if summary.isEmpty || process.terminationReason != .exit || status != 0 {
+            Issue.record("the fuzz child for \(name) ended with \(process.terminationReason) \(status); it wrote:\n\(read("output.txt").suffix(3000))")
+        } else {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// In the child: runs `target` and writes its report and failures for the parent.
+    static func run(_ target: FuzzTarget, reportingTo directory: String) {
+        // The child yields the CPU to the rest of the suite: it has no deadline to keep, and the
+        // tests that run beside it measure how promptly things stop. Its budgets are CPU time.
+        _ = nice(19)
+        let settings = FuzzSettings.current
+        let report = Fuzzer.run(target, settings: settings, reportingTo: directory)
+        var failures = report.failures.map { "fuzz \(target.name): \($0)" }
+        if report.failureCount > report.failures.count {
+            failures.append("fuzz \(target.name): \(report.failureCount - report.failures.count) more failures")
+        }
+        if settings.replay == nil, report.inputs == 0 || report.corpusEntries == 0 {
+            failures.append("fuzz \(target.name): nothing was tried (\(report.corpusEntries) corpus entries)")
+        }
+        if report.rssGrowth > settings.maxRSSGrowth {
+            failures.append("fuzz \(target.name): RSS grew by \(report.rssGrowth >> 20) MiB over \(report.inputs) inputs")
+        }
+        // Failures first: the summary's presence tells the parent the run got to its end.
+        FileManager.default.createFile(atPath: directory + "/failures.txt", contents: Data(failures.joined(separator: "\n").utf8))
+        FileManager.default.createFile(atPath: directory + "/summary.txt", contents: Data("\(report)\n".utf8))
+    }
+}
