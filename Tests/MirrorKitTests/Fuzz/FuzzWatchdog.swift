@@ -6,7 +6,7 @@ import Glibc
 
 /// Names the input a fuzz run was on when it crashed or hung, and writes that input and the
 /// report to files, so that the failure can be replayed (`MIRROR_FUZZ_SEED`, `MIRROR_FUZZ_REPLAY`)
-/// and read: the report goes to stderr as well, but a failed exit test does not pass that on.
+/// and read: the parent test reads the report file; stderr gets a copy for whoever watches.
 ///
 /// A crash is caught by a signal handler, which may not allocate or lock: everything it writes
 /// is prepared beforehand, and it reads only atomics (pointers are kept as addresses, so the
