@@ -4,7 +4,7 @@ import Testing
 
 /// A DOCTYPE is refused before libxml2 reads the internal subset after it. The subsets here are
 /// malformed on purpose: had libxml2 parsed them, the error would be its own "not well-formed".
-@Suite("Refusing a feed's DOCTYPE before libxml2 reads its internal subset")
+@Suite("Refusing a feed's DOCTYPE before libxml2 reads its internal subset", .timeLimit(.minutes(1)))
 struct FeedDoctypeTests {
     static let doctype = "has a DOCTYPE; feeds have none, and entities can reach local files"
     static let rss = "<rss><channel><title>t</title><item><enclosure url=\"https://h/a.mp3\"/></item></channel></rss>"

@@ -5,7 +5,7 @@ import Testing
 
 /// Enclosure file names come from strangers' URLs: they must fit NAME_MAX (255 bytes, not
 /// characters) with room for a suffix, and carry no controls or bidi overrides.
-@Suite("Naming enclosure files within NAME_MAX and free of controls")
+@Suite("Naming enclosure files within NAME_MAX and free of controls", .timeLimit(.minutes(1)))
 struct FeedFileNameTests {
     /// 100 CJK characters: 300 bytes of UTF-8, though only 100 characters.
     static let cjk = String(repeating: "漢", count: 100)

@@ -5,7 +5,7 @@ import Testing
 
 /// What `mirror feed` writes quotes feed titles, links and file names: none of their controls or
 /// bidi overrides may reach the terminal or the cron mail, and no line break may forge a line.
-@Suite("Escaping feed text in what mirror prints")
+@Suite("Escaping feed text in what mirror prints", .timeLimit(.minutes(1)))
 struct FeedLogEscapingTests {
     @Test func aHostileTitleLinkAndFileNameArePrintedEscaped() async throws {
         try await TestSupport.withServer { server in

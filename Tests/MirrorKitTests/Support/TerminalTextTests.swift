@@ -1,7 +1,7 @@
 import Testing
 @testable import MirrorKit
 
-@Suite("Escaping text from the network for a terminal")
+@Suite("Escaping text from the network for a terminal", .timeLimit(.minutes(1)))
 struct TerminalTextTests {
     @Test func controlsBidiControlsAndLineBreaksAreEscapedAndNothingElse() {
         #expect("\u{1B}[2J\u{1B}]0;owned\u{7}".escapedForTerminal == "\\u{1B}[2J\\u{1B}]0;owned\\u{7}")
