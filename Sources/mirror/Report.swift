@@ -22,6 +22,9 @@ enum Report {
         if let stopped = summary.stoppedBy {
             if budgetStop {
                 logger.warning("\(stopped)")
+            } else if stopped is MirrorError {
+                // The disk's or the mirror's failure, not the listing's: every file would meet it.
+                logger.error("run stopped: \(stopped)")
             } else {
                 logger.error(summary.wanted > 0 ? "listing stopped early: \(stopped)" : "\(stopped)")
             }

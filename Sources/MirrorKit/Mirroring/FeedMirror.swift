@@ -60,7 +60,14 @@ public struct FeedMirror: Sendable {
                 break
             }
             var name = Self.fileName(for: enclosure)
-            let owner = await jobs.state.url(mirroredAs: "enclosures/\(name)")
+            let owner: String?
+            do {
+                owner = try await jobs.state.url(mirroredAs: "enclosures/\(name)")
+            } catch {
+                // Not knowing whose the name is, the enclosure could be taken for another's file.
+                session.halt(error)
+                break
+            }
             if takenNames.contains(name) || owner.map({ $0 != enclosure.url }) == true {
                 // Another file (of this feed, or mirrored before) has the name: docset.xar, say.
                 // Keep both, apart, rather than take the old one for the new.

@@ -54,7 +54,7 @@ public struct TagMirror: Sendable {
     public func run() async -> MirrorSummary {
         let session = jobs.start(source: "tag \(settings.crawl.tag)")
         let jobs = jobs
-        let images = ImageCompletion(store: jobs.state, logger: logger) { () throws(MirrorError) in
+        let images = ImageCompletion(store: jobs.state, session: session) { () throws(MirrorError) in
             // An image marked done is not looked at again: its files' names must be on disk first.
             try await jobs.syncDirectories()
         }
@@ -77,7 +77,11 @@ public struct TagMirror: Sendable {
                     forced: true, then: { await images.settle(item.id, $0) })
             }
             // An id that makes no safe file name will not make one next run either.
-            try? await jobs.state.markImagesDone(unusable)
+            do throws(MirrorError) {
+                try await jobs.state.markImagesDone(unusable)
+            } catch {
+                session.halt(error)
+            }
         }
         var crawl = TagCrawler.Result()
         if let saved = try? await jobs.state.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
@@ -101,7 +105,12 @@ public struct TagMirror: Sendable {
         }
         await session.finish(into: &summary)
         await images.flush()
-        summary.problems = problems.withLock { $0 } + crawl.problems + images.storeProblems
+        if let failure = images.failure {
+            // The last batch is marked after the session's outcomes are counted.
+            summary.interrupted = true
+            summary.stoppedBy = summary.stoppedBy ?? failure
+        }
+        summary.problems = problems.withLock { $0 } + crawl.problems
         summary.removedAlbums = crawl.removedAlbums
         // A halted session's error (a full disk) comes first: it is why the crawl stopped.
         summary.stoppedBy = summary.stoppedBy ?? crawl.stoppedBy
@@ -124,21 +133,19 @@ private final class ImageCompletion: Sendable {
         var remaining: [String: Int] = [:]
         var unsettled: Set<String> = []
         var done: [String] = []
-        var problems: [String] = []
+        var failure: MirrorError?
     }
 
     private let store: any CrawlStore
-    private let logger: Logger
+    private let session: JobSession
     private let beforeMarking: @Sendable () async throws(MirrorError) -> Void
     private let state = Mutex(State())
 
-    init(store: any CrawlStore, logger: Logger, beforeMarking: @escaping @Sendable () async throws(MirrorError) -> Void) {
+    init(store: any CrawlStore, session: JobSession, beforeMarking: @escaping @Sendable () async throws(MirrorError) -> Void) {
         self.store = store
-        self.logger = logger
+        self.session = session
         self.beforeMarking = beforeMarking
     }
-
-    var storeProblems: [String] { state.withLock { $0.problems } }
 
     func expect(_ id: String, files: Int) {
         state.withLock { $0.remaining[id, default: 0] += files }
@@ -158,6 +165,9 @@ private final class ImageCompletion: Sendable {
         if let batch { await write(batch) }
     }
 
+    /// The first write that failed: it stopped the run.
+    var failure: MirrorError? { state.withLock { $0.failure } }
+
     func flush() async {
         let batch = state.withLock { state in
             defer { state.done = [] }
@@ -168,13 +178,14 @@ private final class ImageCompletion: Sendable {
 
     private func write(_ batch: [String]) async {
         guard !batch.isEmpty else { return }
-        do {
+        do throws(MirrorError) {
             try await beforeMarking()
             try await store.markImagesDone(batch)
         } catch {
-            // The files are in the mirror; the next run finds them there and settles them again.
-            logger.error("\(error)")
-            state.withLock { $0.problems.append("\(error)") }
+            // The files are in the mirror, and the next run finds them there and settles them
+            // again; but a state database or disk that takes no writes would fail every file after.
+            state.withLock { $0.failure = $0.failure ?? error }
+            session.halt(error)
         }
     }
 }

@@ -97,10 +97,9 @@ public actor StateDatabase {
 
     // MARK: - Mirrored and removed media
 
-    /// The file (relative to the mirror) that `url` was saved as, if it was. A failed lookup means
-    /// "not known", which at worst fetches a file again.
-    public func mirroredPath(of url: String) -> String? {
-        fate(of: url).mirroredPath
+    /// The file (relative to the mirror) that `url` was saved as, if it was.
+    public func mirroredPath(of url: String) throws(MirrorError) -> String? {
+        try fate(of: url).mirroredPath
     }
 
     public func recordMirrored(_ url: String, as path: String, bytes: Int64) throws(MirrorError) {
@@ -111,11 +110,12 @@ public actor StateDatabase {
     }
 
     /// What is known of `url`, in one query: the path it was mirrored as, and whether it is
-    /// known to be removed upstream.
-    func fate(of url: String) -> (mirroredPath: String?, removed: Bool) {
-        let row = (try? db.rows(
+    /// known to be removed upstream. A lookup that fails is an error, not "unknown": a new-file
+    /// run would save a second copy of a file it cannot see it has.
+    func fate(of url: String) throws(MirrorError) -> (mirroredPath: String?, removed: Bool) {
+        let row = try read(
             "SELECT (SELECT path FROM mirrored WHERE url = ?1), EXISTS (SELECT 1 FROM removed WHERE url = ?1)",
-            [.text(url)]))?.first
+            [.text(url)]).first
         return (row?.first?.text, row?.last?.integer == 1)
     }
 
@@ -124,8 +124,8 @@ public actor StateDatabase {
     }
 
     /// The URL that was saved as `path`, if any.
-    public func url(mirroredAs path: String) -> String? {
-        (try? db.rows("SELECT url FROM mirrored WHERE path = ?1", [.text(path)]))?.first?.first?.text
+    public func url(mirroredAs path: String) throws(MirrorError) -> String? {
+        try read("SELECT url FROM mirrored WHERE path = ?1", [.text(path)]).first?.first?.text
     }
 
     // MARK: - Helpers

@@ -189,6 +189,8 @@ public final class Directory: Sendable {
         while count < bytes.count {
             let result = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
             if result < 0, Glibc.errno == EINTR { continue }
+            // A read that fails part way is no file's contents, not a shorter file.
+            guard result >= 0 else { return nil }
             guard result > 0 else { break }
             count += result
         }

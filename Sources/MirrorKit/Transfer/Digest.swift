@@ -38,10 +38,12 @@ public struct DigestError: Error, Sendable, Equatable, CustomStringConvertible {
 
     init(step: String) {
         self.step = step
-        let code = ERR_get_error()
+        // The newest error is the failed step's; older ones may be another library's (libcurl's
+        // TLS shares this thread's queue), left unread.
+        let code = ERR_peek_last_error()
         var text = [CChar](repeating: 0, count: 256)
         if code != 0 { ERR_error_string_n(code, &text, text.count) }
-        detail = code == 0 ? "no reason given" : String(cString: text)
+        detail = code == 0 ? "no reason given" : String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         ERR_clear_error()
     }
 
@@ -53,6 +55,7 @@ final class MD5Context {
     private let context: OpaquePointer
 
     init() throws(DigestError) {
+        ERR_clear_error()
         guard let context = EVP_MD_CTX_new() else { throw DigestError(step: "EVP_MD_CTX_new") }
         self.context = context
         guard EVP_DigestInit_ex(context, EVP_md5(), nil) == 1 else { throw DigestError(step: "EVP_DigestInit_ex") }

@@ -81,8 +81,9 @@ enum FuzzChild {
         if report.rssGrowth > settings.maxRSSGrowth {
             failures.append("fuzz \(target.name): RSS grew by \(report.rssGrowth >> 20) MiB over \(report.inputs) inputs")
         }
-        // Failures first: the summary's presence tells the parent the run got to its end.
-        FileManager.default.createFile(atPath: directory + "/failures.txt", contents: Data(failures.joined(separator: "\n").utf8))
-        FileManager.default.createFile(atPath: directory + "/summary.txt", contents: Data("\(report)\n".utf8))
+        // Failures first: the summary's presence tells the parent the run got to its end (and a
+        // summary that could not be written is a failure the parent reports).
+        _ = FileManager.default.createFile(atPath: directory + "/failures.txt", contents: Data(failures.joined(separator: "\n").utf8))
+        _ = FileManager.default.createFile(atPath: directory + "/summary.txt", contents: Data("\(report)\n".utf8))
     }
 }

@@ -63,6 +63,55 @@ struct StorageFailureTests {
         }
     }
 
+    @Test func aDatabaseThatCannotBeReadStopsTheRunBeforeAnyDownload() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let engine = TransferEngine()
+                let settings = FeedMirror.Settings(
+                    feedURL: "\(server.baseURL)/feeds/podcast.rss", mode: .newFile, retry: RetryPolicy(maxAttempts: 1))
+                let mirror = try FeedMirror(directory: try MirrorDirectory(root: dir), engine: engine, settings: settings, logger: TestSupport.logger)
+                #expect(await mirror.run().isComplete)
+                let media = ["/files/episode-1.mp3", "/files/episode-2.mp3"]
+                let fetched = media.map(server.requestCount(path:))
+                // The record of what is mirrored cannot be read (a damaged database, another
+                // tool's hand on it). Taken for "nothing mirrored yet", a failed lookup fetched
+                // every file again.
+                let other = try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path)
+                try other.execute("ALTER TABLE mirrored RENAME TO mirrored_elsewhere")
+                let stopped = await mirror.run()
+                try other.execute("ALTER TABLE mirrored_elsewhere RENAME TO mirrored")
+                guard case .stateDatabase? = stopped.stoppedBy as? MirrorError else {
+                    Issue.record("stopped by \(String(describing: stopped.stoppedBy)), not the database")
+                    return
+                }
+                #expect(media.map(server.requestCount(path:)) == fetched)
+                let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("enclosures").path).sorted()
+                #expect(names == ["episode-1.mp3", "episode-2.mp3"])
+            }
+        }
+    }
+
+    @Test func aFailedWriteOfWhichImagesAreDoneStopsTheRunWith73() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out")
+                let database = out.appendingPathComponent(".mirror/state.sqlite3").path
+                _ = try StateDatabase(directory: try MirrorDirectory(root: out))
+                // The one write a run makes after its files are in place, refused as a full disk would.
+                try SQLiteConnection.open(database).execute(
+                    "CREATE TRIGGER refuse_done BEFORE UPDATE OF done ON images BEGIN SELECT RAISE(ABORT, 'no room for the done marks'); END")
+                let refused = try await MirrorProcess.run(tagArguments(server, out: out.path, idFile: idFile))
+                #expect(refused.status == 73, "\(refused.stderr)")
+                #expect(refused.stderr.components(separatedBy: "no room for the done marks").count == 2, "said once: \(refused.stderr)")
+                try SQLiteConnection.open(database).execute("DROP TRIGGER refuse_done")
+                let next = try await MirrorProcess.run(tagArguments(server, out: out.path, idFile: idFile))
+                #expect(next.status == 0, "\(next.stderr)")
+                let pending = try SQLiteConnection.open(database).rows("SELECT count(*) FROM images WHERE done = 0")
+                #expect(pending.first?.first?.integer == 0)
+            }
+        }
+    }
+
     @Test func anOpenSSLThatRefusesMD5IsAnErrorNotAnEmptyHash() async throws {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in

@@ -1,0 +1,174 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The jobs of one run, taken as they come: the scheduler decides what runs, forced jobs taking
+/// the bandwidth first. At most a window of jobs are under way at once; a source submitting more
+/// waits for room, so a tag of 100,000 items costs no more memory than one of a few hundred.
+/// Outcomes are tallied as jobs end, and nothing of a finished job is kept.
+final class JobSession: Sendable {
+    /// Jobs under way at most: enough to keep every slot busy, with forced and unforced jobs
+    /// waiting for each, and few enough that their tasks stay small (each waiting job's task
+    /// holds some 50 KiB of async frames: 4,096 of them made a run 200 MiB larger).
+    static func window(concurrency: Int) -> Int {
+        max(64, 32 * concurrency)
+    }
+
+    private struct State {
+        var running: [Int: Task<Void, Never>] = [:]
+        var submitted = 0
+        var tally = MirrorSummary()
+        var roomWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+        var drained: CheckedContinuation<Void, Never>?
+        var cancelled = false
+        var finished = false
+        /// A job's outcome stopped the run (see ``JobRunner/Outcome/halted(_:)``).
+        var halted = false
+    }
+
+    private let runner: JobRunner
+    private let window: Int
+    private let reporter: Task<Void, Never>
+    private let state = Mutex(State())
+
+    init(runner: JobRunner, source: String, window: Int) {
+        self.runner = runner
+        self.window = max(window, 1)
+        let (logger, scheduler, directory) = (runner.logger, runner.scheduler, runner.directory)
+        reporter = Task {
+            await RunStatus.keepWriting(
+                source: source, scheduler: scheduler, directory: directory,
+                log: { logger.debug("downloads: \($0.summaryLine)") })
+        }
+    }
+
+    /// Starts mirroring `job` once fewer than ``window`` jobs are under way; `then` hears its
+    /// outcome. A session that has finished takes no more. Cancelling the caller while it waits
+    /// for room cancels the session: the jobs under way stop, keeping their partials.
+    func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) async {
+        await waitForRoom()
+        let runner = runner
+        let taken = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.submitted += 1
+            let number = state.submitted
+            // Unstructured tasks, cancelled by hand: a task group removes each finished child from
+            // a linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
+            let task = Task {
+                let outcome = await runner.mirrorFromAnySource(job, forced: forced)
+                await then?(outcome)
+                self.ended(number, outcome)
+            }
+            if state.cancelled { task.cancel() }
+            state.running[number] = task
+            return true
+        }
+        assert(taken, "a job submitted to a finished session: \(job.url)")
+    }
+
+    private func waitForRoom() async {
+        let key = state.withLock { state -> Int in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let roomy = state.withLock { state -> Bool in
+                    guard state.running.count >= window, !state.cancelled else { return true }
+                    state.roomWaiters[key] = continuation
+                    return false
+                }
+                if roomy { continuation.resume() }
+            }
+        } onCancel: {
+            cancel()
+            state.withLock { $0.roomWaiters.removeValue(forKey: key) }?.resume()
+        }
+    }
+
+    /// Whether a job's outcome stopped the run: sources stop submitting.
+    var isHalted: Bool { state.withLock { $0.halted } }
+
+    /// Stops the run for `error`, the disk's or the mirror's rather than one file's (see
+    /// ``MirrorError/stopsTheRun``): sources stop submitting, the jobs under way stop and keep
+    /// their partials, and the summary names `error` (the first, when several come).
+    func halt(_ error: MirrorError) {
+        let first = state.withLock { state in
+            defer { state.halted = true }
+            guard !state.halted else { return false }
+            state.tally.interrupted = true
+            state.tally.stoppedBy = state.tally.stoppedBy ?? error
+            return true
+        }
+        if first { cancel() }
+    }
+
+    private func ended(_ number: Int, _ outcome: JobRunner.Outcome) {
+        if case .halted(let error) = outcome { halt(error) }
+        let (waiter, drained) = state.withLock { state in
+            state.running[number] = nil
+            runner.record(outcome, in: &state.tally)
+            let waiter = state.roomWaiters.isEmpty ? nil : state.roomWaiters.removeValue(forKey: state.roomWaiters.keys.min()!)
+            let drained = state.finished && state.running.isEmpty ? state.drained.take() : nil
+            return (waiter, drained)
+        }
+        waiter?.resume()
+        drained?.resume()
+    }
+
+    /// Waits for every job submitted and adds their outcomes to `summary`; cancelling the caller
+    /// cancels them (partials are kept).
+    func finish(into summary: inout MirrorSummary) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let done = state.withLock { state -> Bool in
+                    state.finished = true
+                    guard !state.running.isEmpty else { return true }
+                    state.drained = continuation
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        } onCancel: {
+            cancel()
+        }
+        let (submitted, tally) = state.withLock { ($0.submitted, $0.tally) }
+        summary.wanted += submitted
+        summary.addOutcomes(of: tally)
+        do {
+            try await runner.syncDirectories()
+        } catch {
+            // The names made this run may not survive a crash: the disk's failure, not a file's.
+            summary.interrupted = true
+            summary.stoppedBy = summary.stoppedBy ?? error
+        }
+        reporter.cancel()
+        await reporter.value
+    }
+
+    /// Stops every job: those under way keep their partial data.
+    func cancel() {
+        let (running, waiters) = state.withLock { state in
+            state.cancelled = true
+            defer { state.roomWaiters = [:] }
+            return (Array(state.running.values), Array(state.roomWaiters.values))
+        }
+        running.forEach { $0.cancel() }
+        waiters.forEach { $0.resume() }
+    }
+}
+
+extension MirrorSummary {
+    /// Adds what ``JobRunner/record(_:in:)`` tallies in `other`.
+    mutating func addOutcomes(of other: MirrorSummary) {
+        downloaded += other.downloaded
+        bytesDownloaded += other.bytesDownloaded
+        alreadyPresent += other.alreadyPresent
+        removed += other.removed
+        deferred += other.deferred
+        failures += other.failures
+        interrupted = interrupted || other.interrupted
+        stoppedBy = stoppedBy ?? other.stoppedBy
+    }
+}
