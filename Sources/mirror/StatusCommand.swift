@@ -16,11 +16,12 @@ struct StatusCommand: AsyncParsableCommand {
         guard FileManager.default.fileExists(atPath: root.appendingPathComponent(".mirror").path, isDirectory: &isDirectory),
               isDirectory.boolValue
         else {
-            throw ExitStatus.fail("\(out) is not a mirror directory (no .mirror inside)", status: ExitStatus.noInput)
+            throw ExitStatus.fail("\(out.escapedForTerminal) is not a mirror directory (no .mirror inside)", status: ExitStatus.noInput)
         }
+        // Looking changes nothing: status makes no folder, and reads a mirror another user runs.
         let directory: MirrorDirectory
         do {
-            directory = try MirrorDirectory(root: root)
+            directory = try MirrorDirectory.inspecting(root: root)
         } catch {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
@@ -54,9 +55,7 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     private func printPartials(_ directory: MirrorDirectory) {
-        guard let partials = try? directory.partialStore() else {
-            return
-        }
+        guard let partials = directory.partialsForReading() else { return }
         let held = partials.heldPartials()
         guard !held.isEmpty else { return }
         Console.print("partial downloads kept for the next run:")

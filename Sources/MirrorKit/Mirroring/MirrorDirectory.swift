@@ -63,6 +63,33 @@ public struct MirrorDirectory: Sendable {
         }
     }
 
+    /// Opens the existing mirror at `root` to be looked at, not written: nothing is made, and a
+    /// mirror another user owns (a cron job's, say) may be read. `.mirror` must still be a folder,
+    /// not a link.
+    public static func inspecting(root: URL) throws(MirrorError) -> MirrorDirectory {
+        let root = root.standardizedFileURL
+        do {
+            let rootFolder = try Directory.open(existing: root.path)
+            return MirrorDirectory(root: root, rootFolder: rootFolder, stateFolder: try rootFolder.folderForReading(".mirror"))
+        } catch {
+            throw .fileSystem(error)
+        }
+    }
+
+    private init(root: URL, rootFolder: Directory, stateFolder: Directory) {
+        self.root = root
+        rootPath = root.path == "/" ? "" : root.path
+        self.rootFolder = rootFolder
+        self.stateFolder = stateFolder
+    }
+
+    /// The partial downloads in `.mirror/partials`, to be listed: nil when there is no such
+    /// folder. Nothing is made or tidied.
+    public func partialsForReading() -> PartialStore? {
+        guard let folder = try? stateFolder.folderForReading("partials") else { return nil }
+        return PartialStore(inspecting: folder)
+    }
+
     /// The store of partial downloads, in `.mirror/partials`.
     public func partialStore() throws(MirrorError) -> PartialStore {
         do {

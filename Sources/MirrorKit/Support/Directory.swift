@@ -72,6 +72,15 @@ public final class Directory: Sendable {
         return folder
     }
 
+    /// The existing folder `name` inside this one, opened to be read only: never through a link,
+    /// but whoever owns it (reading another user's mirror plants nothing in it).
+    public func folderForReading(_ name: String) throws(FileSystemError) -> Directory {
+        try checkName(name)
+        let fd = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(opening: name, errno: Glibc.errno) }
+        return Directory(descriptor: fd, path: path(of: name))
+    }
+
     /// The folder at `relativePath` (components separated by `/`), each made and checked in turn.
     public func folder(atRelativePath relativePath: some StringProtocol, create: Bool = true) throws(FileSystemError) -> Directory {
         var current = self

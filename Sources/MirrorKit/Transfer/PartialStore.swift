@@ -61,6 +61,13 @@ public struct PartialStore: Sendable {
         recordFiles = RecordFiles(records)
     }
 
+    /// The store in `folder`, to be read only (``heldPartials()``): records left without their
+    /// bytes stay, since a run may be writing them.
+    public init(inspecting folder: Directory) {
+        self.folder = folder
+        recordFiles = RecordFiles(true)
+    }
+
     /// The store in the folder at `directory`, made if missing.
     public init(directory: URL) throws(FileSystemError) {
         self.init(folder: try Directory.open(creating: directory.path))

@@ -228,6 +228,36 @@ struct MirrorCommandTests {
         }
     }
 
+    @Test func statusMakesNothingInTheMirror() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            try FileManager.default.createDirectory(at: dir.appendingPathComponent(".mirror"), withIntermediateDirectories: false)
+            let run = try await mirror(["status", "--out", dir.path])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout == "no run in progress\n")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path + "/.mirror") == [])
+        }
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "needs root to give the mirror to another user"))
+    func statusReadsAMirrorAnotherUserRuns() async throws {
+        try await TestSupport.withServer { server in
+            try await withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let run = try await mirror([
+                    "cats", "--out", out, "--client-id-file", idFile, "--quiet",
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                #expect(run.status == 0, "\(run.stderr)")
+                // The cron job's user owns it; someone else looks at how it stands.
+                let names = try FileManager.default.subpathsOfDirectory(atPath: out)
+                for name in names + [""] { #expect(lchown(out + "/" + name, 65534, 65534) == 0) }
+                let status = try await mirror(["status", "--out", out])
+                #expect(status.status == 0, "\(status.stderr)")
+                #expect(status.stdout.contains("imgur tag cats"), "\(status.stdout)")
+            }
+        }
+    }
+
     @Test func statusOfADirectoryThatIsNoMirrorIsAnError() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let run = try await mirror(["status", "--out", dir.path])
