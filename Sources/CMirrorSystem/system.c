@@ -24,6 +24,10 @@ ssize_t mirror_fgetxattr(int fd, const char *name, void *value, size_t size) {
     return fgetxattr(fd, name, value, size);
 }
 
+ssize_t mirror_flistxattr(int fd, char *list, size_t size) {
+    return flistxattr(fd, list, size);
+}
+
 int mirror_fsetxattr(int fd, const char *name, const void *value, size_t size) {
     return fsetxattr(fd, name, value, size, 0);
 }

@@ -12,6 +12,7 @@
 int mirror_renameat_noreplace(int fromdir, const char *from, int todir, const char *to);
 
 ssize_t mirror_fgetxattr(int fd, const char *name, void *value, size_t size);
+ssize_t mirror_flistxattr(int fd, char *list, size_t size);
 int mirror_fsetxattr(int fd, const char *name, const void *value, size_t size);
 int mirror_fremovexattr(int fd, const char *name);
 

@@ -167,13 +167,13 @@ public struct MirrorDirectory: Sendable {
             throw .fileSystem(error)
         }
         var target = try folder(folderPath, create: true)!
-        var attempt = 0
+        // In new-file mode the names run on, name(1), name(2)…, to the first one free.
+        let candidates = (0...).lazy.map { $0 == 0 ? name : Self.numbered(name, $0) }.prefix(mode == .skipIfExists ? 1 : Int.max)
         var recreated = false
         while true {
-            let candidate = attempt == 0 ? name : Self.numbered(name, attempt)
-            let moved: Bool
+            let taken: String?
             do {
-                moved = try partials.move(partName, to: target, as: candidate)
+                taken = try partials.move(partName, to: target, firstFreeOf: candidates)
             } catch where error.errno == ENOENT && !recreated && partials.contains(partName) {
                 // The folder went away since this run opened it: make it again, once.
                 recreated = true
@@ -183,16 +183,13 @@ public struct MirrorDirectory: Sendable {
             } catch {
                 throw .fileSystem(error)
             }
-            if moved {
-                noteNewName(in: target, key: String(folderPath))
-                afterRename(target, candidate)
-                return folderPath.isEmpty ? candidate : folderPath + "/" + candidate
-            }
-            if mode == .skipIfExists {
+            guard let taken else {
                 partials.remove(partName)
                 return nil
             }
-            attempt += 1
+            noteNewName(in: target, key: String(folderPath))
+            afterRename(target, taken)
+            return folderPath.isEmpty ? taken : folderPath + "/" + taken
         }
     }
 

@@ -2,39 +2,73 @@ import CMirrorSystem
 import Foundation
 
 extension Directory {
-    /// Gives the file `name` the name `newName` in `target`, unless that name is taken: false
-    /// then, and nothing moved. One step (`renameat2` with `RENAME_NOREPLACE`), so there is never
-    /// a moment where the file has two names. Across file systems (`target` is a mount of its
-    /// own) the file is copied into a new file in `target`, synced and renamed there in the same
-    /// one step; the source goes once the copy has its name.
-    public func move(_ name: String, to target: Directory, as newName: String) throws(FileSystemError) -> Bool {
+    /// Gives the file `name` the first of `newNames` not taken in `target`, and returns it; nil
+    /// when every one is taken, and nothing moved. Each try is one step (`renameat2` with
+    /// `RENAME_NOREPLACE`), so there is never a moment where the file has two names. Across file
+    /// systems (`target` is a mount of its own) the file is copied once into a new file in
+    /// `target`, with its `user.` attributes, synced, and renamed there in the same one step;
+    /// the source goes once the copy has its name.
+    public func move(_ name: String, to target: Directory, firstFreeOf newNames: some Sequence<String>) throws(FileSystemError) -> String? {
         try checkName(name)
-        try target.checkName(newName)
-        if mirror_renameat_noreplace(descriptor, name, target.descriptor, newName) == 0 { return true }
-        let code = Glibc.errno
-        switch code {
-        case EEXIST:
-            return false
-        case EXDEV:
-            return try copy(name, to: target, as: newName)
-        case EINVAL, ENOSYS, EOPNOTSUPP:
-            // No RENAME_NOREPLACE here: link + unlink does it in two steps. A kill between them
-            // leaves two names on one inode, and no writer writes into such a file.
-            guard linkat(descriptor, name, target.descriptor, newName, 0) == 0 else {
-                let linkCode = Glibc.errno
-                if linkCode == EEXIST { return false }
-                throw FileSystemError(path: target.path(of: newName), errno: linkCode)
+        var copy: String?
+        defer { if let copy { target.remove(copy) } }
+        for newName in newNames {
+            try target.checkName(newName)
+            if let copied = copy {
+                if try target.renameUnlessTaken(copied, as: newName) {
+                    copy = nil
+                    remove(name)
+                    return newName
+                }
+                continue
             }
-            remove(name)
-            return true
-        default:
-            throw FileSystemError(path: target.path(of: newName), errno: code)
+            if mirror_renameat_noreplace(descriptor, name, target.descriptor, newName) == 0 { return newName }
+            let code = Glibc.errno
+            switch code {
+            case EEXIST:
+                continue
+            case EXDEV:
+                copy = try copyAcross(name, to: target)
+                if try target.renameUnlessTaken(copy!, as: newName) {
+                    copy = nil
+                    remove(name)
+                    return newName
+                }
+            case EINVAL, ENOSYS, EOPNOTSUPP:
+                // No RENAME_NOREPLACE here: link + unlink does it in two steps. A kill between them
+                // leaves two names on one inode, and no writer writes into such a file.
+                guard linkat(descriptor, name, target.descriptor, newName, 0) == 0 else {
+                    let linkCode = Glibc.errno
+                    if linkCode == EEXIST { continue }
+                    throw FileSystemError(path: target.path(of: newName), errno: linkCode)
+                }
+                remove(name)
+                return newName
+            default:
+                throw FileSystemError(path: target.path(of: newName), errno: code)
+            }
         }
+        return nil
     }
 
-    /// The cross-file-system move: copy into a hidden new file beside the final name, sync it,
-    /// rename it into place without replacing, then remove the source.
-    private func copy(_ name: String, to target: Directory, as newName: String) throws(FileSystemError) -> Bool {
+    /// ``move(_:to:firstFreeOf:)`` to the one name `newName`: false when it is taken.
+    public func move(_ name: String, to target: Directory, as newName: String) throws(FileSystemError) -> Bool {
+        try move(name, to: target, firstFreeOf: CollectionOfOne(newName)) != nil
+    }
+
+    /// Renames `name` to `newName` inside this directory unless `newName` is taken.
+    private func renameUnlessTaken(_ name: String, as newName: String) throws(FileSystemError) -> Bool {
+        guard mirror_renameat_noreplace(descriptor, name, descriptor, newName) == 0 else {
+            let code = Glibc.errno
+            if code == EEXIST { return false }
+            throw FileSystemError(path: path(of: newName), errno: code)
+        }
+        return true
+    }
+
+    /// The cross-file-system half of a move: a hidden new file in `target` with the bytes and the
+    /// `user.` attributes of `name`, synced; its name is returned.
+    private func copyAcross(_ name: String, to target: Directory) throws(FileSystemError) -> String {
         let source = try openFile(name, .read)
         defer { close(source) }
         let temporary = Self.temporaryName()
@@ -42,19 +76,31 @@ extension Directory {
         do throws(FileSystemError) {
             defer { close(destination) }
             try Self.copyAll(from: source, path: path(of: name), to: destination, path: target.path(of: temporary))
+            Self.copyUserAttributes(from: source, to: destination)
             guard fsync(destination) == 0 else { throw FileSystemError.last(path: target.path(of: temporary)) }
         } catch {
             target.remove(temporary)
             throw error
         }
-        guard mirror_renameat_noreplace(target.descriptor, temporary, target.descriptor, newName) == 0 else {
-            let code = Glibc.errno
-            target.remove(temporary)
-            if code == EEXIST { return false }
-            throw FileSystemError(path: target.path(of: newName), errno: code)
+        return temporary
+    }
+
+    /// Copies the `user.` extended attributes (a partial's record among them) where the target
+    /// keeps them; best effort, like `cp --preserve=xattr`.
+    private static func copyUserAttributes(from source: Int32, to destination: Int32) {
+        let size = mirror_flistxattr(source, nil, 0)
+        guard size > 0 else { return }
+        var list = [CChar](repeating: 0, count: size)
+        let listed = mirror_flistxattr(source, &list, list.count)
+        guard listed > 0 else { return }
+        var value = [UInt8](repeating: 0, count: 64 << 10)
+        for name in list[..<listed].split(separator: 0) {
+            let attribute = String(decoding: name.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard attribute.hasPrefix("user.") else { continue }
+            let length = mirror_fgetxattr(source, attribute, &value, value.count)
+            guard length >= 0 else { continue }
+            _ = setAttribute(attribute, Array(value[..<length]), onFile: destination)
         }
-        remove(name)
-        return true
     }
 
     private static func copyAll(from source: Int32, path: String, to destination: Int32, path targetPath: String) throws(FileSystemError) {

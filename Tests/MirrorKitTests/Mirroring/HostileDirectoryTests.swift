@@ -197,6 +197,37 @@ struct HostileDirectoryTests {
             }
         }
     }
+
+    @Test(.enabled(if: geteuid() == 0, "needs root to mount a file system"))
+    func aMoveAcrossFileSystemsKeepsTheRecordAndTakesTheFirstFreeName() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let other = dir.appendingPathComponent("other")
+            try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+            try #require(Mount.tmpfs(at: other.path, size: "8m"), "cannot mount a tmpfs here")
+            defer { Mount.unmount(other.path) }
+            let here = try Directory.open(existing: dir.path)
+            let there = try Directory.open(existing: other.path)
+            let bytes = Array("the whole download".utf8)
+            try TestSupport.write(bytes, to: dir.appendingPathComponent("download.part").path)
+            let fd = try here.openFile("download.part", .write(create: false))
+            #expect(Directory.setAttribute("user.mirror.partial", Array("its record".utf8), onFile: fd))
+            close(fd)
+            for taken in ["a.jpg", "a(1).jpg"] { try TestSupport.write([1], to: other.appendingPathComponent(taken).path) }
+
+            let name = try here.move("download.part", to: there, firstFreeOf: ["a.jpg", "a(1).jpg", "a(2).jpg"])
+            #expect(name == "a(2).jpg")
+            #expect(TestSupport.digest(ofFile: other.appendingPathComponent("a(2).jpg").path) == TestSupport.digest(bytes))
+            // Until the state database records it, the file carries the record a kill leaves it with.
+            #expect(there.attribute("user.mirror.partial", of: "a(2).jpg", limit: 64).map { String(decoding: $0, as: UTF8.self) } == "its record")
+            #expect(!here.contains("download.part"))
+
+            try TestSupport.write(bytes, to: dir.appendingPathComponent("second.part").path)
+            #expect(try here.move("second.part", to: there, firstFreeOf: ["a.jpg"]) == nil)
+            #expect(here.contains("second.part"))
+            let left = try FileManager.default.contentsOfDirectory(atPath: other.path).sorted()
+            #expect(left == ["a(1).jpg", "a(2).jpg", "a.jpg"], "no copy left behind: \(left)")
+        }
+    }
 }
 
 /// Mounts for tests that need a file system of their own (root only).
