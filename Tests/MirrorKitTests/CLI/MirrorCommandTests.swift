@@ -27,13 +27,19 @@ struct MirrorCommandTests {
         return process
     }
 
-    /// Waits (off the cooperative pool) until `process` exits; returns its status.
+    /// Waits (off the cooperative pool) until `process` exits; returns its status. A test past
+    /// its time limit kills the process rather than wait for it.
     private func exitStatus(of process: Process) async -> Int32 {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                continuation.resume(returning: process.terminationStatus)
+        let pid = process.processIdentifier
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    process.waitUntilExit()
+                    continuation.resume(returning: process.terminationStatus)
+                }
             }
+        } onCancel: {
+            kill(pid, SIGKILL)
         }
     }
 
@@ -224,6 +230,28 @@ struct MirrorCommandTests {
                 #expect(after.stdout.hasPrefix("no run in progress\npartial downloads kept for the next run:\n"))
                 #expect(after.stdout.contains("% "))
                 #expect(after.stdout.contains("\(server.baseURL)/B1gF1le.jpg"))
+            }
+        }
+    }
+
+    @Test func maxFileSizeFromTheFlagOrTheConfigCapsAFeedsFiles() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let feed = "\(server.baseURL)/feeds/podcast.rss"
+                let config = dir.appendingPathComponent("config.json").path
+                try TestSupport.write(Array(#"{"maxFileSize": "64k"}"#.utf8), to: config)
+                // The 1 MiB episode is over either cap; the flag wins over the config.
+                for (index, arguments) in [["--max-file-size", "64k"], ["--config", config], ["--config", config, "--max-file-size", "2M"]].enumerated() {
+                    let out = dir.appendingPathComponent("out-\(index)").path
+                    let run = try await mirror(["feed", feed, "--out", out] + arguments)
+                    let capped = run.stderr.contains("episode-1.mp3: the file is larger than 65536 bytes")
+                    #expect(capped == (index < 2), "\(arguments): \(run.stderr)")
+                    #expect(run.status == (index < 2 ? 1 : 0), "\(arguments): \(run.stderr)")
+                    #expect(FileManager.default.fileExists(atPath: out + "/enclosures/episode-1.mp3") == (index == 2))
+                }
+                let bad = try await mirror(["feed", feed, "--out", dir.appendingPathComponent("bad").path, "--max-file-size", "lots"])
+                #expect(bad.status == 64)
+                #expect(bad.stderr.contains("--max-file-size takes a size such as 4G or 500M, got 'lots'"), "\(bad.stderr)")
             }
         }
     }

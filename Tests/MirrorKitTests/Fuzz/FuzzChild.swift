@@ -18,9 +18,35 @@ enum FuzzChild {
         return (target, directory)
     }()
 
+    /// What a child reported: its summary line, the property failures, a crash or hang report,
+    /// and how it ended.
+    struct Findings {
+        var summary: String
+        var failures: [String]
+        var crash: String
+        var ended: String
+        var endedCleanly: Bool
+        var output: String
+    }
+
     /// In the parent: runs target `name` in a child and records what it found. A crash or a
     /// hang leaves its report and the input in the directory, which is then kept for the reader.
     static func fuzz(_ name: String) async throws {
+        let (findings, directory) = try await run(name)
+        if !findings.summary.isEmpty { print(findings.summary) }
+        for failure in findings.failures { Issue.record("\(failure)") }
+        if !findings.crash.isEmpty {
+            Issue.record("\(findings.crash)")
+        } else if findings.summary.isEmpty || !findings.endedCleanly {
+            Issue.record("the fuzz child for \(name) ended with \(findings.ended); it wrote:\n\(findings.output.suffix(3000))")
+        } else {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// Runs target `name` in a child, with `environment` added to this process's, and returns
+    /// what it found and the directory it reported into.
+    static func run(_ name: String, environment extra: [String: String] = [:]) async throws -> (Findings, directory: String) {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("mirror-fuzz-\(name)-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -29,39 +55,28 @@ enum FuzzChild {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         process.arguments = ["--testing-library", "swift-testing", "--filter", "FuzzChildTests"]
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         environment["MIRROR_FUZZ_CHILD"] = name
         environment["MIRROR_FUZZ_DIRECTORY"] = directory
         process.environment = environment
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         process.standardOutput = output
         process.standardError = output
-        let status: Int32 = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-                do { try process.run() } catch { continuation.resume(throwing: error) }
-            }
-        } onCancel: {
-            // Over the time limit: the child goes, and the test reports what it has.
-            process.terminate()
-        }
+        // Over the time limit, the child is killed and the test reports what it has.
+        let status = try await process.exitStatus()
         try? output.close()
 
         func read(_ file: String) -> String {
             ((try? String(contentsOfFile: directory + "/" + file, encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
         }
-        let summary = read("summary.txt")
-        let failures = read("failures.txt")
-        let crash = read("report.txt")
-        if !summary.isEmpty { print(summary) }
-        for failure in failures.split(separator: "\n") { Issue.record("\(failure)") }
-        if !crash.isEmpty {
-            Issue.record("\(crash)")
-        } else if summary.isEmpty || process.terminationReason != .exit || status != 0 {
-            Issue.record("the fuzz child for \(name) ended with \(process.terminationReason) \(status); it wrote:\n\(read("output.txt").suffix(3000))")
-        } else {
-            try? FileManager.default.removeItem(atPath: directory)
-        }
+        let findings = Findings(
+            summary: read("summary.txt"),
+            failures: read("failures.txt").split(separator: "\n").map(String.init),
+            crash: read("report.txt"),
+            ended: "\(process.terminationReason) \(status)",
+            endedCleanly: process.terminationReason == .exit && status == 0,
+            output: read("output.txt"))
+        return (findings, directory)
     }
 
     /// In the child: runs `target` and writes its report and failures for the parent.

@@ -50,8 +50,8 @@ struct FuzzSettings: Sendable {
     /// CPU time one input may take. CPU, not wall time: on a shared, loaded machine a thread can
     /// wait seconds for a core, and that is no fault of the parser.
     var maxInputCPU: Duration = .seconds(2)
-    /// Wall time after which an input that has not returned is declared hung: generous, as the
-    /// child runs at the lowest priority.
+    /// CPU time after which an input that has not returned is declared hung (the watchdog ends
+    /// the process; ``maxInputCPU`` is checked only once an input returns). `MIRROR_FUZZ_HANG_SECONDS`.
     var hangAfter: Duration = .seconds(30)
     /// RSS growth between the end of the warm-up and the end of the run that counts as a leak
     /// (see ``Fuzzer/run(_:settings:reportingTo:)``). Without a leak the targets grew by at most
@@ -73,7 +73,8 @@ struct FuzzSettings: Sendable {
         return FuzzSettings(
             inputs: number("MIRROR_FUZZ_INPUTS").map { Int(clamping: $0) },
             seed: number("MIRROR_FUZZ_SEED") ?? smokeSeed,
-            replay: number("MIRROR_FUZZ_REPLAY").map { Int(clamping: $0) })
+            replay: number("MIRROR_FUZZ_REPLAY").map { Int(clamping: $0) },
+            hangAfter: .seconds(number("MIRROR_FUZZ_HANG_SECONDS").map { Int(clamping: $0) } ?? 30))
     }()
 
     /// The fuzz tests' time limit: a smoke run takes seconds of CPU, but at the lowest priority

@@ -35,7 +35,8 @@ struct FuzzTests {
 struct FuzzChildTests {
     @Test func run() throws {
         let (name, directory) = try #require(FuzzChild.assignment)
-        let target = try #require(FuzzTests.targets.first { $0.name == name }, "no fuzz target \(name)")
+        let target = try #require(
+            (FuzzTests.targets + FuzzHarnessTests.controls).first { $0.name == name }, "no fuzz target \(name)")
         FuzzChild.run(target, reportingTo: directory)
     }
 }

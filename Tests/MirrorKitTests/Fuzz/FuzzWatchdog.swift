@@ -10,14 +10,18 @@ import Glibc
 ///
 /// A crash is caught by a signal handler, which may not allocate or lock: everything it writes
 /// is prepared beforehand, and it reads only atomics (pointers are kept as addresses, so the
-/// type stays checked `Sendable`). A hang is caught by a thread that looks at the running
-/// input's start every 200 ms; it reports and ends the process, because a parser stuck in a
-/// loop does not notice a cancelled task, and a test's time limit can only cancel.
+/// type stays checked `Sendable`). A hang is caught by a thread that looks, every 200 ms, at the
+/// CPU time the fuzzing thread has spent on the running input; it reports and ends the process,
+/// because a parser stuck in a loop does not notice a cancelled task, and a test's time limit
+/// can only cancel. CPU time, not wall time: the child runs niced, and on a loaded machine an
+/// input may wait a minute for a core without being stuck.
 final class FuzzWatchdog: Sendable {
     static let shared = FuzzWatchdog()
 
-    /// Monotonic nanoseconds at which the running input began; 0 between inputs.
+    /// The fuzzing thread's CPU nanoseconds when the running input began; 0 between inputs.
     private let startedAt = Atomic<Int64>(0)
+    /// The fuzzing thread's CPU clock.
+    private let clock = Atomic<Int32>(CLOCK_THREAD_CPUTIME_ID)
     private let index = Atomic<Int>(0)
     private let inputAddress = Atomic<Int>(0)
     private let inputCount = Atomic<Int>(0)
@@ -63,7 +67,9 @@ final class FuzzWatchdog: Sendable {
         self.index.store(index, ordering: .relaxed)
         inputAddress.store(Int(bitPattern: input.baseAddress), ordering: .relaxed)
         inputCount.store(input.count, ordering: .relaxed)
-        startedAt.store(Self.monotonicNanoseconds(), ordering: .releasing)
+        var threadClock = clockid_t()
+        if pthread_getcpuclockid(pthread_self(), &threadClock) == 0 { clock.store(threadClock, ordering: .relaxed) }
+        startedAt.store(max(Self.nanoseconds(on: clock.load(ordering: .relaxed)), 1), ordering: .releasing)
     }
 
     func end() {
@@ -130,7 +136,8 @@ final class FuzzWatchdog: Sendable {
                 usleep(200_000)
                 let started = watchdog.startedAt.load(ordering: .acquiring)
                 guard started != 0, watchdog.armed.load(ordering: .acquiring) else { continue }
-                if monotonicNanoseconds() - started > watchdog.hangAfter.load(ordering: .relaxed) {
+                let spent = nanoseconds(on: watchdog.clock.load(ordering: .relaxed)) - started
+                if spent > watchdog.hangAfter.load(ordering: .relaxed) {
                     watchdog.report("hung on ")
                     _exit(70)
                 }
@@ -158,9 +165,9 @@ final class FuzzWatchdog: Sendable {
         }
     }
 
-    fileprivate static func monotonicNanoseconds() -> Int64 {
+    fileprivate static func nanoseconds(on clock: clockid_t) -> Int64 {
         var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
+        clock_gettime(clock, &now)
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 }

@@ -6,8 +6,9 @@ import Testing
 struct ImgurDecodingTests {
     static let fixtureFiles: [String] = {
         let dir = TestSupport.fixtures.appendingPathComponent("imgur")
-        return ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [])
-            .filter { $0.hasSuffix(".json") }.sorted()
+        // A missing folder is a failure, not zero cases that all pass.
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? ["the folder \(dir.path) is missing.json"]
+        return names.filter { $0.hasSuffix(".json") }.sorted()
     }()
 
     private func load(_ url: URL) throws -> Data {

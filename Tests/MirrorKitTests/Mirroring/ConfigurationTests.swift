@@ -48,6 +48,17 @@ struct ConfigurationTests {
         }
     }
 
+    @Test func aMaxFileSizeIsASize() async throws {
+        try await withFile(#"{"maxFileSize": "500M"}"#) { path in
+            let configuration = try MirrorConfiguration.load(from: path)
+            #expect(configuration.maxFileSize == "500M")
+        }
+        try await withFile(#"{"maxFileSize": "lots"}"#) { path in
+            let error = #expect(throws: MirrorError.self) { try MirrorConfiguration.load(from: path) }
+            #expect(error?.description == "config file \(path): 'maxFileSize' must be a size such as 4G or 500M, got 'lots'")
+        }
+    }
+
     @Test func notJSONAtAll() async throws {
         try await withFile("apiBase = 1") { path in
             #expect(throws: MirrorError.configuration("config file \(path): not valid JSON")) {

@@ -92,12 +92,16 @@ struct HostileDirectoryTests {
         }
     }
 
-    @Test func aMirrorDirectoryOthersCanWriteToIsRefusedUnlessSticky() async throws {
+    /// Writable by all, by the group alone, by others alone.
+    static let sharedModes: [mode_t] = [0o777, 0o770, 0o702]
+
+    @Test(arguments: sharedModes)
+    func aMirrorDirectoryOthersCanWriteToIsRefusedUnlessSticky(mode: mode_t) async throws {
         try await TestSupport.withTemporaryDirectory { dir in
-            #expect(chmod(dir.path, 0o777) == 0)
+            #expect(chmod(dir.path, mode) == 0)
             let error = #expect(throws: MirrorError.self) { try MirrorDirectory(root: dir) }
-            #expect(error == .fileSystem(FileSystemError(path: dir.path, problem: .writableByOthers(mode: S_IFDIR | 0o777))))
-            #expect(chmod(dir.path, 0o1777) == 0)
+            #expect(error == .fileSystem(FileSystemError(path: dir.path, problem: .writableByOthers(mode: S_IFDIR | mode))))
+            #expect(chmod(dir.path, 0o1000 | mode) == 0)
             #expect(throws: Never.self) { try MirrorDirectory(root: dir) }
         }
     }
@@ -142,15 +146,16 @@ struct HostileDirectoryTests {
         }
     }
 
-    @Test func aMediaFolderWritableByOthersStopsTheRunNamingIt() async throws {
+    @Test(arguments: sharedModes)
+    func aMediaFolderWritableByOthersStopsTheRunNamingIt(mode: mode_t) async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 let full = dir.appendingPathComponent("full")
                 try FileManager.default.createDirectory(at: full, withIntermediateDirectories: true)
-                #expect(chmod(full.path, 0o777) == 0)
+                #expect(chmod(full.path, mode) == 0)
                 let summary = try await mirrorTag(server, into: dir)
                 let stop = try #require(summary.stoppedBy as? MirrorError)
-                #expect(stop == .fileSystem(FileSystemError(path: full.path, problem: .writableByOthers(mode: S_IFDIR | 0o777))))
+                #expect(stop == .fileSystem(FileSystemError(path: full.path, problem: .writableByOthers(mode: S_IFDIR | mode))))
                 #expect(try FileManager.default.contentsOfDirectory(atPath: full.path).isEmpty)
             }
         }

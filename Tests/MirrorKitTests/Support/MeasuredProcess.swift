@@ -29,12 +29,7 @@ enum MeasuredProcess {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
             let started = ContinuousClock.now
-            // Waited for on a thread of its own: the in-process fixture server needs the
-            // cooperative pool to answer the child.
-            let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-                do { try process.run() } catch { continuation.resume(throwing: error) }
-            }
+            let status = try await process.exitStatus()
             let elapsed = ContinuousClock.now - started
             // GNU time writes "Command exited with non-zero status N" first when it is so.
             let usage = String(decoding: TestSupport.bytes(at: usagePath) ?? [], as: UTF8.self)

@@ -33,10 +33,7 @@ enum MirrorProcess {
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
             let started = ContinuousClock.now
-            let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-                do { try process.run() } catch { continuation.resume(throwing: error) }
-            }
+            let status = try await process.exitStatus()
             return Run(
                 status: status,
                 stdout: String(decoding: TestSupport.bytes(at: outPath) ?? [], as: UTF8.self),

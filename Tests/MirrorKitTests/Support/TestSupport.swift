@@ -63,14 +63,15 @@ enum TestSupport {
         return try await body(url)
     }
 
-    /// The MD5 of a file ("missing" when there is none): compared instead of whole byte arrays so
-    /// a failure prints two short strings, not megabytes.
+    /// The MD5 of a file: compared instead of whole byte arrays so a failure prints two short
+    /// strings, not megabytes. A file that cannot be read gets a text no other call gives, so
+    /// two missing things never compare equal.
     static func digest(ofFile path: String) -> String {
-        Digest.md5Hex(ofFile: path) ?? "missing"
+        Digest.md5Hex(ofFile: path) ?? "no file at \(path) (\(UUID().uuidString))"
     }
 
     static func digest(_ bytes: [UInt8]?) -> String {
-        bytes.flatMap { try? Digest.md5Hex($0) } ?? "missing"
+        bytes.flatMap { try? Digest.md5Hex($0) } ?? "no bytes (\(UUID().uuidString))"
     }
 
     static func bytes(at path: String) -> [UInt8]? {
@@ -104,6 +105,33 @@ extension Digest {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         return (try? md5Hex(ofFile: fd)) ?? nil
+    }
+}
+
+extension Process {
+    /// Starts the process and waits for its exit status on no thread of the cooperative pool (the
+    /// in-process fixture server needs those to answer it). Cancelling the waiter, as a test past
+    /// its time limit is, kills the process: a hung child fails its test instead of hanging the run.
+    func exitStatus() async throws -> Int32 {
+        let started = Mutex<Int32?>(nil)
+        let cancelled = Mutex(false)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+                do {
+                    try run()
+                } catch {
+                    continuation.resume(throwing: error)
+                    return
+                }
+                let pid = processIdentifier
+                started.withLock { $0 = pid }
+                if cancelled.withLock({ $0 }) { kill(pid, SIGKILL) }
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
+            if let pid = started.withLock({ $0 }) { kill(pid, SIGKILL) }
+        }
     }
 }
 

@@ -88,14 +88,25 @@ struct LyingServerTests {
 
     @Test func aBodyWithNoStatedSizeIsCutAtTheCapAndDropped() async throws {
         try await withDownloader(maxFileSize: 100_000) { server, downloader, partials in
-            server.addMedia(path: "/endless.bin", size: 4 << 20)
+            server.addMedia(path: "/endless.bin", size: 64 << 20)
             server.inject(.closeDelimited(afterBytes: nil), path: "/endless.bin")
             let url = server.baseURL + "/endless.bin"
             let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
             #expect(error?.reason == .transfer(.fileTooLarge(limit: 100_000)))
             #expect(partials.length(for: url) == 0)
-            // Cut off at the cap, not read to the end.
-            #expect(server.bodyBytesSent(path: "/endless.bin") < 2 << 20)
+            // Cut off at the cap, not read to the end (what the sockets' buffers took is a few MiB).
+            #expect(server.bodyBytesSent(path: "/endless.bin") < 32 << 20)
+        }
+    }
+
+    @Test func aContentLengthOverTheCapIsRefusedBeforeAByteIsWritten() async throws {
+        try await withDownloader(maxFileSize: 100_000) { server, downloader, partials in
+            server.addMedia(path: "/huge.bin", size: 8 << 20)
+            let url = server.baseURL + "/huge.bin"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .transfer(.fileTooLarge(limit: 100_000)))
+            #expect(partials.length(for: url) == 0)
+            #expect(!FileManager.default.fileExists(atPath: partials.partPath(for: url)))
         }
     }
 
@@ -122,14 +133,15 @@ struct LyingServerTests {
         }
     }
 
-    @Test func aFileThatIsGoneDropsItsPartial() async throws {
+    @Test(arguments: [404, 410])
+    func aFileThatIsGoneDropsItsPartial(status: Int) async throws {
         try await withDownloader { server, downloader, partials in
             let url = server.baseURL + "/gone.bin"
             try TestSupport.write([UInt8](repeating: 1, count: 5000), to: partials.partPath(for: url))
             try partials.save(PartialRecord(url: url, etag: "\"e\"", lastModified: nil, totalLength: 9000))
-            server.inject(.respond(status: 410, body: "gone"), path: "/gone.bin")
+            server.inject(.respond(status: status, body: "gone"), path: "/gone.bin")
             let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
-            #expect(error?.reason == .httpStatus(410))
+            #expect(error?.reason == .httpStatus(status))
             #expect(partials.length(for: url) == 0)
         }
     }
