@@ -6,6 +6,9 @@ public enum Fault: Sendable, Equatable {
     case ignoreRange
     /// Answer with this status, headers and body instead of the resource.
     case respond(status: Int, headers: [String: String] = [:], body: String = "")
+    /// ``respond(status:headers:body:)`` with header lines ("Name: value") sent in this order, a
+    /// name more than once if it comes more than once.
+    case respondWithLines(status: Int, lines: [String], body: String = "")
     /// Send this many body bytes, then nothing for `seconds`, then close the connection.
     case stall(afterBytes: Int, seconds: Double)
     /// Send the body no faster than this.

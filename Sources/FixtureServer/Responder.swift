@@ -18,6 +18,12 @@ extension FixtureServer {
             var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
             if fields["Content-Type"].isEmpty { fields.add(name: "Content-Type", value: "application/json") }
             await writer.send(status: status, headers: fields, body: ByteBuffer(string: body))
+        } else if case .respondWithLines(let status, let lines, let body)? = fault {
+            let fields = lines.compactMap { line -> (String, String)? in
+                guard let colon = line.firstIndex(of: ":") else { return nil }
+                return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            }
+            await writer.send(status: status, headers: HTTPHeaders(fields), body: ByteBuffer(string: body))
         } else if path == "/_fixture/stats" {
             await respondWithStats(writer: writer)
         } else if path == "/_fixture/change" {

@@ -26,7 +26,10 @@ struct ResponseWriter: Sendable {
             // Without a Content-Length NIO sends an HTTP/1.1 body chunked.
             break
         default:
-            headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+            // A Transfer-Encoding a fault sets frames the body instead (NIO chunks it).
+            if !headers.contains(name: "Transfer-Encoding") {
+                headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes))
+            }
         }
         if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
         let head = HTTPResponseHead(version: version, status: HTTPResponseStatus(statusCode: status), headers: headers)

@@ -16,7 +16,7 @@ struct StatusCommand: AsyncParsableCommand {
         guard FileManager.default.fileExists(atPath: root.appendingPathComponent(".mirror").path, isDirectory: &isDirectory),
               isDirectory.boolValue
         else {
-            throw ExitStatus.fail("\(out.escapedForTerminal) is not a mirror directory (no .mirror inside)", status: ExitStatus.noInput)
+            throw ExitStatus.fail("\(out) is not a mirror directory (no .mirror inside)", status: ExitStatus.noInput)
         }
         // Looking changes nothing: status makes no folder, and reads a mirror another user runs.
         let directory: MirrorDirectory

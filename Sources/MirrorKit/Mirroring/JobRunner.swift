@@ -211,14 +211,14 @@ struct JobRunner: Sendable {
                 do {
                     try directory.uncommit(name, backTo: partials.folder, as: partName)
                 } catch let failure {
-                    logger.error("\(name.escapedForTerminal) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
+                    logger.error("\(name) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
                 }
                 return .halted(error)
             }
             partials.detachRecord(for: job.url) { directory.removeAttribute($0, of: name) }
             // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
             if let lastModified { directory.setModificationDate(lastModified, of: name) }
-            logger.info("saved \(name.escapedForTerminal)")
+            logger.info("saved \(name)")
             return .downloaded(bytes: file.bytesReceived)
         } catch let error as MirrorError {
             return halting(error, job)

@@ -68,7 +68,7 @@ public struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertib
     public var isOutOfSpace: Bool { errno == ENOSPC || errno == EDQUOT }
 
     public var description: String {
-        let shown = path.escapedForTerminal
+        let shown = path
         switch problem {
         case .system(let code):
             return "\(shown): \(String(cString: strerror(code)))"

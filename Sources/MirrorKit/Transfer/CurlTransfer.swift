@@ -210,8 +210,9 @@ final class CurlTransfer {
             isBodyAccepted = true
         case .file(let location, let offset):
             guard (200..<300).contains(status) else { return }
-            if let encoding = Self.refusedEncoding(headers["Content-Encoding"], url: request.url) {
-                failure = .contentEncoded(encoding)
+            // Every field counts: a second Content-Encoding line must not hide behind an "identity".
+            if let encoding = Self.refusedEncoding(headers.combined("Content-Encoding"), url: request.url) {
+                failure = .contentEncoded("Content-Encoding: \(encoding)")
                 return
             }
             var start: Int64 = 0
@@ -257,13 +258,21 @@ final class CurlTransfer {
     /// labels such files so whatever the request asked for) and the bytes are the file.
     static func refusedEncoding(_ header: String?, url: String) -> String? {
         guard let header else { return nil }
-        let encoding = header.trimmingCharacters(in: .whitespaces).lowercased()
-        if encoding.isEmpty || encoding == "identity" { return nil }
-        if encoding == "gzip" || encoding == "x-gzip" {
+        let codings = Self.codings(header).filter { $0 != "identity" }
+        if codings.isEmpty { return nil }
+        if codings.count == 1, codings[0] == "gzip" || codings[0] == "x-gzip" {
             let path = url.split(separator: "?", maxSplits: 1).first.map { $0.lowercased() } ?? ""
             if path.hasSuffix(".gz") || path.hasSuffix(".tgz") { return nil }
         }
         return header
+    }
+
+    /// The codings of a comma-separated list, lower-cased, without parameters or empty items.
+    private static func codings(_ header: String) -> [String] {
+        header.split(separator: ",").compactMap { item in
+            let coding = item.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+            return coding.isEmpty ? nil : coding
+        }
     }
 
     /// Whether the response's own validator is the one If-Range named (absent counts as a match:

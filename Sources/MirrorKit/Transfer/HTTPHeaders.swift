@@ -17,6 +17,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence {
         fields.first { $0.name.caseInsensitiveEquals(name) }?.value
     }
 
+    /// Every value of the header called `name`, in order, as one list (RFC 9110 §5.3: fields of
+    /// one name combine, comma-separated, into one value).
+    public func combined(_ name: String) -> String? {
+        let values = fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+
     mutating func append(name: String, value: String) {
         fields.append((name, value))
     }

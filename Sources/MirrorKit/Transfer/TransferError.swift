@@ -13,7 +13,8 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         case fileWrite(FileSystemError)
         /// The body is larger than the file may be (its known size, or the size cap).
         case fileTooLarge(limit: Int64)
-        /// The server encoded the body (gzip, …) though the file was asked for as it is.
+        /// The server encoded the body (gzip, …) though the file was asked for as it is: the
+        /// header that says so, as `Content-Encoding: gzip`.
         case contentEncoded(String)
         /// OpenSSL failed to hash the body.
         case digest(String)
@@ -81,7 +82,7 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         case .fileTooLarge(let limit):
             return "\(url): the file is larger than \(limit) bytes, its known size or the --max-file-size cap"
         case .contentEncoded(let encoding):
-            return "\(url): the server sent the file with Content-Encoding '\(encoding.escapedForTerminal)' though it was asked for as is; refusing to save encoded bytes"
+            return "\(url): the server sent the file encoded (\(encoding)) though it was asked for as is; refusing to save encoded bytes"
         case .digest(let message):
             return "\(url): \(message)"
         case .cancelled:

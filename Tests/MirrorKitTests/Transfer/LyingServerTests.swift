@@ -69,9 +69,41 @@ struct LyingServerTests {
                 path: "/photo.jpg")
             let url = server.baseURL + "/photo.jpg"
             let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
-            #expect(error?.reason == .transfer(.contentEncoded("gzip")))
+            #expect(error?.reason == .transfer(.contentEncoded("Content-Encoding: gzip")))
             #expect(server.requests.last?.header("Accept-Encoding") == "identity")
             #expect(partials.length(for: url) == 0)
+        }
+    }
+
+    @Test(arguments: [
+        (["Content-Encoding: identity", "Content-Encoding: gzip"], "Content-Encoding: identity, gzip"),
+        (["Content-Encoding: identity,  br"], "Content-Encoding: identity,  br"),
+    ])
+    func anEncodingHiddenInAListOrATransferCodingIsRefused(lines: [String], said: String) async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/photo.jpg", size: 10_000, contentType: "image/jpeg")
+            server.inject(.respondWithLines(status: 200, lines: lines + ["Content-Type: image/jpeg"], body: "coded bytes"), path: "/photo.jpg")
+            let url = server.baseURL + "/photo.jpg"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .transfer(.contentEncoded(said)))
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+
+    @Test func aGzipTransferCodingIsUndoneNotSaved() async throws {
+        // Transfer-Encoding is the connection's, not the file's: libcurl undoes gzip there as it
+        // undoes the chunks, and the file gets the bytes inside.
+        let gzipped: [UInt8] = [
+            0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0x2b, 0xc9, 0x48, 0x55, 0x48, 0xaa, 0x2c, 0x49, 0x2d, 0x56,
+            0xc8, 0x4f, 0x53, 0x28, 0x01, 0x72, 0xd2, 0x32, 0x73, 0x52, 0x15, 0x32, 0x4b, 0x8a, 0x53, 0x73, 0xd2, 0xb8, 0x00, 0xd5,
+            0x4d, 0x24, 0x2f, 0x1d, 0x00, 0x00, 0x00,
+        ]
+        let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n\(String(gzipped.count, radix: 16))\r\n"
+        let server = try RawHTTPServer(answer: Array(head.utf8) + gzipped + Array("\r\n0\r\n\r\n".utf8))
+        defer { server.close() }
+        try await withDownloader { _, downloader, _ in
+            let file = try await downloader.fetch(server.baseURL + "/notes.txt")
+            #expect(TestSupport.bytes(at: file.path) == Array("the bytes of the file itself\n".utf8))
         }
     }
 
