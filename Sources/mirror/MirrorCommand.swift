@@ -61,7 +61,7 @@ struct DownloadOptions: ParsableArguments {
     @Option(help: "Attempts per file, the first included (default 6).")
     var retries: Int?
 
-    @Option(help: "Most bytes a file may have unless the API states its size, whatever its server claims, e.g. 4G (default 16G).")
+    @Option(help: "Most bytes any file may have, whatever the API or its server claims, e.g. 4G (default 16G).")
     var maxFileSize: String?
 
     func validate() throws {

@@ -13,7 +13,7 @@ public struct TagMirror: Sendable {
         public var concurrency: Int
         /// Attempts and backoff for each file.
         public var retry: RetryPolicy
-        /// The most bytes a file may have when the API states no size (thumbnails), whatever its server claims.
+        /// The most bytes any file may have, whatever the API or its server claims.
         public var maxFileSize: Int64
 
         public init(
@@ -84,8 +84,8 @@ public struct TagMirror: Sendable {
             }
         }
         var crawl = TagCrawler.Result()
-        if let saved = try? await jobs.state.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
         do {
+            if let saved = try await jobs.state.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
             // What earlier runs found and did not finish comes first, a page at a time.
             var position: Int64? = 0
             while let after = position, !Task.isCancelled, !session.isHalted {

@@ -64,8 +64,6 @@ public struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertib
         }
     }
 
-    /// Out of space or quota: the disk's failure, not one file's.
-    public var isOutOfSpace: Bool { errno == ENOSPC || errno == EDQUOT }
 
     public var description: String {
         let shown = path

@@ -209,7 +209,8 @@ final class CurlTransfer {
         case .memory:
             isBodyAccepted = true
         case .file(let location, let offset):
-            guard (200..<300).contains(status) else { return }
+            // Only a 200 or a 206 carries the file: a 204 or 203 must not cost the bytes held.
+            guard status == 200 || status == 206 else { return }
             // Every field counts: a second Content-Encoding line must not hide behind an "identity".
             if let encoding = Self.refusedEncoding(headers.combined("Content-Encoding"), url: request.url) {
                 failure = .contentEncoded("Content-Encoding: \(encoding)")

@@ -53,7 +53,8 @@ public struct Downloader: Sendable {
     }
 
     /// Downloads `url`; `expectedSize`, when known, must match the file's final size, and no
-    /// more bytes than that (or than ``maxFileSize``) are ever written.
+    /// more bytes than that, nor than ``maxFileSize`` (an API may state a size it should not),
+    /// are ever written.
     ///
     /// A file is handed on only when its length is proven: it matches a size stated by the
     /// caller, by a Content-Range total or a Content-Length, or the response's framing proved
@@ -101,7 +102,7 @@ public struct Downloader: Sendable {
             destination: .file(location, offset: resume?.offset ?? 0),
             ifRange: resume?.validator,
             expectedEntityLength: resume?.record.totalLength,
-            maxLength: expectedSize ?? maxFileSize)
+            maxLength: min(expectedSize ?? maxFileSize, maxFileSize))
         let response: TransferResponse
         do {
             response = try await engine.perform(request, id: id, progress: progress, onBodyStart: { head in
@@ -127,7 +128,7 @@ public struct Downloader: Sendable {
             throw DownloadError(url: url, reason: .removed)
         }
         switch response.status {
-        case 200..<300:
+        case 200, 206:
             if Self.isWebPage(response) {
                 partials.remove(url)
                 throw DownloadError(url: url, reason: .htmlPage)

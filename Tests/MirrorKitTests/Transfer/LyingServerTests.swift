@@ -79,7 +79,7 @@ struct LyingServerTests {
         (["Content-Encoding: identity", "Content-Encoding: gzip"], "Content-Encoding: identity, gzip"),
         (["Content-Encoding: identity,  br"], "Content-Encoding: identity,  br"),
     ])
-    func anEncodingHiddenInAListOrATransferCodingIsRefused(lines: [String], said: String) async throws {
+    func anEncodingHiddenBehindIdentityIsRefused(lines: [String], said: String) async throws {
         try await withDownloader { server, downloader, partials in
             server.addMedia(path: "/photo.jpg", size: 10_000, contentType: "image/jpeg")
             server.inject(.respondWithLines(status: 200, lines: lines + ["Content-Type: image/jpeg"], body: "coded bytes"), path: "/photo.jpg")
@@ -142,6 +142,16 @@ struct LyingServerTests {
         }
     }
 
+    @Test func aSizeTheAPIStatesDoesNotLiftTheCap() async throws {
+        try await withDownloader(maxFileSize: 100_000) { server, downloader, partials in
+            server.addMedia(path: "/claimed.bin", size: 3 << 20)
+            let url = server.baseURL + "/claimed.bin"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url, expectedSize: 3 << 20) }
+            #expect(error?.reason == .transfer(.fileTooLarge(limit: 100_000)))
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+
     @Test func aStatedSizeLargerThanTheExpectedOneIsRefusedAndNothingKept() async throws {
         try await withDownloader { server, downloader, partials in
             server.addMedia(path: "/big.jpg", size: 3 << 20)
@@ -162,6 +172,19 @@ struct LyingServerTests {
             #expect(server.requests.last?.header("Range") == nil)
             #expect(server.requests.last?.header("If-Range") == nil)
             #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/weak.bin")))
+        }
+    }
+
+    @Test(arguments: [204, 203])
+    func aSuccessThatIsNotTheFileKeepsThePartial(status: Int) async throws {
+        try await withDownloader { server, downloader, partials in
+            let url = server.baseURL + "/odd.bin"
+            try TestSupport.write([UInt8](repeating: 1, count: 5000), to: partials.partPath(for: url))
+            try partials.save(PartialRecord(url: url, etag: "\"e\"", lastModified: nil, totalLength: 9000))
+            server.inject(.respond(status: status, headers: ["ETag": "\"e\""], body: status == 204 ? "" : "not the file"), path: "/odd.bin")
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .httpStatus(status))
+            #expect(partials.length(for: url) == 5000)
         }
     }
 
