@@ -98,6 +98,8 @@ struct HostileDirectoryTests {
     @Test(arguments: sharedModes)
     func aMirrorDirectoryOthersCanWriteToIsRefusedUnlessSticky(mode: mode_t) async throws {
         try await TestSupport.withTemporaryDirectory { dir in
+            // A group others belong to (nogroup); the user's own group is the next test's.
+            if geteuid() == 0 { #expect(chown(dir.path, 0, 65534) == 0) }
             #expect(chmod(dir.path, mode) == 0)
             let error = #expect(throws: MirrorError.self) { try MirrorDirectory(root: dir) }
             #expect(error == .fileSystem(FileSystemError(path: dir.path, problem: .writableByOthers(mode: S_IFDIR | mode))))
@@ -143,6 +145,16 @@ struct HostileDirectoryTests {
             #expect(chown(state.path, 65534, 65534) == 0)
             let error = #expect(throws: MirrorError.self) { try MirrorDirectory(root: dir) }
             #expect(error == .fileSystem(FileSystemError(path: state.path, problem: .ownedByAnotherUser(uid: 65534))))
+        }
+    }
+
+    @Test(.enabled(if: Directory.isPrivateGroup(getegid()), "this user has no private group"))
+    func aMirrorDirectoryWritableByTheUsersOwnGroupIsAccepted() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            // `mkdir out` under Debian's and Ubuntu's umask 002, with the user's private group.
+            #expect(chown(dir.path, geteuid(), getegid()) == 0)
+            #expect(chmod(dir.path, 0o775) == 0)
+            #expect(throws: Never.self) { try MirrorDirectory(root: dir) }
         }
     }
 
