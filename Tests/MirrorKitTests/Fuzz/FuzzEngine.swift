@@ -77,7 +77,7 @@ struct FuzzSettings: Sendable {
             hangAfter: .seconds(number("MIRROR_FUZZ_HANG_SECONDS").map { Int(clamping: $0) } ?? 30))
     }()
 
-    /// The fuzz tests' time limit: a smoke run takes seconds of CPU, but at the lowest priority
+    /// The fuzz tests' time limit: a smoke run takes seconds of CPU, but at a lower priority
     /// beside the rest of the suite it may wait a while for it; a long run as long as it was asked.
     static var timeLimitMinutes: Int {
         let asked = ProcessInfo.processInfo.environment["MIRROR_FUZZ_MINUTES"].flatMap { Int($0) }
