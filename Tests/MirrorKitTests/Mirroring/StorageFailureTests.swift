@@ -12,6 +12,13 @@ struct StorageFailureTests {
          "--retries", "2"]
     }
 
+    /// A new-file mirror of the fixture podcast into `dir`, one attempt per file.
+    private func podcastMirror(_ server: FixtureServer, into dir: URL) throws -> FeedMirror {
+        let settings = FeedMirror.Settings(
+            feedURL: "\(server.baseURL)/feeds/podcast.rss", mode: .newFile, retry: RetryPolicy(maxAttempts: 1))
+        return try FeedMirror(directory: try MirrorDirectory(root: dir), engine: TransferEngine(), settings: settings, logger: TestSupport.logger)
+    }
+
     @Test(.enabled(if: geteuid() == 0, "needs root to mount a small file system"))
     func aFullDiskStopsTheRunWith73AndEveryFileUnderAFinalNameIsWhole() async throws {
         try await TestSupport.withServer { server in
@@ -41,10 +48,7 @@ struct StorageFailureTests {
     @Test func aDatabaseThatTakesNoWritesStopsTheRunAndTheNextNewFileRunMakesNoSecondCopy() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
-                let engine = TransferEngine()
-                let settings = FeedMirror.Settings(
-                    feedURL: "\(server.baseURL)/feeds/podcast.rss", mode: .newFile, retry: RetryPolicy(maxAttempts: 1))
-                let first = try FeedMirror(directory: try MirrorDirectory(root: dir), engine: engine, settings: settings, logger: TestSupport.logger)
+                let first = try podcastMirror(server, into: dir)
                 // Another process holds the write lock for longer than the busy timeout.
                 let blocker = try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path)
                 try blocker.execute("BEGIN IMMEDIATE")
@@ -55,7 +59,7 @@ struct StorageFailureTests {
                     return
                 }
                 try blocker.execute("ROLLBACK")
-                let second = try FeedMirror(directory: try MirrorDirectory(root: dir), engine: engine, settings: settings, logger: TestSupport.logger)
+                let second = try podcastMirror(server, into: dir)
                 let summary = await second.run()
                 #expect(summary.isComplete)
                 let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("enclosures").path).sorted()
@@ -67,10 +71,7 @@ struct StorageFailureTests {
     @Test func aDatabaseThatCannotBeReadStopsTheRunBeforeAnyDownload() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
-                let engine = TransferEngine()
-                let settings = FeedMirror.Settings(
-                    feedURL: "\(server.baseURL)/feeds/podcast.rss", mode: .newFile, retry: RetryPolicy(maxAttempts: 1))
-                let mirror = try FeedMirror(directory: try MirrorDirectory(root: dir), engine: engine, settings: settings, logger: TestSupport.logger)
+                let mirror = try podcastMirror(server, into: dir)
                 #expect(await mirror.run().isComplete)
                 let media = ["/files/episode-1.mp3", "/files/episode-2.mp3"]
                 let fetched = media.map(server.requestCount(path:))

@@ -175,12 +175,17 @@ struct LyingServerTests {
         }
     }
 
+    /// 5,000 bytes of a 9,000-byte file held from an earlier attempt, with its strong ETag.
+    private func holdPartial(of url: String, in partials: PartialStore) throws {
+        try TestSupport.write([UInt8](repeating: 1, count: 5000), to: partials.partPath(for: url))
+        try partials.save(PartialRecord(url: url, etag: "\"e\"", lastModified: nil, totalLength: 9000))
+    }
+
     @Test(arguments: [204, 203])
     func aSuccessThatIsNotTheFileKeepsThePartial(status: Int) async throws {
         try await withDownloader { server, downloader, partials in
             let url = server.baseURL + "/odd.bin"
-            try TestSupport.write([UInt8](repeating: 1, count: 5000), to: partials.partPath(for: url))
-            try partials.save(PartialRecord(url: url, etag: "\"e\"", lastModified: nil, totalLength: 9000))
+            try holdPartial(of: url, in: partials)
             server.inject(.respond(status: status, headers: ["ETag": "\"e\""], body: status == 204 ? "" : "not the file"), path: "/odd.bin")
             let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
             #expect(error?.reason == .httpStatus(status))
@@ -192,8 +197,7 @@ struct LyingServerTests {
     func aFileThatIsGoneDropsItsPartial(status: Int) async throws {
         try await withDownloader { server, downloader, partials in
             let url = server.baseURL + "/gone.bin"
-            try TestSupport.write([UInt8](repeating: 1, count: 5000), to: partials.partPath(for: url))
-            try partials.save(PartialRecord(url: url, etag: "\"e\"", lastModified: nil, totalLength: 9000))
+            try holdPartial(of: url, in: partials)
             server.inject(.respond(status: status, body: "gone"), path: "/gone.bin")
             let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
             #expect(error?.reason == .httpStatus(status))
