@@ -52,12 +52,11 @@ public struct MirrorDirectory: Sendable {
     /// Opens (making it if needed) the mirror at `root` and its `.mirror` folder; throws when
     /// `.mirror` is a link, not the user's, or writable by others.
     public init(root: URL) throws(MirrorError) {
-        self.root = root.standardizedFileURL
-        rootPath = self.root.path == "/" ? "" : self.root.path
+        let root = root.standardizedFileURL
         do {
-            rootFolder = try Directory.open(creating: self.root.path)
+            let rootFolder = try Directory.open(creating: root.path)
             try rootFolder.checkNamesAreSafe()
-            stateFolder = try rootFolder.folder(".mirror")
+            self.init(root: root, rootFolder: rootFolder, stateFolder: try rootFolder.folder(".mirror"))
         } catch {
             throw .fileSystem(error)
         }

@@ -14,38 +14,33 @@ extension Directory {
         defer { if let copy { target.remove(copy) } }
         for newName in newNames {
             try target.checkName(newName)
-            if let copied = copy {
-                if try target.renameUnlessTaken(copied, as: newName) {
-                    copy = nil
+            if copy == nil {
+                if mirror_renameat_noreplace(descriptor, name, target.descriptor, newName) == 0 { return newName }
+                let code = Glibc.errno
+                switch code {
+                case EEXIST:
+                    continue
+                case EXDEV:
+                    // Copied once; the copy then tries this name and the ones after it.
+                    copy = try copyAcross(name, to: target)
+                case EINVAL, ENOSYS, EOPNOTSUPP:
+                    // No RENAME_NOREPLACE here: link + unlink does it in two steps. A kill between
+                    // them leaves two names on one inode, and no writer writes into such a file.
+                    guard linkat(descriptor, name, target.descriptor, newName, 0) == 0 else {
+                        let linkCode = Glibc.errno
+                        if linkCode == EEXIST { continue }
+                        throw FileSystemError(path: target.path(of: newName), errno: linkCode)
+                    }
                     remove(name)
                     return newName
+                default:
+                    throw FileSystemError(path: target.path(of: newName), errno: code)
                 }
-                continue
             }
-            if mirror_renameat_noreplace(descriptor, name, target.descriptor, newName) == 0 { return newName }
-            let code = Glibc.errno
-            switch code {
-            case EEXIST:
-                continue
-            case EXDEV:
-                copy = try copyAcross(name, to: target)
-                if try target.renameUnlessTaken(copy!, as: newName) {
-                    copy = nil
-                    remove(name)
-                    return newName
-                }
-            case EINVAL, ENOSYS, EOPNOTSUPP:
-                // No RENAME_NOREPLACE here: link + unlink does it in two steps. A kill between them
-                // leaves two names on one inode, and no writer writes into such a file.
-                guard linkat(descriptor, name, target.descriptor, newName, 0) == 0 else {
-                    let linkCode = Glibc.errno
-                    if linkCode == EEXIST { continue }
-                    throw FileSystemError(path: target.path(of: newName), errno: linkCode)
-                }
+            if let copied = copy, try target.renameUnlessTaken(copied, as: newName) {
+                copy = nil
                 remove(name)
                 return newName
-            default:
-                throw FileSystemError(path: target.path(of: newName), errno: code)
             }
         }
         return nil

@@ -56,6 +56,19 @@ public final class Directory: Sendable {
     /// The folder `name` inside this one, made (mode 0755) when missing and `create` is set.
     /// Refused when it is a link, not a directory, owned by another user or writable by others.
     public func folder(_ name: String, create: Bool = true) throws(FileSystemError) -> Directory {
+        let folder = try openFolder(name, create: create)
+        try folder.checkOwnership()
+        return folder
+    }
+
+    /// The existing folder `name` inside this one, opened to be read only: never through a link,
+    /// but whoever owns it (reading another user's mirror plants nothing in it).
+    public func folderForReading(_ name: String) throws(FileSystemError) -> Directory {
+        try openFolder(name, create: false)
+    }
+
+    /// The folder `name`, never through a link, made when missing and `create` is set; unchecked.
+    private func openFolder(_ name: String, create: Bool) throws(FileSystemError) -> Directory {
         try checkName(name)
         let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
         var fd = openat(descriptor, name, flags)
@@ -66,17 +79,6 @@ public final class Directory: Sendable {
             }
             fd = openat(descriptor, name, flags)
         }
-        guard fd >= 0 else { throw failure(opening: name, errno: Glibc.errno) }
-        let folder = Directory(descriptor: fd, path: path(of: name))
-        try folder.checkOwnership()
-        return folder
-    }
-
-    /// The existing folder `name` inside this one, opened to be read only: never through a link,
-    /// but whoever owns it (reading another user's mirror plants nothing in it).
-    public func folderForReading(_ name: String) throws(FileSystemError) -> Directory {
-        try checkName(name)
-        let fd = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw failure(opening: name, errno: Glibc.errno) }
         return Directory(descriptor: fd, path: path(of: name))
     }

@@ -20,7 +20,7 @@ final class FuzzWatchdog: Sendable {
 
     /// The fuzzing thread's CPU nanoseconds when the running input began; 0 between inputs.
     private let startedAt = Atomic<Int64>(0)
-    /// The fuzzing thread's CPU clock.
+    /// The CPU clock of the thread that armed the watchdog and runs the inputs.
     private let clock = Atomic<Int32>(CLOCK_THREAD_CPUTIME_ID)
     private let index = Atomic<Int>(0)
     private let inputAddress = Atomic<Int>(0)
@@ -37,6 +37,7 @@ final class FuzzWatchdog: Sendable {
     private let scratchAddress = Int(bitPattern: UnsafeMutableRawPointer.allocate(byteCount: 32, alignment: 1))
 
     /// Starts watching a run of `target`, which reports into `directory` (`input`, `report.txt`).
+    /// Called on the thread that then runs the inputs: its CPU clock is the one watched.
     /// Crashes are caught only when `catchCrashes`: a replay leaves them to the Swift runtime,
     /// whose backtrace then says where.
     func arm(target: String, seed: UInt64, hangAfter: Duration, directory: String, catchCrashes: Bool = true) {
@@ -48,6 +49,8 @@ final class FuzzWatchdog: Sendable {
         prefixAddress.store(Int(bitPattern: strdup("fuzz \(target): ")), ordering: .releasing)
         self.seed.store(seed, ordering: .releasing)
         self.hangAfter.store(Int64(hangAfter.inSeconds * 1e9), ordering: .releasing)
+        var threadClock = clockid_t()
+        if pthread_getcpuclockid(pthread_self(), &threadClock) == 0 { clock.store(threadClock, ordering: .releasing) }
         if catchCrashes { Self.installCrashHandlers() }
         _ = Self.watcher
         armed.store(true, ordering: .releasing)
@@ -67,8 +70,6 @@ final class FuzzWatchdog: Sendable {
         self.index.store(index, ordering: .relaxed)
         inputAddress.store(Int(bitPattern: input.baseAddress), ordering: .relaxed)
         inputCount.store(input.count, ordering: .relaxed)
-        var threadClock = clockid_t()
-        if pthread_getcpuclockid(pthread_self(), &threadClock) == 0 { clock.store(threadClock, ordering: .relaxed) }
         startedAt.store(max(Self.nanoseconds(on: clock.load(ordering: .relaxed)), 1), ordering: .releasing)
     }
 

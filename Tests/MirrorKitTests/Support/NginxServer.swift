@@ -121,19 +121,9 @@ final class NginxServer {
     }
 
     private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw EventuallyTimeout(description: "no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let (fd, port) = try Loopback.bind(listening: false)
+        close(fd)
+        return port
     }
 
     /// Whether nginx came to listen on `port`; false as soon as it has exited (the port was taken).

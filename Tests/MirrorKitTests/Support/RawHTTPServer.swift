@@ -13,24 +13,9 @@ final class RawHTTPServer: Sendable {
     private let stopped = Atomic<Bool>(false)
 
     init(answer: [UInt8]) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else {
-            Glibc.close(fd)
-            throw POSIXError(.EADDRNOTAVAIL)
-        }
+        let (fd, port) = try Loopback.bind(listening: true)
         listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
-        let (listener, bytes) = (listener, answer)
+        self.port = port
         Thread.detachNewThread { [self] in
             while !stopped.load(ordering: .acquiring) {
                 let connection = accept(listener, nil, nil)
@@ -43,7 +28,7 @@ final class RawHTTPServer: Sendable {
                     guard count > 0 else { break }
                     received += count
                 }
-                _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                _ = answer.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
                 Glibc.close(connection)
             }
         }
@@ -55,6 +40,29 @@ final class RawHTTPServer: Sendable {
         stopped.store(true, ordering: .releasing)
         shutdown(listener, Int32(SHUT_RDWR))
         Glibc.close(listener)
+    }
+}
+
+/// A TCP socket bound to a free port on 127.0.0.1.
+enum Loopback {
+    /// The socket and its port; listening when `listening`. The caller closes the socket.
+    static func bind(listening: Bool) throws -> (descriptor: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, length) == 0 && (!listening || listen(fd, 16) == 0) && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            Glibc.close(fd)
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
 
