@@ -198,8 +198,11 @@ public struct MirrorDirectory: Sendable {
     public func uncommit(_ relativePath: String, backTo partials: Directory, as partName: String) throws(MirrorError) {
         let (folderPath, name) = try split(relativePath)
         guard let folder = try folder(folderPath, create: false) else { return }
-        do {
-            _ = try folder.move(name, to: partials, as: partName)
+        do throws(FileSystemError) {
+            guard try folder.move(name, to: partials, as: partName) else {
+                // Another download of the URL holds the name: the caller says the file is unrecorded.
+                throw FileSystemError(path: partials.path(of: partName), errno: EEXIST)
+            }
         } catch {
             throw .fileSystem(error)
         }

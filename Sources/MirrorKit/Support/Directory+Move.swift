@@ -14,34 +14,25 @@ extension Directory {
         defer { if let copy { target.remove(copy) } }
         for newName in newNames {
             try target.checkName(newName)
-            if copy == nil {
-                if mirror_renameat_noreplace(descriptor, name, target.descriptor, newName) == 0 { return newName }
-                let code = Glibc.errno
-                switch code {
-                case EEXIST:
-                    continue
-                case EXDEV:
+            let placed: Bool
+            if let copied = copy {
+                placed = try target.rename(copied, to: target, unlessTaken: newName)
+            } else {
+                do {
+                    placed = try rename(name, to: target, unlessTaken: newName)
+                } catch where error.errno == EXDEV {
                     // Copied once; the copy then tries this name and the ones after it.
-                    copy = try copyAcross(name, to: target)
-                case EINVAL, ENOSYS, EOPNOTSUPP:
-                    // No RENAME_NOREPLACE here: link + unlink does it in two steps. A kill between
-                    // them leaves two names on one inode, and no writer writes into such a file.
-                    guard linkat(descriptor, name, target.descriptor, newName, 0) == 0 else {
-                        let linkCode = Glibc.errno
-                        if linkCode == EEXIST { continue }
-                        throw FileSystemError(path: target.path(of: newName), errno: linkCode)
-                    }
-                    remove(name)
-                    return newName
-                default:
-                    throw FileSystemError(path: target.path(of: newName), errno: code)
+                    let copied = try copyAcross(name, to: target)
+                    copy = copied
+                    placed = try target.rename(copied, to: target, unlessTaken: newName)
                 }
             }
-            if let copied = copy, try target.renameUnlessTaken(copied, as: newName) {
+            guard placed else { continue }
+            if copy != nil {
                 copy = nil
                 remove(name)
-                return newName
             }
+            return newName
         }
         return nil
     }
@@ -51,14 +42,22 @@ extension Directory {
         try move(name, to: target, firstFreeOf: CollectionOfOne(newName)) != nil
     }
 
-    /// Renames `name` to `newName` inside this directory unless `newName` is taken.
-    private func renameUnlessTaken(_ name: String, as newName: String) throws(FileSystemError) -> Bool {
-        guard mirror_renameat_noreplace(descriptor, name, descriptor, newName) == 0 else {
-            let code = Glibc.errno
-            if code == EEXIST { return false }
-            throw FileSystemError(path: path(of: newName), errno: code)
+    /// Gives `name` the name `newName` in `target` unless that name is taken (false then). Where
+    /// the file system has no RENAME_NOREPLACE (NFS, many FUSE mounts answer EINVAL), link and
+    /// unlink do it in two steps: a kill between them leaves two names on one inode, and no
+    /// writer writes into such a file. Across file systems it throws with errno EXDEV.
+    private func rename(_ name: String, to target: Directory, unlessTaken newName: String) throws(FileSystemError) -> Bool {
+        if mirror_renameat_noreplace(descriptor, name, target.descriptor, newName) == 0 { return true }
+        var code = Glibc.errno
+        if code == EINVAL || code == ENOSYS || code == EOPNOTSUPP {
+            if linkat(descriptor, name, target.descriptor, newName, 0) == 0 {
+                remove(name)
+                return true
+            }
+            code = Glibc.errno
         }
-        return true
+        if code == EEXIST { return false }
+        throw FileSystemError(path: target.path(of: newName), errno: code)
     }
 
     /// The cross-file-system half of a move: a hidden new file in `target` with the bytes and the

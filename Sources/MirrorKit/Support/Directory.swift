@@ -102,19 +102,10 @@ public final class Directory: Sendable {
             throw FileSystemError(path: path, problem: .ownedByAnotherUser(uid: info.st_uid))
         }
         let writableByOthers = info.st_mode & 0o002 != 0
-        let writableByGroup = info.st_mode & 0o020 != 0 && !Self.isPrivateGroup(info.st_gid)
+        let writableByGroup = info.st_mode & 0o020 != 0 && !UserAccounts.isPrivateGroup(info.st_gid)
         guard !(writableByOthers || writableByGroup) || info.st_mode & S_ISVTX != 0 else {
             throw FileSystemError(path: path, problem: .writableByOthers(mode: info.st_mode))
         }
-    }
-
-    /// Whether `gid` is the user's own group, named after the user and with no other members: the
-    /// group of Debian's and Ubuntu's user-private groups, where umask 002 makes every `mkdir`
-    /// group-writable without letting anyone else write.
-    static func isPrivateGroup(_ gid: gid_t) -> Bool {
-        guard gid == getegid(), let user = getpwuid(geteuid()), let group = getgrgid(gid) else { return false }
-        guard strcmp(user.pointee.pw_name, group.pointee.gr_name) == 0 else { return false }
-        return group.pointee.gr_mem == nil || group.pointee.gr_mem.pointee == nil
     }
 
     /// Throws unless the directory belongs to the user running mirror and nobody else may write

@@ -71,6 +71,10 @@ public struct Downloader: Sendable {
         _ url: String, id: TransferID = .next(), expectedSize: Int64? = nil,
         progress: (@Sendable (TransferProgress) -> Void)? = nil, receiving: (@Sendable (Bool) -> Void)? = nil
     ) async throws(DownloadError) -> FetchedFile {
+        if let expectedSize, expectedSize > maxFileSize {
+            // Refused before asking: a server that states no length would send the cap's worth first.
+            throw DownloadError(url: url, reason: .transfer(.fileTooLarge(limit: maxFileSize)))
+        }
         var received: Int64 = 0
         return try await retry.run(
             giveUp: { failure, reason in gaveUp(failure, reason) },
@@ -102,7 +106,7 @@ public struct Downloader: Sendable {
             destination: .file(location, offset: resume?.offset ?? 0),
             ifRange: resume?.validator,
             expectedEntityLength: resume?.record.totalLength,
-            maxLength: min(expectedSize ?? maxFileSize, maxFileSize))
+            maxLength: expectedSize ?? maxFileSize)
         let response: TransferResponse
         do {
             response = try await engine.perform(request, id: id, progress: progress, onBodyStart: { head in

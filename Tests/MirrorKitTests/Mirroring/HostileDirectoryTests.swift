@@ -95,11 +95,20 @@ struct HostileDirectoryTests {
     /// Writable by all, by the group alone, by others alone.
     static let sharedModes: [mode_t] = [0o777, 0o770, 0o702]
 
-    @Test(arguments: sharedModes)
+    @Test(arguments: [0o777, 0o702] as [mode_t])
     func aMirrorDirectoryOthersCanWriteToIsRefusedUnlessSticky(mode: mode_t) async throws {
+        try await refusesUnlessSticky(mode: mode)
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "needs root to give the folder another group"))
+    func aMirrorDirectoryWritableByAGroupOthersShareIsRefusedUnlessSticky() async throws {
+        try await refusesUnlessSticky(mode: 0o770, group: 65534)
+    }
+
+    /// A mirror root of `mode` (and of `group`, when given) is refused, and accepted once sticky.
+    private func refusesUnlessSticky(mode: mode_t, group: gid_t? = nil) async throws {
         try await TestSupport.withTemporaryDirectory { dir in
-            // A group others belong to (nogroup); the user's own group is the next test's.
-            if geteuid() == 0 { #expect(chown(dir.path, 0, 65534) == 0) }
+            if let group { #expect(chown(dir.path, geteuid(), group) == 0) }
             #expect(chmod(dir.path, mode) == 0)
             let error = #expect(throws: MirrorError.self) { try MirrorDirectory(root: dir) }
             #expect(error == .fileSystem(FileSystemError(path: dir.path, problem: .writableByOthers(mode: S_IFDIR | mode))))
@@ -148,7 +157,7 @@ struct HostileDirectoryTests {
         }
     }
 
-    @Test(.enabled(if: Directory.isPrivateGroup(getegid()), "this user has no private group"))
+    @Test(.enabled(if: UserAccounts.isPrivateGroup(getegid()), "this user has no private group"))
     func aMirrorDirectoryWritableByTheUsersOwnGroupIsAccepted() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             // `mkdir out` under Debian's and Ubuntu's umask 002, with the user's private group.

@@ -21,6 +21,19 @@ struct MirrorDirectoryTests {
         }
     }
 
+    @Test func anUncommitWhosePartialNameIsTakenSaysSoAndLeavesTheFile() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            let part = try partial(in: directory, "one")
+            let name = try #require(try directory.commit(part, from: directory.stateFolder, as: "full/a.jpg", mode: .skipIfExists))
+            // Another download of the URL began since: its partial holds the name.
+            try TestSupport.write(Array("other".utf8), to: directory.stateDirectory.appendingPathComponent(part).path)
+            #expect(throws: MirrorError.self) { try directory.uncommit(name, backTo: directory.stateFolder, as: part) }
+            #expect(TestSupport.bytes(at: root.appendingPathComponent("full/a.jpg").path) == Array("one".utf8))
+            #expect(TestSupport.bytes(at: directory.stateDirectory.appendingPathComponent(part).path) == Array("other".utf8))
+        }
+    }
+
     @Test func newFileModeNeverOverwrites() async throws {
         try await TestSupport.withTemporaryDirectory { root in
             let directory = try MirrorDirectory(root: root)

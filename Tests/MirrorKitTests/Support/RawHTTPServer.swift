@@ -17,9 +17,14 @@ final class RawHTTPServer: Sendable {
         listener = fd
         self.port = port
         Thread.detachNewThread { [self] in
+            // The thread closes the socket it accepts on, once told to stop: closed by `close()`,
+            // its number could go to another test's socket before `accept` is called again.
+            defer { Glibc.close(listener) }
             while !stopped.load(ordering: .acquiring) {
                 let connection = accept(listener, nil, nil)
                 guard connection >= 0 else { continue }
+                var patience = timeval(tv_sec: 5, tv_usec: 0)
+                setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &patience, socklen_t(MemoryLayout<timeval>.size))
                 // The request head, then the answer; closing ends the body if nothing else does.
                 var request = [UInt8](repeating: 0, count: 64 << 10)
                 var received = 0
@@ -36,10 +41,10 @@ final class RawHTTPServer: Sendable {
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
+    /// Stops answering: `accept` fails on the shut-down socket, and the thread ends.
     func close() {
         stopped.store(true, ordering: .releasing)
         shutdown(listener, Int32(SHUT_RDWR))
-        Glibc.close(listener)
     }
 }
 

@@ -126,12 +126,19 @@ extension Process {
                 }
                 let pid = processIdentifier
                 started.withLock { $0 = pid }
-                if cancelled.withLock({ $0 }) { kill(pid, SIGKILL) }
+                if cancelled.withLock({ $0 }) { Self.kill(pid) }
             }
         } onCancel: {
             cancelled.withLock { $0 = true }
-            if let pid = started.withLock({ $0 }) { kill(pid, SIGKILL) }
+            if let pid = started.withLock({ $0 }) { Self.kill(pid) }
         }
+    }
+
+    /// Kills `pid` and its children first (mirror under `/usr/bin/time` is a grandchild of the test).
+    private static func kill(_ pid: Int32) {
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        for child in children.split(separator: " ").compactMap({ Int32($0) }) { Glibc.kill(child, SIGKILL) }
+        Glibc.kill(pid, SIGKILL)
     }
 }
 

@@ -145,10 +145,13 @@ struct LyingServerTests {
     @Test func aSizeTheAPIStatesDoesNotLiftTheCap() async throws {
         try await withDownloader(maxFileSize: 100_000) { server, downloader, partials in
             server.addMedia(path: "/claimed.bin", size: 3 << 20)
+            server.inject(.closeDelimited(afterBytes: nil), path: "/claimed.bin")
             let url = server.baseURL + "/claimed.bin"
             let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url, expectedSize: 3 << 20) }
             #expect(error?.reason == .transfer(.fileTooLarge(limit: 100_000)))
             #expect(partials.length(for: url) == 0)
+            // Refused before asking: with no length stated, the server would send the cap's worth first.
+            #expect(server.requestCount(path: "/claimed.bin") == 0)
         }
     }
 
