@@ -20,6 +20,10 @@ public enum Fault: Sendable, Equatable {
     case chunkedDrop(afterBytes: Int)
     /// Answer a ranged request with a 206 whose Content-Range total is `*` (unknown).
     case unknownTotal
+    /// Answer 200 with the whole body whatever the request's conditions (If-None-Match,
+    /// If-Modified-Since, Range), with this ETag instead of the real one when given: a server
+    /// that ignores conditional requests, or a cache that tags the same bytes anew.
+    case unconditional(etag: String?)
 
     /// A 429 as Imgur's API gateway sends it since 2019: an `errors` array and no `data` key.
     public static func imgurGatewayTooManyRequests(retryAfter: Int? = nil) -> Fault {

@@ -6,6 +6,8 @@ struct MediaResource: Sendable {
     var contentType: String
     /// Bumped to change the content (and so the ETag) between two requests.
     var version = 0
+    /// Another path whose bytes (and version) this one serves: a mirror of the same file.
+    var sameAs: String?
 }
 
 /// What Fixtures/ describes: Imgur API pages and the media they name, feeds, and other files.
@@ -38,6 +40,11 @@ struct FixtureCatalog: Sendable {
             }
         }
         media["/removed.png"] = MediaResource(size: 503, contentType: "image/png")
+        // A download mirror serves the very bytes of the file it mirrors.
+        for path in media.keys where path.hasPrefix("/mirror-") {
+            let original = "/files/" + path.split(separator: "/").dropFirst().joined(separator: "/")
+            if media[original] != nil { media[path]?.sameAs = original }
+        }
     }
 
     /// Walks any API body and registers the media of every image object in it: the full-size

@@ -93,9 +93,17 @@ public final class FixtureServer: Sendable {
         state.withLock { $0.media[path] = MediaResource(size: size, contentType: contentType) }
     }
 
-    /// Changes the bytes (and so the ETag and Last-Modified) served at `path`.
+    /// Changes the bytes (and so the ETag and Last-Modified) served at `path`, and at its mirrors.
     public func changeContent(path: String) {
-        state.withLock { $0.media[path]?.version += 1 }
+        state.withLock { state in
+            let origin = state.media[path]?.sameAs ?? path
+            state.media[origin]?.version += 1
+        }
+    }
+
+    /// Serves `text` as the feed at `path` from now on (`{{base}}` is this server's URL).
+    public func setFeed(path: String, text: String) {
+        state.withLock { $0.feeds[path] = text }
     }
 
     /// Makes the media of image `id` answer with a redirect to /removed.png.

@@ -134,7 +134,7 @@ extension FixtureServer {
     // MARK: - Feeds
 
     private func respondWithFeed(path: String, writer: ResponseWriter) async {
-        guard let data = fixtureFile(String(path.dropFirst())) else {
+        guard let data = state.withLock({ $0.feeds[path] }).map({ Data($0.utf8) }) ?? fixtureFile(String(path.dropFirst())) else {
             await writer.send(status: 404, headers: HTTPHeaders(), body: ByteBuffer(string: "no such feed"))
             return
         }
@@ -161,12 +161,22 @@ extension FixtureServer {
             await writer.send(status: 404, headers: HTTPHeaders(), body: ByteBuffer(string: "not found"))
             return
         }
+        var etag = served.etag
+        var isConditional = true
+        if case .unconditional(let replacement)? = writer.fault {
+            etag = replacement ?? etag
+            isConditional = false
+        }
         var headers = HTTPHeaders([
-            ("Content-Type", served.contentType), ("ETag", served.etag),
+            ("Content-Type", served.contentType), ("ETag", etag),
             ("Last-Modified", served.lastModified), ("Accept-Ranges", "bytes"),
         ])
+        if isConditional, Self.isNotModified(head, served) {
+            await writer.send(status: 304, headers: headers, body: ByteBuffer())
+            return
+        }
         let size = served.body.readableBytes
-        guard writer.fault != .ignoreRange, let range = head.headers["Range"].first.flatMap(ByteRange.init),
+        guard writer.fault != .ignoreRange, isConditional, let range = head.headers["Range"].first.flatMap(ByteRange.init),
               Self.validatorMatches(head.headers["If-Range"].first, served)
         else {
             await writer.send(status: 200, headers: headers, body: served.body)
@@ -182,6 +192,22 @@ extension FixtureServer {
         headers.add(name: "Content-Range", value: "bytes \(range.first)-\(last)/\(total)")
         let part = served.body.getSlice(at: served.body.readerIndex + range.first, length: last - range.first + 1)!
         await writer.send(status: 206, headers: headers, body: part)
+    }
+
+    /// Whether the request's conditions hold the served content as current (RFC 9110 §13.2.2):
+    /// If-None-Match by weak comparison when present, else If-Modified-Since.
+    private static func isNotModified(_ head: HTTPRequestHead, _ served: ServedContent) -> Bool {
+        if let tags = head.headers["If-None-Match"].first {
+            let weakless = { (tag: Substring) in tag.hasPrefix("W/") ? tag.dropFirst(2) : tag }
+            return tags.split(separator: ",").contains { tag in
+                let tag = tag.trimmingCharacters(in: .whitespaces)[...]
+                return tag == "*" || weakless(tag) == weakless(served.etag[...])
+            }
+        }
+        guard let since = head.headers["If-Modified-Since"].first.flatMap(ServerState.parseHTTPDate),
+              let modified = ServerState.parseHTTPDate(served.lastModified)
+        else { return false }
+        return modified <= since
     }
 
     /// If-Range as nginx applies it: a quoted value against the ETag, anything else against

@@ -49,6 +49,8 @@ struct ServerState: Sendable {
     var generatedImageSizes: [String: Int] = [:]
     var generatedSerial = 0
     var generatedBodies: [String: GeneratedBody] = [:]
+    /// Feed documents served instead of the fixture files, by path.
+    var feeds: [String: String] = [:]
 
     /// The ETag Imgur's CDN sends for its removed-image placeholder.
     static let removedETag = "\"d835884373f4d6c8f24742ceabe74946\""
@@ -68,9 +70,11 @@ struct ServerState: Sendable {
     }
 
     mutating func content(for path: String) -> ServedContent? {
-        guard let resource = media[path] else { return nil }
+        guard let served = media[path] else { return nil }
+        let origin = served.sameAs ?? path
+        guard let resource = media[origin] else { return nil }
         if let cached = contentCache[path], cached.version == resource.version { return cached }
-        let body = DeterministicContent.make(path: path, version: resource.version, size: resource.size)
+        let body = DeterministicContent.make(path: origin, version: resource.version, size: resource.size)
         let modified = Date(timeIntervalSince1970: 1_451_606_400 + Double(resource.version) * 86_400)
         let content = ServedContent(
             version: resource.version,
@@ -89,6 +93,14 @@ struct ServerState: Sendable {
         rateLimit.userRemaining -= 1
         rateLimit.clientRemaining -= 1
         return true
+    }
+
+    static func parseHTTPDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text)
     }
 
     static func httpDate(_ date: Date) -> String {

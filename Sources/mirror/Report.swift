@@ -10,6 +10,9 @@ enum Report {
         _ summary: MirrorSummary, label: String, quiet: Bool, stop: Interruption.Stop?, logger: Logger
     ) throws {
         for problem in summary.problems { logger.error("\(problem)") }
+        if !quiet {
+            for release in summary.skippedReleases { Console.print("\(label): \(release)") }
+        }
         for album in summary.removedAlbums { logger.warning("album \(album) is gone from Imgur; it will not be asked for again") }
         if summary.deferred > 0 {
             // One line per host, not one per file: the files are left for the next run.

@@ -10,6 +10,11 @@ struct StatusCommand: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "The mirror directory.")
     var out: String
 
+    @Option(help: ArgumentHelp(
+        "List the versions the mirror holds of one item, named by a file (its path in the mirror, or its name), a URL, or a feed entry.",
+        valueName: "name"))
+    var versions: String?
+
     func run() async throws {
         let root = URL(fileURLWithPath: out)
         var isDirectory: ObjCBool = false
@@ -25,6 +30,10 @@ struct StatusCommand: AsyncParsableCommand {
         } catch {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
+        if let versions {
+            try await printVersions(of: versions, in: directory)
+            return
+        }
         // Read the status a run writes, rather than probe its lock: a probe could make a run that
         // starts at that instant think another holds the directory.
         if let status = RunStatus.read(in: directory), kill(status.pid, 0) == 0 || errno == EPERM {
@@ -36,10 +45,46 @@ struct StatusCommand: AsyncParsableCommand {
         for line in await crawlLines(directory) { Console.print(line) }
     }
 
-    /// Each listing's cursor and the API budget, from the state database.
+    /// Each listing's cursor, the files and versions recorded, and the API budget, from the
+    /// state database.
     private func crawlLines(_ directory: MirrorDirectory) async -> [String] {
         guard let state = StateDatabase.forReading(in: directory) else { return [] }
-        return await StatusLines.crawls(state)
+        var lines = await StatusLines.crawls(state)
+        if let figures = try? await state.versionFigures(), figures.files > 0 {
+            var line = "mirrored: \(figures.files) files of \(figures.items) items"
+            if figures.itemsWithVersions > 0 {
+                line += "; \(figures.itemsWithVersions) items have more than one version (--versions NAME lists them)"
+            }
+            lines.append(line)
+        }
+        return lines
+    }
+
+    private func printVersions(of name: String, in directory: MirrorDirectory) async throws {
+        guard let state = StateDatabase.forReading(in: directory) else {
+            throw ExitStatus.fail("\(out) has no state database this mirror can read", status: ExitStatus.noInput)
+        }
+        let versions: [MirroredFile]
+        do {
+            guard let item = try await state.item(named: name) else {
+                throw ExitStatus.fail("nothing in \(out) is named '\(name)' (a file, a URL or a feed entry)", status: ExitStatus.noInput)
+            }
+            versions = try await state.versions(of: item)
+            Console.print("\(item): \(versions.count == 1 ? "1 version" : "\(versions.count) versions"), oldest first")
+        } catch let error as MirrorError {
+            throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
+        }
+        for file in versions {
+            var parts = [file.path, MirrorSummary.formatBytes(file.bytes)]
+            if let version = file.version { parts.append("version \(version)") }
+            if let updated = file.updated { parts.append("updated \(updated)") }
+            parts.append("mirrored \(file.mirroredAt)")
+            parts.append("checked \(file.checkedAt)")
+            if let md5 = file.md5 { parts.append("md5 \(md5)") }
+            if let etag = file.etag { parts.append("etag \(etag)") }
+            parts.append("from \(file.url)")
+            Console.print("  " + parts.joined(separator: "  "))
+        }
     }
 
     private func printRunning(_ status: RunStatus) {

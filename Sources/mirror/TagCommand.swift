@@ -5,7 +5,10 @@ import MirrorKit
 
 extension GallerySort: ExpressibleByArgument {}
 extension GalleryWindow: ExpressibleByArgument {}
-extension DownloadMode: ExpressibleByArgument {}
+extension DownloadMode: ExpressibleByArgument {
+    public init?(argument: String) { self.init(spelling: argument) }
+    public static var allValueStrings: [String] { spellings }
+}
 extension ThumbnailSize: ExpressibleByArgument {}
 
 struct TagCommand: AsyncParsableCommand {

@@ -11,7 +11,12 @@ public struct FeedEnclosure: Sendable, Equatable {
     public var length: Int64?
     public var type: String?
     public var entryTitle: String?
+    /// The entry's release: a docset's `version`, and Atom's `updated` or RSS's `pubDate`.
     public var version: String?
+    public var updated: String?
+    /// What names the entry across its releases: a docset's `identifier`, else the Atom `id` or
+    /// RSS `guid` (with `#n` for an entry's n-th enclosure after the first); nil for none.
+    public var entryID: String?
 }
 
 /// A parsed feed: its kind and every enclosure in document order.
@@ -49,7 +54,14 @@ public enum FeedReader {
     static let atomNamespace = "http://www.w3.org/2005/Atom"
     static let docsetNamespace = "http://developer.apple.com/rss/docset_extensions"
 
+    /// Parses a feed fetched from `url`; relative links resolve against it (and `xml:base`).
     public static func parse(_ bytes: [UInt8], url: String) throws(FeedError) -> Feed {
+        try parse(bytes, url: url, base: url)
+    }
+
+    /// Parses the feed read from `url` (a URL, or a file's name, for messages); relative links
+    /// resolve against `base` and `xml:base`, and are reported as problems without either.
+    public static func parse(_ bytes: [UInt8], url: String, base: String?) throws(FeedError) -> Feed {
         guard !bytes.isEmpty else { throw FeedError(url: url, problem: "empty document") }
         guard bytes.count < Int(Int32.max) else { throw FeedError(url: url, problem: "larger than 2 GiB") }
         var prolog = FeedProlog()
@@ -64,16 +76,18 @@ public enum FeedReader {
         let result: Result<Feed, FeedError> = bytes.withUnsafeBufferPointer { buffer in
             withExtendedLifetime(errors) {
                 buffer.withMemoryRebound(to: CChar.self) { chars in
-                    read(chars, url: url, errors: errors)
+                    read(chars, url: url, base: base, errors: errors)
                 }
             }
         }
         return try result.get()
     }
 
-    private static func read(_ chars: UnsafeBufferPointer<CChar>, url: String, errors: ErrorCollector) -> Result<Feed, FeedError> {
+    private static func read(
+        _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, errors: ErrorCollector
+    ) -> Result<Feed, FeedError> {
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
-        guard let reader = xmlReaderForMemory(chars.baseAddress, Int32(chars.count), url, nil, options) else {
+        guard let reader = xmlReaderForMemory(chars.baseAddress, Int32(chars.count), base, nil, options) else {
             return .failure(FeedError(url: url, problem: "libxml2 could not start a reader"))
         }
         defer { xmlFreeTextReader(reader) }
@@ -84,7 +98,7 @@ public enum FeedReader {
             collector.record(line: Int(error.pointee.line), message: error.pointee.message.map { String(cString: $0) } ?? "")
         }, context)
 
-        var walker = FeedWalker(reader: reader, url: url)
+        var walker = FeedWalker(reader: reader, url: url, hasBase: base != nil)
         do throws(FeedError) {
             while true {
                 let status = xmlTextReaderRead(reader)

@@ -5,17 +5,39 @@ import Foundation
 struct FeedWalker {
     private let reader: xmlTextReaderPtr
     private let url: String
+    /// Whether relative links have anything to resolve against (a feed read from a file or
+    /// standard input without `--base-url` has not).
+    private let hasBase: Bool
     private var kind: Feed.Kind?
     private var title: String?
     private var enclosures: [FeedEnclosure] = []
     private var problems: [String] = []
     /// The entry (Atom `entry`, RSS `item`) being read, and its depth; `unusable` holds its links
     /// that are no URL, reported once the entry's title is known.
-    private var entry: (depth: Int32, title: String?, version: String?, found: [FeedEnclosure], unusable: [String])?
+    private var entry: OpenEntry?
 
-    init(reader: xmlTextReaderPtr, url: String) {
+    private struct OpenEntry {
+        var depth: Int32
+        var title: String?
+        var version: String?
+        /// Atom `id`, RSS `guid`.
+        var id: String?
+        /// A docset's `identifier`: the same for every release, where Apple's ids name the version.
+        var docsetIdentifier: String?
+        /// Atom `updated`, RSS `pubDate`.
+        var updated: String?
+        var found: [FeedEnclosure] = []
+        var unusable: [String] = []
+
+        init(depth: Int32) {
+            self.depth = depth
+        }
+    }
+
+    init(reader: xmlTextReaderPtr, url: String, hasBase: Bool) {
         self.reader = reader
         self.url = url
+        self.hasBase = hasBase
     }
 
     var feed: Feed? {
@@ -48,7 +70,7 @@ struct FeedWalker {
             case ("rss", nil): kind = .rss
             case ("entry", nil):
                 kind = .dash
-                entry = (depth, nil, nil, [], [])
+                entry = OpenEntry(depth: depth)
             default: throw FeedError(url: url, problem: "not an Atom, RSS or Dash feed (root element <\(name)>)")
             }
             return
@@ -65,7 +87,7 @@ struct FeedWalker {
         let isAtom = namespace == FeedReader.atomNamespace
         if isAtom && name == "entry" {
             // An entry quoted inside another's content is content, not a second entry.
-            if entry == nil { entry = (depth, nil, nil, [], []) }
+            if entry == nil { entry = OpenEntry(depth: depth) }
         } else if isAtom && name == "title" {
             let value = text()
             if let open = entry, depth == open.depth + 1 { entry?.title = value } else if depth == 1 { title = value }
@@ -73,9 +95,15 @@ struct FeedWalker {
             // A link without rel is an alternate link (RFC 4287 §4.2.7.2).
             guard attribute("rel") == "enclosure", let href = attribute("href") else { return }
             addEnclosure(href: href, length: attribute("length"), type: attribute("type"))
+        } else if let open = entry, depth == open.depth + 1, isAtom && (name == "id" || name == "updated") {
+            let value = text()
+            if name == "id" { entry?.id = value } else { entry?.updated = value }
         } else if namespace == FeedReader.docsetNamespace && name == "version", entry != nil {
             let value = text()
             entry?.version = value
+        } else if namespace == FeedReader.docsetNamespace && name == "identifier", entry != nil {
+            let value = text()
+            entry?.docsetIdentifier = value
         }
     }
 
@@ -83,7 +111,11 @@ struct FeedWalker {
         guard namespace == nil else { return }
         switch name {
         case "item":
-            if entry == nil { entry = (depth, nil, nil, [], []) }
+            if entry == nil { entry = OpenEntry(depth: depth) }
+        case "guid", "pubDate":
+            guard let open = entry, depth == open.depth + 1 else { return }
+            let value = text()
+            if name == "guid" { entry?.id = value } else { entry?.updated = value }
         case "title":
             let value = text()
             if let open = entry, depth == open.depth + 1 { entry?.title = value } else if entry == nil && title == nil { title = value }
@@ -122,14 +154,20 @@ struct FeedWalker {
 
     private mutating func closeEntry() {
         guard let open = entry else { return }
-        for var enclosure in open.found {
+        for (index, var enclosure) in open.found.enumerated() {
             enclosure.entryTitle = open.title
             enclosure.version = open.version
+            enclosure.updated = open.updated
+            enclosure.entryID = (open.docsetIdentifier ?? open.id).map { index == 0 ? $0 : "\($0)#\(index)" }
             enclosures.append(enclosure)
         }
         for link in open.unusable {
             let of = open.title.map { " of “\($0)”" } ?? ""
-            problems.append("skipped an enclosure\(of) whose link is not a URL: \(link)")
+            if !hasBase && !link.contains(":") {
+                problems.append("skipped an enclosure\(of) whose link is relative, with no base URL to resolve it against (give --base-url): \(link)")
+            } else {
+                problems.append("skipped an enclosure\(of) whose link is not a URL: \(link)")
+            }
         }
         entry = nil
     }

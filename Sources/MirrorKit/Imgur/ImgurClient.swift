@@ -252,7 +252,7 @@ public struct ImgurClient: Sendable {
         case .valueNotFound(let type, let context):
             return "null where \(type) was expected at \(path(context))"
         case .dataCorrupted(let context):
-            return "invalid JSON at \(path(context)): \(context.debugDescription)"
+            return (context.codingPath.isEmpty ? "invalid JSON at " : "invalid value at ") + "\(path(context)): \(context.debugDescription)"
         @unknown default:
             return "\(error)"
         }

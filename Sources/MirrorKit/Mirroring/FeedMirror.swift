@@ -5,20 +5,30 @@ import Logging
 /// a time: feed files are large (docsets run to hundreds of MB), so each gets the bandwidth.
 public struct FeedMirror: Sendable {
     public struct Settings: Sendable {
-        public var feedURL: String
+        public var feed: FeedLocation
+        /// What relative links resolve against in a feed read from a file or standard input.
+        public var baseURL: String?
         public var mode: DownloadMode
         public var retry: RetryPolicy
         /// The most bytes an enclosure may have, whatever its server claims.
         public var maxFileSize: Int64
 
         public init(
+            feed: FeedLocation, baseURL: String? = nil, mode: DownloadMode = .skipIfExists, retry: RetryPolicy = RetryPolicy(),
+            maxFileSize: Int64 = Downloader.defaultMaxFileSize
+        ) {
+            self.feed = feed
+            self.baseURL = baseURL
+            self.maxFileSize = maxFileSize
+            self.mode = mode
+            self.retry = retry
+        }
+
+        public init(
             feedURL: String, mode: DownloadMode = .skipIfExists, retry: RetryPolicy = RetryPolicy(),
             maxFileSize: Int64 = Downloader.defaultMaxFileSize
         ) {
-            self.maxFileSize = maxFileSize
-            self.feedURL = feedURL
-            self.mode = mode
-            self.retry = retry
+            self.init(feed: .url(feedURL), mode: mode, retry: retry, maxFileSize: maxFileSize)
         }
     }
 
@@ -32,57 +42,128 @@ public struct FeedMirror: Sendable {
         self.settings = settings
         self.logger = logger
         jobs = try JobRunner(
-            directory: directory, engine: engine, mode: settings.mode, concurrency: 1, retry: settings.retry,
-            maxFileSize: settings.maxFileSize, logger: logger)
+            directory: directory, engine: engine, mode: settings.mode, source: "feed \(settings.baseURL ?? settings.feed.description)",
+            concurrency: 1, retry: settings.retry, maxFileSize: settings.maxFileSize, logger: logger)
     }
 
+    /// Mirrors every enclosure of the feed; in `new-file` mode, then asks after every other file
+    /// this feed mirrored before. An entry whose release changed (its version, `updated` or URL)
+    /// is fetched again in `new-file` mode, kept beside the old; `skip-if-exists` keeps the old
+    /// file and reports the release as skipped.
     public func run() async -> MirrorSummary {
         var summary = MirrorSummary()
         let feed: Feed
         do {
-            feed = try await fetchFeed()
+            feed = try await loadFeed()
         } catch {
             if Task.isCancelled { summary.interrupted = true } else { summary.stoppedBy = error }
             return summary
         }
         summary.problems = feed.problems
-        var takenNames: Set<String> = []
+        var names = EnclosureNames()
         var seenURLs: Set<String> = []
-        let session = jobs.start(source: "feed \(settings.feedURL)")
+        let session = jobs.start(source: "feed \(settings.feed)")
         for enclosure in feed.enclosures where !session.isHalted {
             // Two entries may offer the same URL; one download serves both.
             guard seenURLs.insert(enclosure.url).inserted else { continue }
-            let urlDigest: String
+            let job: MirrorJob?
             do {
-                urlDigest = try Digest.md5Hex(Array(enclosure.url.utf8))
+                job = try await plan(enclosure, kind: feed.kind, names: &names, summary: &summary)
             } catch {
-                summary.stoppedBy = MirrorError.digest(error.description)
-                break
-            }
-            var name = Self.fileName(for: enclosure)
-            let owner: String?
-            do {
-                owner = try await jobs.state.url(mirroredAs: "enclosures/\(name)")
-            } catch {
-                // Not knowing whose the name is, the enclosure could be taken for another's file.
+                // Not knowing whose a name is, the enclosure could be taken for another's file.
                 session.halt(error)
                 break
             }
-            if takenNames.contains(name) || owner.map({ $0 != enclosure.url }) == true {
-                // Another file (of this feed, or mirrored before) has the name: docset.xar, say.
-                // Keep both, apart, rather than take the old one for the new.
-                name = MirrorDirectory.tagged(name, urlDigest.prefix(8))
-            }
-            takenNames.insert(name)
             if let length = enclosure.length { logger.debug("\(enclosure.url): the feed says \(length) bytes") }
-            await session.submit(
-                MirrorJob(url: enclosure.url, relativePath: "enclosures/\(name)", expectedSize: nil, mirrors: enclosure.mirrors),
-                forced: true)
+            if let job { await session.submit(job, forced: true) }
         }
-        if feed.enclosures.isEmpty { logger.warning("feed \(settings.feedURL) lists no enclosures") }
+        if feed.enclosures.isEmpty { logger.warning("feed \(settings.feed) lists no enclosures") }
+        await jobs.revalidateTheRest(in: session)
         await session.finish(into: &summary)
         summary.unavailableHosts = jobs.health.verdicts
         return summary
+    }
+
+    /// The job for `enclosure`, or nil when a new release is left alone (`skip-if-exists`).
+    private func plan(
+        _ enclosure: FeedEnclosure, kind: Feed.Kind, names: inout EnclosureNames, summary: inout MirrorSummary
+    ) async throws(MirrorError) -> MirrorJob? {
+        let item = names.item(for: enclosure, kind: kind)
+        let release = FeedRelease(version: enclosure.version, updated: enclosure.updated)
+        let held = try await heldVersion(of: item, enclosure: enclosure, release: release)
+        if let held, try jobs.directory.fileExists(held.path), let change = Self.change(from: held, to: enclosure) {
+            if settings.mode == .skipIfExists {
+                let line = "\(held.path): \(change); kept the file there (skip-if-exists)"
+                logger.info("\(line)")
+                summary.skippedReleases.append(line)
+                return nil
+            }
+            logger.info("\(held.path): \(change); fetching it")
+        }
+        var name = Self.fileName(for: enclosure)
+        let owner = try await jobs.state.item(owning: "enclosures/\(name)")
+        if !names.claim(name, for: item) || owner.map({ $0 != item }) == true {
+            // Another entry (of this feed, or mirrored before) has the name: docset.xar, say.
+            // Keep both, apart, rather than take the old one for the new.
+            name = MirrorDirectory.tagged(name, try Self.digest(item).prefix(8))
+            _ = names.claim(name, for: item)
+        }
+        return MirrorJob(
+            url: enclosure.url, relativePath: "enclosures/\(name)", mirrors: enclosure.mirrors, item: item, release: release)
+    }
+
+    /// The newest file recorded for `item`; one an earlier version of mirror recorded under the
+    /// URL alone is taken over for the entry.
+    private func heldVersion(
+        of item: String, enclosure: FeedEnclosure, release: FeedRelease
+    ) async throws(MirrorError) -> MirroredFile? {
+        if let held = try await jobs.state.latestFile(of: item) { return held }
+        for url in [enclosure.url] + enclosure.mirrors {
+            guard var legacy = try await jobs.state.latestFile(of: url), legacy.item == url else { continue }
+            try await jobs.state.rename(item: url, to: item, source: jobs.source)
+            // What it holds is taken for the release the feed names now: nothing says otherwise.
+            try await jobs.state.confirm(
+                legacy.path, url: legacy.url, etag: nil, lastModified: nil,
+                release: release)
+            legacy.item = item
+            legacy.version = release.version
+            legacy.updated = release.updated
+            return legacy
+        }
+        return nil
+    }
+
+    /// How the feed's release differs from the one `held` came from, or nil when it does not.
+    static func change(from held: MirroredFile, to enclosure: FeedEnclosure) -> String? {
+        if let version = enclosure.version, version != held.version {
+            return "the feed names version \(version)" + (held.version.map { " (the mirror has \($0))" } ?? "")
+        }
+        if let updated = enclosure.updated, updated != held.updated {
+            return "the entry was updated \(updated)" + (held.updated.map { " (the mirror has \($0))" } ?? "")
+        }
+        if !([enclosure.url] + enclosure.mirrors).contains(held.url) {
+            return "the entry now links \(enclosure.url) (the mirror has \(held.url))"
+        }
+        return nil
+    }
+
+    private static func digest(_ text: String) throws(MirrorError) -> String {
+        do throws(DigestError) {
+            return try Digest.md5Hex(Array(text.utf8))
+        } catch {
+            throw .digest(error.description)
+        }
+    }
+
+    /// Reads the feed: fetched from its URL, or read from a file or standard input.
+    private func loadFeed() async throws(FeedError) -> Feed {
+        switch settings.feed {
+        case .url(let url):
+            return try await fetchFeed(url)
+        case .file, .standardInput:
+            let bytes = try await settings.feed.readLocally(limit: Self.maximumFeedBytes)
+            return try FeedReader.parse(bytes, url: settings.feed.description, base: settings.baseURL)
+        }
     }
 
     /// The most a feed body may hold, once decompressed. The largest real feeds (a podcast's whole
@@ -91,8 +172,7 @@ public struct FeedMirror: Sendable {
 
     /// Fetches and parses the feed, waiting out network faults, 408, 429 and 5xx as downloads do.
     /// The download ends at the first sign of a DOCTYPE, or once it grows past ``maximumFeedBytes``.
-    private func fetchFeed() async throws(FeedError) -> Feed {
-        let url = settings.feedURL
+    private func fetchFeed(_ url: String) async throws(FeedError) -> Feed {
         let request = TransferRequest(
             url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
             destination: .memory(limit: Self.maximumFeedBytes), inspector: FeedProlog())
@@ -118,7 +198,9 @@ public struct FeedMirror: Sendable {
                 throw FeedError(url: url, problem: "cannot be fetched: \(error)", isFetchFailure: true)
             }
             // Relative enclosure URLs resolve against where the feed really came from.
-            if response.isSuccess { return .success(try FeedReader.parse(response.body, url: response.finalURL)) }
+            if response.isSuccess {
+                return .success(try FeedReader.parse(response.body, url: response.finalURL, base: settings.baseURL ?? response.finalURL))
+            }
             let failure = FeedError(url: url, problem: "HTTP \(response.status)", isFetchFailure: true)
             guard RetryPolicy.isRetryable(status: response.status) else { throw failure }
             return .retry(failure, retryAfter: RetryPolicy.retryAfter(response.headers["Retry-After"]))
@@ -141,4 +223,32 @@ public struct FeedMirror: Sendable {
     /// NAME_MAX less room for the longest suffixes ``MirrorDirectory`` inserts: the URL's tag of a
     /// name taken by another file (`-0123abcd`) and a count for `new-file` mode (`(123456)`).
     static let maximumNameBytes = FileNameText.maximumBytes - 32
+}
+
+/// The items of one feed's enclosures and the file names they claim, so two entries never share
+/// a name nor an item.
+struct EnclosureNames {
+    private var items: Set<String> = []
+    private var owners: [String: String] = [:]
+
+    /// What `enclosure` is a release of, the same from run to run: a Dash archive is one item
+    /// whatever mirror serves it; an entry is its id (a docset's identifier, an Atom id, an RSS
+    /// guid); an entry without one (or whose id another entry took) is its URL.
+    mutating func item(for enclosure: FeedEnclosure, kind: Feed.Kind) -> String {
+        let named: String? = switch kind {
+        case .dash: "dash " + FeedMirror.fileName(for: enclosure)
+        case .atom, .rss: enclosure.entryID.map { "entry " + $0 }
+        }
+        if let named, items.insert(named).inserted { return named }
+        let byURL = "url " + enclosure.url
+        items.insert(byURL)
+        return byURL
+    }
+
+    /// Whether `name` is free for `item` in this run (and now taken by it).
+    mutating func claim(_ name: String, for item: String) -> Bool {
+        if let owner = owners[name] { return owner == item }
+        owners[name] = item
+        return true
+    }
 }

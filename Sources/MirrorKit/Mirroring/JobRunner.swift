@@ -5,18 +5,41 @@ import Synchronization
 /// One file to put into the mirror.
 struct MirrorJob: Sendable {
     var url: String
+    /// Where the file goes; a new version of it goes beside it (`name(1).ext`).
     var relativePath: String
     var expectedSize: Int64?
     /// Other URLs of the same file, tried in turn when `url` fails.
     var mirrors: [String] = []
+    /// What the file is a version of (see ``MirroredFile/item``): the URL, unless a feed entry.
+    var item: String
+    /// The feed entry's release, recorded with the file.
+    var release: FeedRelease?
+    /// Every URL of the file: the first `url`, then its mirrors.
+    let sources: [String]
+
+    init(
+        url: String, relativePath: String, expectedSize: Int64? = nil, mirrors: [String] = [], item: String? = nil,
+        release: FeedRelease? = nil
+    ) {
+        self.url = url
+        self.relativePath = relativePath
+        self.expectedSize = expectedSize
+        self.mirrors = mirrors
+        self.item = item ?? url
+        self.release = release
+        sources = [url] + mirrors
+    }
 }
 
 /// Takes jobs through the scheduler and into the mirror directory, and tallies what happened:
 /// the part every kind of mirror (tag, feed) shares.
 struct JobRunner: Sendable {
     enum Outcome: Sendable {
-        case downloaded(bytes: Int64)
+        /// Saved; `newVersion` when an older version of the item stays beside it.
+        case downloaded(bytes: Int64, newVersion: Bool)
         case alreadyPresent
+        /// Asked again (`new-file`): the server's file is the one the mirror holds.
+        case unchanged
         case removed(String)
         case interrupted
         /// Not tried: its host is down or throttling this run; a later run tries it.
@@ -29,7 +52,7 @@ struct JobRunner: Sendable {
         /// The file is in the mirror, or known gone: no later run needs to try it.
         var isSettled: Bool {
             switch self {
-            case .downloaded, .alreadyPresent, .removed: true
+            case .downloaded, .alreadyPresent, .unchanged, .removed: true
             case .interrupted, .deferred, .failed, .halted: false
             }
         }
@@ -41,16 +64,21 @@ struct JobRunner: Sendable {
     let scheduler: DownloadScheduler
     let health: HostHealth
     let mode: DownloadMode
+    /// The tag or feed the files are recorded as mirrored by (see ``MirroredFile/source``).
+    let source: String?
     let logger: Logger
     private let flights = Flights()
+    /// Items this run has asked for: a `new-file` run's sweep revalidates the others.
+    let handled = ItemSet()
 
     init(
-        directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, concurrency: Int, retry: RetryPolicy,
-        isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
+        directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, source: String? = nil, concurrency: Int,
+        retry: RetryPolicy, isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
         maxFileSize: Int64 = Downloader.defaultMaxFileSize, logger: Logger
     ) throws(MirrorError) {
         self.directory = directory
         self.mode = mode
+        self.source = source
         self.logger = logger
         do {
             // Before anything is named by it: a failing MD5 must not make every partial look stray.
@@ -90,11 +118,14 @@ struct JobRunner: Sendable {
 
     func record(_ outcome: Outcome, in summary: inout MirrorSummary) {
         switch outcome {
-        case .downloaded(let bytes):
+        case .downloaded(let bytes, let newVersion):
             summary.downloaded += 1
             summary.bytesDownloaded += bytes
+            if newVersion { summary.newVersions += 1 }
         case .alreadyPresent:
             summary.alreadyPresent += 1
+        case .unchanged:
+            summary.unchanged += 1
         case .removed(let url):
             logger.info("removed upstream: \(url)")
             summary.removed.append(url)
@@ -126,7 +157,7 @@ struct JobRunner: Sendable {
     }
 
     /// `.halted` for an error that stops the run, `.failed` for one of this file's name alone.
-    private func halting(_ error: MirrorError, _ job: MirrorJob) -> Outcome {
+    func halting(_ error: MirrorError, _ job: MirrorJob) -> Outcome {
         error.stopsTheRun ? .halted(error) : .failed(DownloadError(url: job.url, reason: .storage(error.description)))
     }
 
@@ -163,6 +194,7 @@ struct JobRunner: Sendable {
     /// it did not download (two names for one file: a feed enclosure and another's mirror URL).
     private func mirror(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
+        handled.insert(job.item)
         let (outcome, led) = await flights.run(job.url) { await mirrorAlone(job, forced: forced) }
         guard !led, case .downloaded = outcome else { return outcome }
         return .alreadyPresent
@@ -170,61 +202,63 @@ struct JobRunner: Sendable {
 
     private func mirrorAlone(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
-        let fate: (mirroredPath: String?, removed: Bool)
+        let held: MirroredFile?
         do {
-            fate = try await state.fate(of: job.url)
-            if let known = fate.mirroredPath, try directory.fileExists(known) {
-                return .alreadyPresent
-            }
-            if mode == .skipIfExists, try directory.fileExists(job.relativePath) {
-                return .alreadyPresent
+            let removed = try await state.isRemoved(job.url)
+            held = try await heldCopy(of: job.item)
+            if held != nil {
+                // Kept, and not asked for again unless new-file mode wants to know of a change;
+                // media gone upstream has none to offer.
+                if mode == .skipIfExists || removed { return .alreadyPresent }
+            } else {
+                if removed { return .removed(job.url) }
+                if mode == .skipIfExists, try directory.fileExists(job.relativePath) { return .alreadyPresent }
             }
         } catch {
             return halting(error, job)
         }
-        if fate.removed { return .removed(job.url) }
         do {
-            let file = try await scheduler.schedule(job.url, forced: forced, expectedSize: job.expectedSize)
+            let condition = held.flatMap { held -> HeldVersion? in
+                if held.url == job.url { return HeldVersion(etag: held.etag, lastModified: held.lastModified) }
+                // A mirror of the same file may tag it alike (a content hash), but its date says
+                // nothing of this server's copy; another URL's validators say nothing at all.
+                guard job.sources.contains(held.url), let etag = held.etag else { return nil }
+                return HeldVersion(etag: etag, lastModified: nil)
+            }
+            let file = try await scheduler.schedule(job.url, forced: forced, expectedSize: job.expectedSize, held: condition)
+            if let held {
+                if file.isNotModified {
+                    try await state.confirm(
+                        held.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release)
+                    return .unchanged
+                }
+                if let same = try await sameBytes(file, as: job.item) {
+                    partials.remove(job.url)
+                    try await state.confirm(
+                        same.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release)
+                    logger.debug("\(job.url): a new answer with the bytes of \(same.path)")
+                    return .unchanged
+                }
+            }
             guard file.length > 0 else {
                 // A 200 with nothing in it is a broken server, not an empty file worth keeping.
                 partials.remove(job.url)
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
-            let lastModified = file.lastModified.flatMap(HTTPDate.parse)
-            // The commit moves the partial away (or, when the name is taken, deletes it).
-            let (directory, mode, partials) = (directory, mode, partials)
-            let partName: String
-            do {
-                partName = try partials.partName(for: job.url)
-            } catch {
-                return .halted(.digest(error.description))
-            }
-            let committed = try await BlockingIO.run { () throws(MirrorError) in
-                try directory.commit(partName, from: partials.folder, as: job.relativePath, mode: mode)
-            }
-            guard let name = committed else { return .alreadyPresent }
-            do {
-                try await state.recordMirrored(job.url, as: name, bytes: file.length)
-            } catch {
-                // Unrecorded, the file would be fetched again under a second name by a new-file
-                // run: it goes back to being a partial, whole, for the next run to commit.
-                do {
-                    try directory.uncommit(name, backTo: partials.folder, as: partName)
-                } catch let failure {
-                    logger.error("\(name) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
-                }
-                return .halted(error)
-            }
-            partials.detachRecord(for: job.url) { directory.removeAttribute($0, of: name) }
-            // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
-            if let lastModified { directory.setModificationDate(lastModified, of: name) }
-            logger.info("saved \(name)")
-            return .downloaded(bytes: file.bytesReceived)
+            return await commit(file, of: job, besides: held)
         } catch let error as MirrorError {
             return halting(error, job)
         } catch let error as DownloadError {
             switch error.reason {
             case .removed:
+                do {
+                    try await state.recordRemoved(job.url)
+                } catch {
+                    return .halted(error)
+                }
+                return .removed(job.url)
+            case .httpStatus(let status) where held != nil && (status == 404 || status == 410):
+                // Gone upstream: the copy stays, and later runs stop asking.
                 do {
                     try await state.recordRemoved(job.url)
                 } catch {
@@ -240,6 +274,53 @@ struct JobRunner: Sendable {
         } catch {
             return .failed(DownloadError(url: job.url, reason: .storage("\(error)")))
         }
+    }
+
+    /// Names the fetched file and records it: beside `held` (a new version) when there is one.
+    private func commit(_ file: FetchedFile, of job: MirrorJob, besides held: MirroredFile?) async -> Outcome {
+        let lastModified = file.lastModified.flatMap(HTTPDate.parse)
+        // The commit moves the partial away (or, when the name is taken, deletes it).
+        let (directory, partials) = (directory, partials)
+        let mode = held == nil ? mode : .newFile
+        let partName: String
+        do {
+            partName = try partials.partName(for: job.url)
+        } catch {
+            return .halted(.digest(error.description))
+        }
+        let name: String
+        do {
+            let committed = try await BlockingIO.run { () throws(MirrorError) in
+                try directory.commit(partName, from: partials.folder, as: job.relativePath, mode: mode)
+            }
+            guard let committed else { return .alreadyPresent }
+            name = committed
+        } catch {
+            return halting(error, job)
+        }
+        do {
+            try await state.record(MirroredFile(
+                path: name, item: job.item, source: source, url: job.url, etag: file.etag, lastModified: file.lastModified,
+                bytes: file.length, md5: file.md5, version: job.release?.version, updated: job.release?.updated))
+        } catch {
+            // Unrecorded, the file would be fetched again under a second name by a new-file
+            // run: it goes back to being a partial, whole, for the next run to commit.
+            do {
+                try directory.uncommit(name, backTo: partials.folder, as: partName)
+            } catch let failure {
+                logger.error("\(name) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
+            }
+            return .halted(error)
+        }
+        partials.detachRecord(for: job.url) { directory.removeAttribute($0, of: name) }
+        // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
+        if let lastModified { directory.setModificationDate(lastModified, of: name) }
+        if let held {
+            logger.info("saved \(name), a new version beside \(held.path)")
+        } else {
+            logger.info("saved \(name)")
+        }
+        return .downloaded(bytes: file.bytesReceived, newVersion: held != nil)
     }
 }
 
@@ -281,5 +362,18 @@ private final class Flights: Sendable {
             if abandoned { task.cancel() }
         }
         return (outcome, led)
+    }
+}
+
+/// A set of items shared by a run's jobs.
+final class ItemSet: Sendable {
+    private let items = Mutex<Set<String>>([])
+
+    func insert(_ item: String) {
+        items.withLock { _ = $0.insert(item) }
+    }
+
+    func contains(_ item: String) -> Bool {
+        items.withLock { $0.contains(item) }
     }
 }

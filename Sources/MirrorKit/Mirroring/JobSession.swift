@@ -165,6 +165,8 @@ extension MirrorSummary {
         downloaded += other.downloaded
         bytesDownloaded += other.bytesDownloaded
         alreadyPresent += other.alreadyPresent
+        unchanged += other.unchanged
+        newVersions += other.newVersions
         removed += other.removed
         deferred += other.deferred
         failures += other.failures

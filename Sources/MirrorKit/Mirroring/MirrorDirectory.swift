@@ -1,12 +1,43 @@
 import Foundation
 import Synchronization
 
-/// How a finished download is named when its file name is already taken.
+/// What a run does about a file the mirror has already (the design's `DownloadMode`).
 public enum DownloadMode: String, Sendable, CaseIterable, Codable {
-    /// Never overwrite: save as `name(1).ext`, `name(2).ext`, … (browser-like).
+    /// Ask the server again every run (a conditional GET) and keep each new version beside the
+    /// old ones, as `name(1).ext`, `name(2).ext`, …; the same bytes are never saved twice.
     case newFile = "new-file"
-    /// Keep the file already there and drop the download; nothing is fetched for a name that exists.
+    /// Keep the file there; nothing is fetched for an item the mirror has, or a name that exists.
     case skipIfExists = "skip-if-exists"
+
+    /// The mode spelled either way: kebab-case (`new-file`) or as the design names it (`newFile`).
+    public init?(spelling: String) {
+        if let mode = Self(rawValue: spelling) ?? Self.allCases.first(where: { $0.designName == spelling }) {
+            self = mode
+        } else {
+            return nil
+        }
+    }
+
+    /// The name the design gives the mode: `newFile`, `skipIfExists`.
+    public var designName: String {
+        switch self {
+        case .newFile: "newFile"
+        case .skipIfExists: "skipIfExists"
+        }
+    }
+
+    /// Every accepted spelling.
+    public static var spellings: [String] { allCases.flatMap { [$0.rawValue, $0.designName] } }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let mode = Self(spelling: text) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "'\(text)' is not a mode; use one of \(Self.spellings.joined(separator: ", "))")
+        }
+        self = mode
+    }
 }
 
 /// The mirror's output directory: finished files under their final names, and mirror's own
@@ -144,6 +175,18 @@ public struct MirrorDirectory: Sendable {
     public func fileExists(_ relativePath: String) throws(MirrorError) -> Bool {
         let (folderPath, name) = try split(relativePath)
         return try folder(folderPath, create: false)?.contains(name) ?? false
+    }
+
+    /// The MD5 of the mirrored file `relativePath`; nil when there is none (or it cannot be read).
+    func md5(of relativePath: String) throws(MirrorError) -> String? {
+        let (folderPath, name) = try split(relativePath)
+        guard let folder = try folder(folderPath, create: false), let fd = try? folder.openFile(name, .read) else { return nil }
+        defer { close(fd) }
+        do throws(DigestError) {
+            return try Digest.md5Hex(ofFile: fd)
+        } catch {
+            throw .digest(error.description)
+        }
     }
 
     /// Moves the finished download `partName` of `partials` into place under `relativePath` and

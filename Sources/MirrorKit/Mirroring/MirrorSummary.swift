@@ -4,6 +4,12 @@ public struct MirrorSummary: Sendable {
     public var wanted = 0
     public var downloaded = 0
     public var alreadyPresent = 0
+    /// Files a `new-file` run asked after and found as the mirror holds them (a 304, or the same bytes).
+    public var unchanged = 0
+    /// Files saved beside an older version of themselves (`new-file` mode).
+    public var newVersions = 0
+    /// New releases a feed names that `skip-if-exists` mode left alone, one line each.
+    public var skippedReleases: [String] = []
     public var bytesDownloaded: Int64 = 0
     /// Media the host has removed; reported, not counted as failures.
     public var removed: [String] = []
@@ -33,11 +39,17 @@ public struct MirrorSummary: Sendable {
     /// `12 files: 10 downloaded (1.2 MB), 2 already present, 0 failed`, or `nothing new` when the
     /// run found nothing to fetch.
     public var line: String {
-        if wanted == 0, failures.isEmpty, removed.isEmpty, problems.isEmpty, !interrupted, stoppedOnlyByTheBudget {
+        if wanted == 0, failures.isEmpty, removed.isEmpty, problems.isEmpty, skippedReleases.isEmpty, !interrupted,
+           stoppedOnlyByTheBudget {
             return (["nothing new"] + (listing.map { [$0.line] } ?? [])).joined(separator: ", ")
         }
         var parts = ["\(wanted) files: \(downloaded) downloaded (\(Self.formatBytes(bytesDownloaded)))"]
+        if newVersions > 0 { parts[0] += ", \(newVersions) of them new versions" }
         parts.append("\(alreadyPresent) already present")
+        if unchanged > 0 { parts.append("\(unchanged) unchanged") }
+        if !skippedReleases.isEmpty {
+            parts.append("\(skippedReleases.count) new release\(skippedReleases.count == 1 ? "" : "s") skipped (skip-if-exists)")
+        }
         if !removed.isEmpty { parts.append("\(removed.count) removed upstream") }
         if deferred > 0 { parts.append("\(deferred) left for the next run") }
         parts.append("\(failures.count) failed")

@@ -39,7 +39,8 @@ public struct TagMirror: Sendable {
         self.settings = settings
         self.logger = logger
         jobs = try JobRunner(
-            directory: directory, engine: engine, mode: settings.mode, concurrency: settings.concurrency,
+            directory: directory, engine: engine, mode: settings.mode, source: "tag \(settings.crawl.tag)",
+            concurrency: settings.concurrency,
             retry: settings.retry, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder,
             maxFileSize: settings.maxFileSize, logger: logger)
     }
@@ -49,10 +50,11 @@ public struct TagMirror: Sendable {
 
     /// Mirrors what this run can: first the images earlier runs found and did not finish, then
     /// the listing from where its cursor stands, each image's files scheduled as soon as it is
-    /// found (thumbnails unforced, full-size files forced). The crawl stops at the API budget, a
+    /// found (thumbnails unforced, full-size files forced); in `new-file` mode, then every other
+    /// file mirrored before, by a conditional GET. The crawl stops at the API budget, a
     /// cancel, or a media host given up for the run; the next run carries on from there.
     public func run() async -> MirrorSummary {
-        let session = jobs.start(source: "tag \(settings.crawl.tag)")
+        let session = jobs.start(source: jobs.source ?? "tag \(settings.crawl.tag)")
         let jobs = jobs
         let images = ImageCompletion(store: jobs.state, session: session) { () throws(MirrorError) in
             // An image marked done is not looked at again: its files' names must be on disk first.
@@ -103,6 +105,8 @@ public struct TagMirror: Sendable {
         } catch {
             crawl.stoppedBy = error
         }
+        // new-file: what the listing did not bring up again is asked after too.
+        await jobs.revalidateTheRest(in: session)
         await session.finish(into: &summary)
         await images.flush()
         if let failure = images.failure {

@@ -51,6 +51,8 @@ public actor DownloadScheduler {
     private var pauseTimers: [TransferID: Task<Void, Never>] = [:]
     /// The transfer of each URL that has one, with what it reports from the engine thread.
     private var reports: [String: (id: TransferID, report: TransferReport)] = [:]
+    /// What callers hold of each URL they asked to revalidate (see ``schedule(_:forced:expectedSize:held:)``).
+    private var heldVersions: [String: HeldVersion] = [:]
 
     /// Waits out a pause's grace; tests pass one they fire by hand.
     private let sleep: @Sendable (Duration) async throws -> Void
@@ -83,8 +85,14 @@ public actor DownloadScheduler {
     /// - Parameters:
     ///   - forced: give it the bandwidth first, holding unforced transfers back.
     ///   - expectedSize: the size the file must have, when the caller knows it.
+    ///   - held: the validators of the copy the caller holds: the file is fetched only if it
+    ///     changed, else ``FetchedFile/isNotModified`` comes back.
     /// - Throws: ``DownloadError``; a cancelled item or caller gets `.transfer(.cancelled)`.
-    public func schedule(_ url: String, forced: Bool = false, expectedSize: Int64? = nil) async throws(DownloadError) -> FetchedFile {
+    public func schedule(
+        _ url: String, forced: Bool = false, expectedSize: Int64? = nil, held: HeldVersion? = nil
+    ) async throws(DownloadError) -> FetchedFile {
+        // Kept for the item's life, as its expected size is: a stopped transfer restarts with it.
+        heldVersions[url] = held
         nextCaller += 1
         let caller = nextCaller
         do {
@@ -167,12 +175,12 @@ public actor DownloadScheduler {
         let report = TransferReport(TransferProgress(completed: offset, total: expectedSize))
         reports[url] = (id, report)
         hub.emit(.started(url: url, forced: forced, offset: offset))
-        let (transport, hub) = (transport, hub)
+        let (transport, hub, held) = (transport, hub, heldVersions[url])
         // Detached: the fetch runs off the actor from its first instruction, saving a hop per item.
         transfers[id] = Task.detached {
             let result: Result<FetchedFile, DownloadError>
             do throws(DownloadError) {
-                result = .success(try await transport.fetch(url, id: id, expectedSize: expectedSize, progress: { progress in
+                result = .success(try await transport.fetch(url, id: id, expectedSize: expectedSize, held: held, progress: { progress in
                     report.progress = progress
                     hub.emit(.progress(url: url, completed: progress.completed, total: progress.total))
                 }, receiving: { receiving in

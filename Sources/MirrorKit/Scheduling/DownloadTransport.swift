@@ -8,8 +8,10 @@ public protocol DownloadTransport: Sendable {
     /// keeping what it received. `receiving` hears true when the file's body starts arriving and
     /// false while it is not (waiting to try again): a forced transfer holds others back only
     /// while it receives.
+    /// With `held`, the fetch is conditional on the server's file not being that copy, and may
+    /// return ``FetchedFile/isNotModified``.
     func fetch(
-        _ url: String, id: TransferID, expectedSize: Int64?,
+        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile
@@ -52,11 +54,12 @@ public struct EngineTransport: DownloadTransport {
     }
 
     public func fetch(
-        _ url: String, id: TransferID, expectedSize: Int64?,
+        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {
-        try await downloader.fetch(url, id: id, expectedSize: expectedSize, progress: progress, receiving: receiving)
+        try await downloader.fetch(
+            url, id: id, expectedSize: expectedSize, held: held, progress: progress, receiving: receiving)
     }
 
     public func pause(_ id: TransferID) { engine.pause(id) }

@@ -5,9 +5,9 @@ import Foundation
 /// which file, which media the host has removed, and where each tag's crawl stands (see
 /// ``CrawlStore``).
 ///
-/// It makes runs incremental whatever the ``DownloadMode``: a URL mirrored before is not fetched
-/// again while its file is there, so `new-file` mode does not pile up `name(1).jpg` copies of the
-/// same image run after run; removed media is not asked for again. A damaged database is moved
+/// It makes runs incremental whatever the ``DownloadMode``: every file keeps the item it is a
+/// version of, its validators and MD5 (``MirroredFile``), so `skip-if-exists` asks nothing for an
+/// item it has and `new-file` asks only whether it changed; removed media is not asked for again. A damaged database is moved
 /// aside and started afresh, never a reason to touch a mirrored file. Writes are checked: one
 /// that fails is an error for the caller.
 public actor StateDatabase {
@@ -91,41 +91,19 @@ public actor StateDatabase {
         try db.script("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
         // A file that is not a database fails here, not at open.
         try StateSchema.migrate(db)
-        try db.execute("SELECT count(*) FROM mirrored")
+        try db.execute("SELECT count(*) FROM files")
         return db
     }
 
-    // MARK: - Mirrored and removed media
+    // MARK: - Removed media
 
-    /// The file (relative to the mirror) that `url` was saved as, if it was.
-    public func mirroredPath(of url: String) throws(MirrorError) -> String? {
-        try fate(of: url).mirroredPath
-    }
-
-    public func recordMirrored(_ url: String, as path: String, bytes: Int64) throws(MirrorError) {
-        try write(
-            "INSERT INTO mirrored (url, path, bytes, mirrored_at) VALUES (?1, ?2, ?3, ?4) "
-                + "ON CONFLICT(url) DO UPDATE SET path = excluded.path, bytes = excluded.bytes, mirrored_at = excluded.mirrored_at",
-            [.text(url), .text(path), .integer(bytes), .text(Self.now())])
-    }
-
-    /// What is known of `url`, in one query: the path it was mirrored as, and whether it is
-    /// known to be removed upstream. A lookup that fails is an error, not "unknown": a new-file
-    /// run would save a second copy of a file it cannot see it has.
-    func fate(of url: String) throws(MirrorError) -> (mirroredPath: String?, removed: Bool) {
-        let row = try read(
-            "SELECT (SELECT path FROM mirrored WHERE url = ?1), EXISTS (SELECT 1 FROM removed WHERE url = ?1)",
-            [.text(url)]).first
-        return (row?.first?.text, row?.last?.integer == 1)
+    /// Whether `url` is known to be removed upstream.
+    func isRemoved(_ url: String) throws(MirrorError) -> Bool {
+        try read("SELECT EXISTS (SELECT 1 FROM removed WHERE url = ?1)", [.text(url)]).first?.first?.integer == 1
     }
 
     public func recordRemoved(_ url: String) throws(MirrorError) {
         try write("INSERT OR IGNORE INTO removed (url, seen_at) VALUES (?1, ?2)", [.text(url), .text(Self.now())])
-    }
-
-    /// The URL that was saved as `path`, if any.
-    public func url(mirroredAs path: String) throws(MirrorError) -> String? {
-        try read("SELECT url FROM mirrored WHERE path = ?1", [.text(path)]).first?.first?.text
     }
 
     // MARK: - Helpers

@@ -38,6 +38,30 @@ enum StateSchema {
             CREATE TABLE api_budgets (api TEXT PRIMARY KEY, budget TEXT NOT NULL);
             DROP TABLE IF EXISTS listings;
             """),
+        // Versions: every file in the mirror, with the item it is a version of (a media URL, a
+        // feed entry), the URL that served it, its validators, size, MD5 and release. The URL →
+        // path map of version 1 becomes one file per URL, the URL its item.
+        (3, """
+            CREATE TABLE files (
+                path TEXT PRIMARY KEY,
+                item TEXT NOT NULL,
+                source TEXT,
+                url TEXT NOT NULL,
+                etag TEXT,
+                last_modified TEXT,
+                bytes INTEGER NOT NULL,
+                md5 TEXT,
+                version TEXT,
+                updated TEXT,
+                mirrored_at TEXT NOT NULL,
+                checked_at TEXT NOT NULL);
+            CREATE INDEX files_by_item ON files (item);
+            CREATE INDEX files_by_url ON files (url);
+            CREATE INDEX files_by_source ON files (source, checked_at);
+            INSERT OR IGNORE INTO files (path, item, url, bytes, mirrored_at, checked_at)
+                SELECT path, url, url, bytes, mirrored_at, mirrored_at FROM mirrored ORDER BY rowid;
+            DROP TABLE mirrored;
+            """),
     ]
 
     static var latest: Int32 { migrations.last!.version }

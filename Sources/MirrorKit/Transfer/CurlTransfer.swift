@@ -241,7 +241,7 @@ final class CurlTransfer {
             }
             do throws(TransferError.Reason) {
                 let sink = try FileSink(location: location, offset: start)
-                if headers["ETag"].flatMap(Digest.md5(inETag:)) != nil { try sink.hashContents() }
+                if request.hashesBody || headers["ETag"].flatMap(Digest.md5(inETag:)) != nil { try sink.hashContents() }
                 self.sink = sink
             } catch {
                 failure = error

@@ -10,13 +10,32 @@ public struct FetchedFile: Sendable, Equatable {
     public var bytesReceived: Int64
     /// The server's `Last-Modified` for the file, as sent.
     public var lastModified: String?
+    /// The server's ETag for the file, as sent.
+    public var etag: String?
+    /// The file's MD5, when it was computed (an MD5 ETag checked, or hashing asked for).
+    public var md5: String?
+    /// The server answered 304 to a conditional request: the copy held is current, and nothing
+    /// was downloaded (`path` and `length` mean nothing).
+    public var isNotModified = false
 
-    public init(url: String, path: String, length: Int64, bytesReceived: Int64, lastModified: String? = nil) {
+    public init(
+        url: String, path: String, length: Int64, bytesReceived: Int64, lastModified: String? = nil,
+        etag: String? = nil, md5: String? = nil
+    ) {
         self.url = url
         self.path = path
         self.length = length
         self.bytesReceived = bytesReceived
         self.lastModified = lastModified
+        self.etag = etag
+        self.md5 = md5
+    }
+
+    /// The answer to a conditional request that the held copy is current.
+    public static func notModified(_ url: String, etag: String?, lastModified: String?) -> FetchedFile {
+        var file = FetchedFile(url: url, path: "", length: 0, bytesReceived: 0, lastModified: lastModified, etag: etag)
+        file.isNotModified = true
+        return file
     }
 }
 
@@ -67,8 +86,12 @@ public struct Downloader: Sendable {
     /// ``DownloadError/Reason/hostUnavailable(_:)``, as does one that throttles past the policy.
     /// `receiving` hears true when the file's body starts arriving, false when an attempt failed
     /// and the next one waits.
+    ///
+    /// With `held`, the request is conditional on the server's file not being that copy: a 304
+    /// returns ``FetchedFile/notModified(_:etag:lastModified:)`` at once, and a new file comes
+    /// with its MD5 (to tell a new version from the same bytes re-tagged).
     public func fetch(
-        _ url: String, id: TransferID = .next(), expectedSize: Int64? = nil,
+        _ url: String, id: TransferID = .next(), expectedSize: Int64? = nil, held: HeldVersion? = nil,
         progress: (@Sendable (TransferProgress) -> Void)? = nil, receiving: (@Sendable (Bool) -> Void)? = nil
     ) async throws(DownloadError) -> FetchedFile {
         if let expectedSize, expectedSize > maxFileSize {
@@ -85,13 +108,14 @@ public struct Downloader: Sendable {
         ) { _ throws(DownloadError) in
             if let unavailable = hostUnavailable(url) { throw unavailable }
             return try await attempt(
-                url, id: id, expectedSize: expectedSize, progress: progress, receiving: receiving, received: &received)
+                url, id: id, expectedSize: expectedSize, held: held, progress: progress, receiving: receiving,
+                received: &received)
         }
     }
 
     /// One request: the file, a failure worth another try, or a failure that ends it.
     private func attempt(
-        _ url: String, id: TransferID, expectedSize: Int64?, progress: (@Sendable (TransferProgress) -> Void)?,
+        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?, progress: (@Sendable (TransferProgress) -> Void)?,
         receiving: (@Sendable (Bool) -> Void)?, received: inout Int64
     ) async throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
         let location: FileLocation
@@ -101,12 +125,14 @@ public struct Downloader: Sendable {
             throw DownloadError(url: url, reason: .transfer(.digest(error.description)))
         }
         let resume = partials.resumePoint(for: url)
-        let request = TransferRequest(
+        var request = TransferRequest(
             url: url,
+            headers: held?.requestHeaders ?? [],
             destination: .file(location, offset: resume?.offset ?? 0),
             ifRange: resume?.validator,
             expectedEntityLength: resume?.record.totalLength,
             maxLength: expectedSize ?? maxFileSize)
+        request.hashesBody = held != nil
         let response: TransferResponse
         do {
             response = try await engine.perform(request, id: id, progress: progress, onBodyStart: { head in
@@ -132,6 +158,10 @@ public struct Downloader: Sendable {
             throw DownloadError(url: url, reason: .removed)
         }
         switch response.status {
+        case 304 where held != nil:
+            // The copy held is the server's file: any bytes kept for it are of another version.
+            partials.remove(url)
+            return .success(.notModified(url, etag: response.etag, lastModified: response.lastModified))
         case 200, 206:
             if Self.isWebPage(response) {
                 partials.remove(url)
@@ -249,7 +279,8 @@ public struct Downloader: Sendable {
             // Nobody stated the size and nothing proved the end: a cut connection looks the same.
             throw DownloadError(url: url, reason: .lengthUnproven(held: length))
         }
-        if let etag = response.etag ?? record?.etag, let md5 = Digest.md5(inETag: etag) {
+        var md5 = response.bodyMD5
+        if let etag = response.etag ?? record?.etag, let stated = Digest.md5(inETag: etag) {
             // The engine hashed the bytes as it wrote them; a 416 (nothing sent) means reading the file.
             let actual: String
             do throws(DigestError) {
@@ -257,14 +288,15 @@ public struct Downloader: Sendable {
             } catch {
                 throw DownloadError(url: url, reason: .transfer(.digest(error.description)))
             }
-            guard actual == md5 else {
-                throw DownloadError(url: url, reason: .checksumMismatch(expected: md5, actual: actual))
+            guard actual == stated else {
+                throw DownloadError(url: url, reason: .checksumMismatch(expected: stated, actual: actual))
             }
+            md5 = actual
         }
         logger.debug("fetched \(url) (\(length) bytes, \(received) over the network)")
         return FetchedFile(
             url: url, path: path, length: length, bytesReceived: received,
-            lastModified: response.lastModified ?? record?.lastModified)
+            lastModified: response.lastModified ?? record?.lastModified, etag: response.etag ?? record?.etag, md5: md5)
     }
 
     private func md5OfPartial(_ url: String) throws(DigestError) -> String? {

@@ -34,6 +34,9 @@ public struct TransferRequest: Sendable {
     public var maxLength: Int64?
     /// Looks at a 2xx body as it arrives and may end the transfer early.
     public var inspector: (any BodyInspector)?
+    /// For a file destination: compute the MD5 of the whole file as it is written, whatever the
+    /// ETag (the response's ``TransferResponse/bodyMD5``).
+    public var hashesBody = false
 
     public init(
         url: String,
@@ -71,8 +74,9 @@ public struct TransferResponse: Sendable {
     public var bytesReceived: Int64
     /// For a file destination: the file's length once the transfer ended, every byte written.
     public var fileLength: Int64
-    /// The MD5 of the whole file, when the response's ETag is an MD5 and the body arrived in full:
-    /// computed as the bytes were written, so checking it costs no second read.
+    /// The MD5 of the whole file, when the response's ETag is an MD5 or the request asked for it
+    /// (``TransferRequest/hashesBody``), and the body arrived in full: computed as the bytes were
+    /// written, so checking it costs no second read.
     public var bodyMD5: String?
     /// The message's framing proved its body whole: a Content-Length, the last chunk of a chunked
     /// body, or the end of an HTTP/2 stream. An HTTP/1 body ended by closing the connection

@@ -117,14 +117,18 @@ struct FeedMirrorTests {
         }
     }
 
-    @Test func aNewFileWithAnOldFilesNameIsKeptApart() async throws {
+    @Test func anotherEntrysFileWithAnOldFilesNameIsKeptApart() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 _ = try await run(server, feed: "docsets.atom", into: dir)
-                // The feed now offers a different file under the same name.
+                // The feed now has another entry whose file has the same name.
+                let nightly = """
+                    <entry><id>tag:fixture:org.example.alpha-nightly</id><title>Alpha nightly</title>
+                    <link rel="enclosure" href="\(server.baseURL)/files/v2/Alpha-2.1.docset.xar"/></entry></feed>
+                    """
                 let feed = try String(contentsOf: TestSupport.fixtures.appendingPathComponent("feeds/docsets.atom"), encoding: .utf8)
                     .replacingOccurrences(of: "{{base}}", with: server.baseURL)
-                    .replacingOccurrences(of: "/files/Alpha-2.1.docset.xar", with: "/files/v2/Alpha-2.1.docset.xar")
+                    .replacingOccurrences(of: "</feed>", with: nightly)
                 server.inject(.respond(status: 200, headers: ["Content-Type": "application/atom+xml"], body: feed), path: "/feeds/docsets.atom")
                 server.addMedia(path: "/files/v2/Alpha-2.1.docset.xar", size: 4096)
                 let second = try await run(server, feed: "docsets.atom", into: dir)

@@ -24,9 +24,11 @@ struct FeedReaderTests {
         #expect(feed.title == "Fixture docsets")
         #expect(feed.enclosures == [
             FeedEnclosure(url: "\(Self.base)/files/Alpha-2.1.docset.xar", length: 6_291_456,
-                          type: "application/octet-stream", entryTitle: "Alpha", version: "2.1"),
+                          type: "application/octet-stream", entryTitle: "Alpha", version: "2.1",
+                          updated: "2026-11-01T09:00:00+01:00", entryID: "org.example.alpha"),
             FeedEnclosure(url: "\(Self.base)/files/beta/Beta%201.0.xar", length: 3_145_728,
-                          type: "application/octet-stream", entryTitle: "Beta (relative link, xml:base)", version: "1.0"),
+                          type: "application/octet-stream", entryTitle: "Beta (relative link, xml:base)", version: "1.0",
+                          updated: "2026-10-20T12:00:00-08:00", entryID: "org.example.beta"),
         ])
     }
 
@@ -38,6 +40,7 @@ struct FeedReaderTests {
         ])
         #expect(feed.enclosures.map(\.length) == [nil, 1_048_576])
         #expect(feed.enclosures.first?.entryTitle == "Episode 2")
+        #expect(feed.enclosures.map(\.entryID) == ["fixture-episode-2", "fixture-episode-1"])
     }
 
     @Test func readsADashFeedAsOneArchiveWithMirrors() throws {
@@ -112,7 +115,9 @@ struct FeedReaderTests {
         let fastpdf = try real("apple-docset-fastpdfkit.atom")
         #expect(fastpdf.enclosures == [FeedEnclosure(
             url: "http://doc.fastpdfkit.com/docset.xar", length: 134_254, type: "application/octet-stream",
-            entryTitle: "FastPdfKit", version: "3.1.3")])
+            entryTitle: "FastPdfKit", version: "3.1.3", updated: "2012-01-04T13:07:28+01:00",
+            // Apple's ids name the version; the docset's identifier names it across releases.
+            entryID: "com.mobfarm.fastpdfkit")])
         let mapbox = try real("apple-docset-mapbox-ios-sdk.atom")
         #expect(mapbox.enclosures.count == 1)
         #expect(mapbox.enclosures.first?.length == 210_049)

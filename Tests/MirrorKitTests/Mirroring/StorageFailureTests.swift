@@ -79,9 +79,9 @@ struct StorageFailureTests {
                 // tool's hand on it). Taken for "nothing mirrored yet", a failed lookup fetched
                 // every file again.
                 let other = try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path)
-                try other.execute("ALTER TABLE mirrored RENAME TO mirrored_elsewhere")
+                try other.execute("ALTER TABLE files RENAME TO files_elsewhere")
                 let stopped = await mirror.run()
-                try other.execute("ALTER TABLE mirrored_elsewhere RENAME TO mirrored")
+                try other.execute("ALTER TABLE files_elsewhere RENAME TO files")
                 guard case .stateDatabase? = stopped.stoppedBy as? MirrorError else {
                     Issue.record("stopped by \(String(describing: stopped.stoppedBy)), not the database")
                     return

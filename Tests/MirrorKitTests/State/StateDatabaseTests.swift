@@ -17,7 +17,7 @@ struct StateDatabaseTests {
                 try v1.execute("INSERT INTO listings (source, completed_at) VALUES ('imgur tag cats', 'x')")
             }
             let state = try StateDatabase(directory: directory)
-            #expect(try await state.mirroredPath(of: "https://i.test/a.jpg") == "full/a.jpg")
+            #expect(try await state.latestFile(of: "https://i.test/a.jpg")?.path == "full/a.jpg")
             let cursor = try await state.cursor(for: "imgur tag cats time all")
             #expect(cursor.pass == 0 && cursor.nextPage == nil && !cursor.reachedEnd)
             let version = try SQLiteConnection.open(path).rows("PRAGMA user_version").first?.first?.integer

@@ -31,7 +31,7 @@ final class FakeTransport: DownloadTransport {
     }
 
     func fetch(
-        _ url: String, id: TransferID, expectedSize: Int64?,
+        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {

@@ -1,0 +1,69 @@
+import Foundation
+
+/// What `new-file` mode adds: the mirror's copy of an item is asked after again, and a changed
+/// file is kept beside the old one, but the same bytes are never saved twice.
+extension JobRunner {
+    /// The item's newest version, when its file is still in the mirror.
+    func heldCopy(of item: String) async throws(MirrorError) -> MirroredFile? {
+        guard let latest = try await state.latestFile(of: item), try directory.fileExists(latest.path) else { return nil }
+        return latest
+    }
+
+    /// The version of `item` whose bytes `file` has, if one has: the same strong ETag and size,
+    /// else the same MD5 (hashed now where it was not known, and remembered).
+    func sameBytes(_ file: FetchedFile, as item: String) async throws(MirrorError) -> MirroredFile? {
+        let candidates = try await state.versions(of: item).reversed().filter { $0.bytes == file.length }
+        guard !candidates.isEmpty else { return nil }
+        if let etag = file.etag, !etag.hasPrefix("W/"), let same = candidates.first(where: { $0.etag == etag }) {
+            return same
+        }
+        guard let md5 = try await fetchedMD5(file) else { return nil }
+        for var candidate in candidates {
+            if candidate.md5 == nil {
+                let directory = directory
+                let path = candidate.path
+                candidate.md5 = try await BlockingIO.run { () throws(MirrorError) in try directory.md5(of: path) }
+                if let known = candidate.md5 { try await state.setMD5(known, of: path) }
+            }
+            if candidate.md5 == md5 { return candidate }
+        }
+        return nil
+    }
+
+    /// The fetched file's MD5: hashed as it arrived, or read back from its partial.
+    private func fetchedMD5(_ file: FetchedFile) async throws(MirrorError) -> String? {
+        if let md5 = file.md5 { return md5 }
+        let partials = partials
+        let url = file.url
+        return try await BlockingIO.run { () throws(MirrorError) -> String? in
+            do throws(DigestError) {
+                let name = try partials.partName(for: url)
+                guard let fd = try? partials.folder.openFile(name, .read) else { return nil }
+                defer { close(fd) }
+                return try Digest.md5Hex(ofFile: fd)
+            } catch {
+                throw .digest(error.description)
+            }
+        }
+    }
+
+    /// In `new-file` mode, submits to `session` every item this runner's source mirrored before
+    /// and this run has not asked for, least recently confirmed first (so runs cut short by a
+    /// deadline take turns): each gets a conditional GET, and a changed file a new version.
+    func revalidateTheRest(in session: JobSession) async {
+        guard mode == .newFile, let source else { return }
+        let files: [(latest: MirroredFile, firstPath: String)]
+        do {
+            files = try await state.filesToRevalidate(source: source)
+        } catch {
+            session.halt(error)
+            return
+        }
+        for (latest, firstPath) in files where !session.isHalted && !Task.isCancelled {
+            guard !handled.contains(latest.item) else { continue }
+            // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
+            let job = MirrorJob(url: latest.url, relativePath: firstPath, item: latest.item)
+            await session.submit(job, forced: false)
+        }
+    }
+}

@@ -1,0 +1,175 @@
+/// One file in the mirror: a version of an item, with what is known of where it came from.
+public struct MirroredFile: Sendable, Equatable {
+    /// The file, relative to the mirror.
+    public var path: String
+    /// What the file is a version of: the media URL for a tag's files, the entry for a feed's
+    /// (so a release served from a feed's second mirror is the same item, not a new file).
+    public var item: String
+    /// The tag or feed that mirrored it, whose `new-file` runs revalidate it.
+    public var source: String?
+    /// The URL that served these bytes.
+    public var url: String
+    public var etag: String?
+    public var lastModified: String?
+    public var bytes: Int64
+    /// The MD5 of the bytes, once known (from an MD5 ETag, or hashed when versions were compared).
+    public var md5: String?
+    /// The feed entry's release (its version, its `updated` or `pubDate`) these bytes came from.
+    public var version: String?
+    public var updated: String?
+    public var mirroredAt: String
+    /// When the server last said this is still the item's current content (or when mirrored).
+    public var checkedAt: String
+
+    public init(
+        path: String, item: String, source: String?, url: String, etag: String?, lastModified: String?, bytes: Int64,
+        md5: String?, version: String? = nil, updated: String? = nil, mirroredAt: String = "", checkedAt: String = ""
+    ) {
+        self.path = path
+        self.item = item
+        self.source = source
+        self.url = url
+        self.etag = etag
+        self.lastModified = lastModified
+        self.bytes = bytes
+        self.md5 = md5
+        self.version = version
+        self.updated = updated
+        self.mirroredAt = mirroredAt
+        self.checkedAt = checkedAt
+    }
+}
+
+/// The release of a feed entry a file came from.
+public struct FeedRelease: Sendable, Equatable {
+    public var version: String?
+    /// Atom's `updated`, RSS's `pubDate`, as the feed writes it.
+    public var updated: String?
+
+    public init(version: String?, updated: String?) {
+        self.version = version
+        self.updated = updated
+    }
+}
+
+/// How many items and files the mirror records, for `mirror status`.
+public struct VersionFigures: Sendable, Equatable {
+    public var items: Int
+    public var files: Int
+    /// Items with more than one version kept.
+    public var itemsWithVersions: Int
+}
+
+extension StateDatabase {
+    private static let columns =
+        "path, item, source, url, etag, last_modified, bytes, md5, version, updated, mirrored_at, checked_at"
+
+    /// The item's newest version: the file recorded last.
+    public func latestFile(of item: String) throws(MirrorError) -> MirroredFile? {
+        try files("WHERE item = ?1 ORDER BY rowid DESC LIMIT 1", [.text(item)]).first
+    }
+
+    /// Every version of `item`, oldest first.
+    public func versions(of item: String) throws(MirrorError) -> [MirroredFile] {
+        try files("WHERE item = ?1 ORDER BY rowid", [.text(item)])
+    }
+
+    /// The item whose version `path` is, if any.
+    public func item(owning path: String) throws(MirrorError) -> String? {
+        try read("SELECT item FROM files WHERE path = ?1", [.text(path)]).first?.first?.text
+    }
+
+    /// Records `file` as its item's newest version (replacing whatever was recorded for its path).
+    public func record(_ file: MirroredFile) throws(MirrorError) {
+        let now = Self.now()
+        try inTransaction { () throws(SQLiteError) in
+            // Deleted and inserted, not updated: the row's place in the table is its age.
+            try db.execute("DELETE FROM files WHERE path = ?1", [.text(file.path)])
+            try db.execute(
+                "INSERT INTO files (\(Self.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+                [.text(file.path), .text(file.item), .optional(file.source), .text(file.url), .optional(file.etag),
+                 .optional(file.lastModified), .integer(file.bytes), .optional(file.md5), .optional(file.version),
+                 .optional(file.updated), .text(now)])
+        }
+    }
+
+    /// Notes that the server confirmed `path` as its item's current content: its validators as the
+    /// server sends them now, and the release the feed now names for it (the same bytes).
+    public func confirm(
+        _ path: String, url: String, etag: String?, lastModified: String?, release: FeedRelease?
+    ) throws(MirrorError) {
+        try write(
+            "UPDATE files SET url = ?2, etag = coalesce(?3, etag), last_modified = coalesce(?4, last_modified), "
+                + "checked_at = ?5, version = CASE WHEN ?6 THEN ?7 ELSE version END, "
+                + "updated = CASE WHEN ?6 THEN ?8 ELSE updated END WHERE path = ?1",
+            [.text(path), .text(url), .optional(etag), .optional(lastModified), .text(Self.now()),
+             .integer(release == nil ? 0 : 1), .optional(release?.version), .optional(release?.updated)])
+    }
+
+    /// Records the MD5 of `path`, computed once it was needed.
+    public func setMD5(_ md5: String, of path: String) throws(MirrorError) {
+        try write("UPDATE files SET md5 = ?2 WHERE path = ?1", [.text(path), .text(md5)])
+    }
+
+    /// Moves the files recorded under `item` (an earlier release's way of naming it) to `newItem`.
+    public func rename(item: String, to newItem: String, source: String?) throws(MirrorError) {
+        try write(
+            "UPDATE files SET item = ?2, source = coalesce(source, ?3) WHERE item = ?1",
+            [.text(item), .text(newItem), .optional(source)])
+    }
+
+    /// The newest version of every item `source` mirrored, with the path of its first version,
+    /// least recently confirmed first, but not those of URLs known removed: what a `new-file` run
+    /// revalidates.
+    public func filesToRevalidate(source: String) throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
+        let rows = try read(
+            "SELECT \(Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY rowid LIMIT 1) "
+                + "FROM files WHERE source = ?1 "
+                + "AND rowid = (SELECT max(rowid) FROM files AS newer WHERE newer.item = files.item) "
+                + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url) ORDER BY checked_at, rowid",
+            [.text(source)])
+        return rows.map { (Self.file(from: $0), $0[12].text ?? "") }
+    }
+
+    /// The item `name` stands for: a file's path, its file name, a URL that served it, or an item.
+    public func item(named name: String) throws(MirrorError) -> String? {
+        try read(
+            "SELECT item FROM files WHERE path = ?1 OR item = ?1 OR url = ?1 OR path LIKE ?2 ESCAPE '\\' "
+                + "ORDER BY path = ?1 DESC, item = ?1 DESC, rowid DESC LIMIT 1",
+            [.text(name), .text("%/" + Self.likeEscaped(name))]).first?.first?.text
+    }
+
+    public func versionFigures() throws(MirrorError) -> VersionFigures {
+        let row = try read(
+            "SELECT count(DISTINCT item), count(*), "
+                + "(SELECT count(*) FROM (SELECT item FROM files GROUP BY item HAVING count(*) > 1)) FROM files").first
+        return VersionFigures(
+            items: Int(row?[0].integer ?? 0), files: Int(row?[1].integer ?? 0), itemsWithVersions: Int(row?[2].integer ?? 0))
+    }
+
+    private func files(_ clause: String, _ arguments: [SQLiteValue]) throws(MirrorError) -> [MirroredFile] {
+        try read("SELECT \(Self.columns) FROM files \(clause)", arguments).map(Self.file(from:))
+    }
+
+    private static func file(from row: [SQLiteValue]) -> MirroredFile {
+        MirroredFile(
+            path: row[0].text ?? "", item: row[1].text ?? "", source: row[2].text, url: row[3].text ?? "",
+            etag: row[4].text, lastModified: row[5].text, bytes: row[6].integer ?? 0, md5: row[7].text,
+            version: row[8].text, updated: row[9].text, mirroredAt: row[10].text ?? "", checkedAt: row[11].text ?? "")
+    }
+
+    private static func likeEscaped(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            if character == "%" || character == "_" || character == "\\" { escaped.append("\\") }
+            escaped.append(character)
+        }
+        return escaped
+    }
+}
+
+extension SQLiteValue {
+    static func optional(_ text: String?) -> SQLiteValue {
+        text.map(SQLiteValue.text) ?? .null
+    }
+}
