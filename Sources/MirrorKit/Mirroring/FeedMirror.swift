@@ -78,7 +78,7 @@ public struct FeedMirror: Sendable {
             if let job { await session.submit(job, forced: true) }
         }
         if feed.enclosures.isEmpty { logger.warning("feed \(settings.feed) lists no enclosures") }
-        await jobs.revalidateTheRest(in: session)
+        await jobs.revalidateTheRest(in: session, claiming: ["enclosures"])
         await session.finish(into: &summary)
         summary.unavailableHosts = jobs.health.verdicts
         return summary

@@ -50,11 +50,12 @@ extension JobRunner {
     /// In `new-file` mode, submits to `session` every item this runner's source mirrored before
     /// and this run has not asked for, least recently confirmed first (so runs cut short by a
     /// deadline take turns): each gets a conditional GET, and a changed file a new version.
-    func revalidateTheRest(in session: JobSession) async {
+    /// Files recorded before sources were, in `folders`, are taken for this source's.
+    func revalidateTheRest(in session: JobSession, claiming folders: [String]) async {
         guard mode == .newFile, let source else { return }
         let files: [(latest: MirroredFile, firstPath: String)]
         do {
-            files = try await state.filesToRevalidate(source: source)
+            files = try await state.filesToRevalidate(source: source, claiming: folders)
         } catch {
             session.halt(error)
             return

@@ -194,7 +194,6 @@ struct JobRunner: Sendable {
     /// it did not download (two names for one file: a feed enclosure and another's mirror URL).
     private func mirror(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
-        handled.insert(job.item)
         let (outcome, led) = await flights.run(job.url) { await mirrorAlone(job, forced: forced) }
         guard !led, case .downloaded = outcome else { return outcome }
         return .alreadyPresent
@@ -218,8 +217,15 @@ struct JobRunner: Sendable {
             return halting(error, job)
         }
         do {
-            let condition = held.flatMap { held -> HeldVersion? in
-                if held.url == job.url { return HeldVersion(etag: held.etag, lastModified: held.lastModified) }
+            let condition = try held.flatMap { held throws(MirrorError) -> HeldVersion? in
+                if held.url == job.url {
+                    guard held.etag == nil, held.lastModified == nil else {
+                        return HeldVersion(etag: held.etag, lastModified: held.lastModified)
+                    }
+                    // Recorded before validators were (or sent none): the file's time is the
+                    // server's Last-Modified, or when it was saved; wget -N asks by it too.
+                    return HeldVersion(etag: nil, lastModified: try directory.modificationDate(of: held.path).map(HTTPDate.format))
+                }
                 // A mirror of the same file may tag it alike (a content hash), but its date says
                 // nothing of this server's copy; another URL's validators say nothing at all.
                 guard job.sources.contains(held.url), let etag = held.etag else { return nil }

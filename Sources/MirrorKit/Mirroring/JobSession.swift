@@ -49,6 +49,8 @@ final class JobSession: Sendable {
     func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) async {
         await waitForRoom()
         let runner = runner
+        // Before the job runs: the sweep that may follow at once must see it.
+        runner.handled.insert(job.item)
         let taken = state.withLock { state -> Bool in
             guard !state.finished else { return false }
             state.submitted += 1

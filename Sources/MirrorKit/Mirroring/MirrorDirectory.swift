@@ -177,6 +177,13 @@ public struct MirrorDirectory: Sendable {
         return try folder(folderPath, create: false)?.contains(name) ?? false
     }
 
+    /// The modification time of the mirrored file `relativePath` (a regular file), if it has one.
+    func modificationDate(of relativePath: String) throws(MirrorError) -> Date? {
+        let (folderPath, name) = try split(relativePath)
+        guard let info = try folder(folderPath, create: false)?.status(of: name), info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec))
+    }
+
     /// The MD5 of the mirrored file `relativePath`; nil when there is none (or it cannot be read).
     func md5(of relativePath: String) throws(MirrorError) -> String? {
         let (folderPath, name) = try split(relativePath)

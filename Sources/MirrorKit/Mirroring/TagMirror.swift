@@ -106,7 +106,7 @@ public struct TagMirror: Sendable {
             crawl.stoppedBy = error
         }
         // new-file: what the listing did not bring up again is asked after too.
-        await jobs.revalidateTheRest(in: session)
+        await jobs.revalidateTheRest(in: session, claiming: ["full", "preview"])
         await session.finish(into: &summary)
         await images.flush()
         if let failure = images.failure {

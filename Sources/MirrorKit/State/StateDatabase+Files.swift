@@ -120,8 +120,16 @@ extension StateDatabase {
 
     /// The newest version of every item `source` mirrored, with the path of its first version,
     /// least recently confirmed first, but not those of URLs known removed: what a `new-file` run
-    /// revalidates.
-    public func filesToRevalidate(source: String) throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
+    /// revalidates. Files an earlier version of mirror recorded without a source, in `folders`
+    /// (`full/`, `enclosures/`), become `source`'s first.
+    public func filesToRevalidate(
+        source: String, claiming folders: [String] = []
+    ) throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
+        for folder in folders {
+            try write(
+                "UPDATE files SET source = ?1 WHERE source IS NULL AND path LIKE ?2 ESCAPE '\\'",
+                [.text(source), .text(Self.likeEscaped(folder) + "/%")])
+        }
         let rows = try read(
             "SELECT \(Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY rowid LIMIT 1) "
                 + "FROM files WHERE source = ?1 "

@@ -18,7 +18,7 @@ enum MirrorProcess {
 
     /// Runs `mirror` on a thread of its own: waiting for a child process must not hold one of
     /// the few threads the in-process fixture server needs to answer it.
-    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> Run {
+    static func run(_ arguments: [String], environment: [String: String] = [:], standardInput: [UInt8]? = nil) async throws -> Run {
         try await TestSupport.withTemporaryDirectory { dir in
             let outPath = dir.appendingPathComponent("stdout").path
             let errPath = dir.appendingPathComponent("stderr").path
@@ -32,6 +32,11 @@ enum MirrorProcess {
             }
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+            if let standardInput {
+                let inPath = dir.appendingPathComponent("stdin").path
+                try TestSupport.write(standardInput, to: inPath)
+                process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+            }
             let started = ContinuousClock.now
             let status = try await process.exitStatus()
             return Run(

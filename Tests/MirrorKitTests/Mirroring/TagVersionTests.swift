@@ -1,0 +1,179 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Versions of a tag's files: skip-if-exists asks nothing, new-file keeps history", .timeLimit(.minutes(2)))
+struct TagVersionTests {
+    let engine = TransferEngine()
+
+    private func run(_ server: FixtureServer, into dir: URL, mode: DownloadMode) async throws -> MirrorSummary {
+        let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
+        let settings = TagMirror.Settings(
+            crawl: TagCrawler.Options(tag: "cats"),
+            urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
+            mode: mode, retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
+        return try await TagMirror(
+            directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
+            logger: TestSupport.logger
+        ).run()
+    }
+
+    /// Each file of a complete mirror of the fixture tag: its path in the mirror and on the server.
+    private func mirroredFiles(_ server: FixtureServer) -> [(local: String, remote: String)] {
+        server.mediaPaths.compactMap { path in
+            let name = String(path.dropFirst())
+            guard let id = name.split(separator: ".").first.map(String.init) else { return nil }
+            if TestSupport.catsImageIDs.contains(id) { return ("full/\(name)", path) }
+            if name.hasSuffix("m.jpg"), TestSupport.catsImageIDs.contains(String(id.dropLast())) { return ("preview/\(name)", path) }
+            return nil
+        }
+    }
+
+    private func mediaRequests(_ server: FixtureServer, after count: Int) -> [RecordedRequest] {
+        server.requests.dropFirst(count).filter { !$0.path.hasPrefix("/3/") && !$0.path.hasPrefix("/_fixture") }
+    }
+
+    private func contents(of dir: URL) throws -> Set<String> {
+        var names: Set<String> = []
+        for folder in ["full", "preview"] {
+            for name in try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent(folder).path) {
+                names.insert("\(folder)/\(name)")
+            }
+        }
+        return names
+    }
+
+    @Test func skipIfExistsRerunsAskForNoMediaBeforeOrAfterTheServersContentChanges() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .skipIfExists).isComplete)
+                let files = mirroredFiles(server)
+                let before = Dictionary(uniqueKeysWithValues: files.map { ($0.local, TestSupport.digest(ofFile: dir.appendingPathComponent($0.local).path)) })
+                var seen = server.requests.count
+                let unchanged = try await run(server, into: dir, mode: .skipIfExists)
+                #expect(unchanged.downloaded == 0)
+                #expect(mediaRequests(server, after: seen).isEmpty)
+                for file in files { server.changeContent(path: file.remote) }
+                seen = server.requests.count
+                let changed = try await run(server, into: dir, mode: .skipIfExists)
+                #expect(changed.downloaded == 0)
+                #expect(mediaRequests(server, after: seen).isEmpty)
+                for file in files {
+                    #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(file.local).path) == before[file.local])
+                }
+                #expect(try contents(of: dir) == Set(files.map(\.local)))
+            }
+        }
+    }
+
+    @Test func newFileRerunsOverUnchangedContentSaveNothingAndAskOnlyConditionally() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let files = mirroredFiles(server)
+                let seen = server.requests.count
+                let bytesBefore = files.map { server.bodyBytesSent(path: $0.remote) }
+                let second = try await run(server, into: dir, mode: .newFile)
+                #expect(second.isComplete)
+                #expect(second.downloaded == 0)
+                #expect(second.unchanged == files.count)
+                // Every file asked after once, conditionally, and answered without a body (304).
+                let asked = mediaRequests(server, after: seen)
+                #expect(Set(asked.map(\.path)) == Set(files.map(\.remote)))
+                #expect(asked.count == files.count)
+                #expect(asked.allSatisfy { $0.header("If-None-Match") == server.etag(of: $0.path) })
+                #expect(files.map { server.bodyBytesSent(path: $0.remote) } == bytesBefore)
+                #expect(try contents(of: dir) == Set(files.map(\.local)))
+            }
+        }
+    }
+
+    @Test func afterAChangeNewFileHoldsTheOldAndTheNewVersionOfEveryFile() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let files = mirroredFiles(server)
+                let old = files.map { server.content(of: $0.remote) }
+                for file in files { server.changeContent(path: file.remote) }
+                let second = try await run(server, into: dir, mode: .newFile)
+                #expect(second.isComplete)
+                #expect(second.downloaded == files.count)
+                #expect(second.newVersions == files.count)
+                for (file, oldBytes) in zip(files, old) {
+                    #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(file.local).path) == TestSupport.digest(oldBytes))
+                    let next = MirrorDirectory.numbered(file.local, 1)
+                    #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(next).path)
+                        == TestSupport.digest(server.content(of: file.remote)), "\(next)")
+                }
+                // The new version is what the next run asks about: unchanged now, nothing saved.
+                let third = try await run(server, into: dir, mode: .newFile)
+                #expect(third.downloaded == 0 && third.unchanged == files.count)
+                #expect(try contents(of: dir).count == 2 * files.count)
+                let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                let item = server.baseURL + files[0].remote
+                #expect(try await state.versions(of: item).map(\.path) == [files[0].local, MirrorDirectory.numbered(files[0].local, 1)])
+            }
+        }
+    }
+
+    @Test func aServerThatIgnoresConditionsOrRetagsTheSameBytesGetsNoSecondCopy() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let files = mirroredFiles(server)
+                // A 200 with the ETag stored, and a 200 with a new ETag on the same bytes.
+                server.inject(.unconditional(etag: nil), path: files[0].remote)
+                server.inject(.unconditional(etag: "\"retagged-by-a-cache\""), path: files[1].remote)
+                let second = try await run(server, into: dir, mode: .newFile)
+                #expect(second.isComplete)
+                #expect(second.downloaded == 0)
+                #expect(second.unchanged == files.count)
+                #expect(server.bodyBytesSent(path: files[1].remote) > 0)
+                #expect(try contents(of: dir) == Set(files.map(\.local)))
+            }
+        }
+    }
+
+    @Test func aFileGoneUpstreamIsKeptAndNotAskedForAgain() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let gone = mirroredFiles(server)[0]
+                let before = TestSupport.digest(ofFile: dir.appendingPathComponent(gone.local).path)
+                server.inject(.respond(status: 404, body: "gone"), path: gone.remote)
+                let second = try await run(server, into: dir, mode: .newFile)
+                #expect(second.failures.isEmpty)
+                #expect(second.removed == [server.baseURL + gone.remote])
+                #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(gone.local).path) == before)
+                let asked = server.requestCount(path: gone.remote)
+                _ = try await run(server, into: dir, mode: .newFile)
+                #expect(server.requestCount(path: gone.remote) == asked)
+            }
+        }
+    }
+
+    @Test func aMirrorFromBeforeVersionsIsTakenOverWithoutASecondCopy() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .skipIfExists).isComplete)
+                // Back to a version-2 database: the URL → path map, nothing more.
+                let path = dir.appendingPathComponent(".mirror/state.sqlite3").path
+                let db = try SQLiteConnection.open(path)
+                try db.script("""
+                    CREATE TABLE mirrored (url TEXT PRIMARY KEY, path TEXT NOT NULL, bytes INTEGER NOT NULL, mirrored_at TEXT NOT NULL);
+                    INSERT INTO mirrored SELECT url, path, bytes, mirrored_at FROM files;
+                    DROP TABLE files; PRAGMA user_version = 2;
+                    """)
+                let files = mirroredFiles(server)
+                let seen = server.requests.count
+                let second = try await run(server, into: dir, mode: .newFile)
+                #expect(second.isComplete)
+                #expect(second.downloaded == 0 && second.unchanged == files.count)
+                // Asked by date (the old records kept no ETag), answered 304.
+                #expect(mediaRequests(server, after: seen).allSatisfy { $0.header("If-Modified-Since") != nil || $0.header("If-None-Match") != nil })
+                #expect(try contents(of: dir) == Set(files.map(\.local)))
+            }
+        }
+    }
+}
