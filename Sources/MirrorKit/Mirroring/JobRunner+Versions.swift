@@ -9,6 +9,22 @@ extension JobRunner {
         return latest
     }
 
+    /// The file at `job`'s name when it is this job's own download, named and not recorded (a kill
+    /// came between the two): recorded now, rather than fetched again and saved beside itself.
+    func adoptUnrecorded(_ job: MirrorJob) async throws(MirrorError) -> MirroredFile? {
+        guard let (record, size) = try directory.downloadRecord(of: job.relativePath), record.url == job.url,
+              size > 0, record.totalLength.map({ $0 == size }) ?? true
+        else { return nil }
+        let file = MirroredFile(
+            path: job.relativePath, item: job.item, source: source, url: job.url, etag: record.etag,
+            lastModified: record.lastModified, bytes: size, md5: nil, version: job.release?.version,
+            updated: job.release?.updated)
+        try await state.record(file)
+        directory.removeAttribute(PartialStore.attribute, of: job.relativePath)
+        logger.info("\(job.relativePath) was saved by a run that stopped before recording it; recorded now")
+        return file
+    }
+
     /// The version of `item` whose bytes `file` has, if one has: the same strong ETag and size,
     /// else the same MD5 (hashed now where it was not known, and remembered).
     func sameBytes(_ file: FetchedFile, as item: String) async throws(MirrorError) -> MirroredFile? {

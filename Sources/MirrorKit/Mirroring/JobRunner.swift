@@ -204,7 +204,11 @@ struct JobRunner: Sendable {
         let held: MirroredFile?
         do {
             let removed = try await state.isRemoved(job.url)
-            held = try await heldCopy(of: job.item)
+            if let copy = try await heldCopy(of: job.item) {
+                held = copy
+            } else {
+                held = try await adoptUnrecorded(job)
+            }
             if held != nil {
                 // Kept, and not asked for again unless new-file mode wants to know of a change;
                 // media gone upstream has none to offer.

@@ -184,6 +184,18 @@ public struct MirrorDirectory: Sendable {
         return Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec))
     }
 
+    /// The download record a file still carries when it was named and not yet recorded (a kill
+    /// came between the two), with the file's size.
+    func downloadRecord(of relativePath: String) throws(MirrorError) -> (record: PartialRecord, size: Int64)? {
+        let (folderPath, name) = try split(relativePath)
+        guard let folder = try folder(folderPath, create: false), let info = folder.status(of: name),
+              info.st_mode & S_IFMT == S_IFREG,
+              let bytes = folder.attribute(PartialStore.attribute, of: name, limit: PartialStore.largestAttribute),
+              let record = try? JSONDecoder().decode(PartialRecord.self, from: Data(bytes))
+        else { return nil }
+        return (record, Int64(info.st_size))
+    }
+
     /// The MD5 of the mirrored file `relativePath`; nil when there is none (or it cannot be read).
     func md5(of relativePath: String) throws(MirrorError) -> String? {
         let (folderPath, name) = try split(relativePath)

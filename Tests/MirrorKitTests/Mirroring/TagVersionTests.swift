@@ -176,4 +176,33 @@ struct TagVersionTests {
             }
         }
     }
+
+    @Test func aFileNamedButNotRecordedBeforeAKillIsRecordedNotSavedTwice() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let file = mirroredFiles(server)[0]
+                let url = server.baseURL + file.remote
+                // As a kill between the rename and the record leaves it: the file under its name,
+                // still carrying its download's record, and no row for it.
+                // The image is still queued, as it is until both its files are recorded.
+                let name = file.local.split(separator: "/")[1].split(separator: ".")[0]
+                let id = file.local.hasPrefix("preview/") ? String(name.dropLast()) : String(name)
+                let db = try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path)
+                try db.execute("DELETE FROM files WHERE path = ?1", [.text(file.local)])
+                try db.execute("UPDATE images SET done = 0 WHERE id = ?1", [.text(id)])
+                let partials = try MirrorDirectory(root: dir).partialStore()
+                let bytes = try #require(server.content(of: file.remote))
+                try TestSupport.write(bytes, to: partials.partPath(for: url))
+                try partials.save(PartialRecord(url: url, etag: server.etag(of: file.remote), totalLength: Int64(bytes.count)))
+                #expect(rename(partials.partPath(for: url), dir.appendingPathComponent(file.local).path) == 0)
+                let second = try await run(server, into: dir, mode: .newFile)
+                #expect(second.isComplete)
+                #expect(second.downloaded == 0)
+                #expect(try contents(of: dir) == Set(mirroredFiles(server).map(\.local)))
+                let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                #expect(try await state.latestFile(of: url)?.path == file.local)
+            }
+        }
+    }
 }
