@@ -15,7 +15,7 @@ public struct FeedEnclosure: Sendable, Equatable {
     public var version: String?
     public var updated: String?
     /// What names the entry across its releases: a docset's `identifier`, else the Atom `id` or
-    /// RSS `guid` (with `#n` for an entry's n-th enclosure after the first); nil for none.
+    /// RSS `guid` (with `#type`, or `#n` by position, when the entry has several); nil for none.
     public var entryID: String?
 }
 

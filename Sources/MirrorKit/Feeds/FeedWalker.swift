@@ -154,11 +154,18 @@ struct FeedWalker {
 
     private mutating func closeEntry() {
         guard let open = entry else { return }
+        // An entry's several enclosures (an episode as MP3 and as MP4) are told apart by type,
+        // which a new release keeps, rather than by their order, which it may not.
+        let types = open.found.map { $0.type ?? "" }
+        let typesTell = Set(types).count == types.count
         for (index, var enclosure) in open.found.enumerated() {
             enclosure.entryTitle = open.title
             enclosure.version = open.version
             enclosure.updated = open.updated
-            enclosure.entryID = (open.docsetIdentifier ?? open.id).map { index == 0 ? $0 : "\($0)#\(index)" }
+            enclosure.entryID = (open.docsetIdentifier ?? open.id).map { id in
+                guard open.found.count > 1 else { return id }
+                return typesTell ? "\(id)#\(types[index])" : "\(id)#\(index)"
+            }
             enclosures.append(enclosure)
         }
         for link in open.unusable {

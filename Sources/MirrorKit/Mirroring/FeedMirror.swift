@@ -42,7 +42,7 @@ public struct FeedMirror: Sendable {
         self.settings = settings
         self.logger = logger
         jobs = try JobRunner(
-            directory: directory, engine: engine, mode: settings.mode, source: "feed \(settings.baseURL ?? settings.feed.description)",
+            directory: directory, engine: engine, mode: settings.mode, source: "feed \(settings.feed)",
             concurrency: 1, retry: settings.retry, maxFileSize: settings.maxFileSize, logger: logger)
     }
 
@@ -60,7 +60,7 @@ public struct FeedMirror: Sendable {
             return summary
         }
         summary.problems = feed.problems
-        var names = EnclosureNames()
+        var names = EnclosureNames(feed: settings.feed.description, enclosures: feed.enclosures)
         var seenURLs: Set<String> = []
         let session = jobs.start(source: "feed \(settings.feed)")
         for enclosure in feed.enclosures where !session.isHalted {
@@ -120,11 +120,8 @@ public struct FeedMirror: Sendable {
         if let held = try await jobs.state.latestFile(of: item) { return held }
         for url in [enclosure.url] + enclosure.mirrors {
             guard var legacy = try await jobs.state.latestFile(of: url), legacy.item == url else { continue }
-            try await jobs.state.rename(item: url, to: item, source: jobs.source)
             // What it holds is taken for the release the feed names now: nothing says otherwise.
-            try await jobs.state.confirm(
-                legacy.path, url: legacy.url, etag: nil, lastModified: nil,
-                release: release)
+            try await jobs.state.adopt(item: url, as: item, source: jobs.source, release: release)
             legacy.item = item
             legacy.version = release.version
             legacy.updated = release.updated
@@ -199,7 +196,7 @@ public struct FeedMirror: Sendable {
             }
             // Relative enclosure URLs resolve against where the feed really came from.
             if response.isSuccess {
-                return .success(try FeedReader.parse(response.body, url: response.finalURL, base: settings.baseURL ?? response.finalURL))
+                return .success(try FeedReader.parse(response.body, url: response.finalURL))
             }
             let failure = FeedError(url: url, problem: "HTTP \(response.status)", isFetchFailure: true)
             guard RetryPolicy.isRetryable(status: response.status) else { throw failure }
@@ -228,21 +225,38 @@ public struct FeedMirror: Sendable {
 /// The items of one feed's enclosures and the file names they claim, so two entries never share
 /// a name nor an item.
 struct EnclosureNames {
-    private var items: Set<String> = []
+    /// The feed the items are of: two feeds in one mirror may both have an entry `1`.
+    private let feed: String
+    /// Entry ids more than one enclosure has: which of them is which would depend on the order.
+    private let sharedIDs: Set<String>
     private var owners: [String: String] = [:]
+
+    init(feed: String, enclosures: [FeedEnclosure]) {
+        self.feed = feed
+        var seen: Set<String> = []
+        var shared: Set<String> = []
+        for enclosure in enclosures {
+            guard let id = Self.id(of: enclosure) else { continue }
+            if !seen.insert(id).inserted { shared.insert(id) }
+        }
+        sharedIDs = shared
+    }
+
+    private static func id(of enclosure: FeedEnclosure) -> String? {
+        enclosure.entryID
+    }
 
     /// What `enclosure` is a release of, the same from run to run: a Dash archive is one item
     /// whatever mirror serves it; an entry is its id (a docset's identifier, an Atom id, an RSS
-    /// guid); an entry without one (or whose id another entry took) is its URL.
-    mutating func item(for enclosure: FeedEnclosure, kind: Feed.Kind) -> String {
-        let named: String? = switch kind {
-        case .dash: "dash " + FeedMirror.fileName(for: enclosure)
-        case .atom, .rss: enclosure.entryID.map { "entry " + $0 }
+    /// guid); one without an id, or with an id another entry of the feed shares, is its URL.
+    func item(for enclosure: FeedEnclosure, kind: Feed.Kind) -> String {
+        switch kind {
+        case .dash:
+            return "dash \(feed) \(FeedMirror.fileName(for: enclosure))"
+        case .atom, .rss:
+            if let id = Self.id(of: enclosure), !sharedIDs.contains(id) { return "entry \(feed) \(id)" }
+            return "url " + enclosure.url
         }
-        if let named, items.insert(named).inserted { return named }
-        let byURL = "url " + enclosure.url
-        items.insert(byURL)
-        return byURL
     }
 
     /// Whether `name` is free for `item` in this run (and now taken by it).

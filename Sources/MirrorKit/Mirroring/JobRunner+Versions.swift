@@ -79,7 +79,8 @@ extension JobRunner {
         for (latest, firstPath) in files where !session.isHalted && !Task.isCancelled {
             guard !handled.contains(latest.item) else { continue }
             // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
-            let job = MirrorJob(url: latest.url, relativePath: firstPath, item: latest.item)
+            var job = MirrorJob(url: latest.url, relativePath: firstPath, item: latest.item)
+            job.isSweep = true
             await session.submit(job, forced: false)
         }
     }

@@ -16,6 +16,12 @@ struct MirrorJob: Sendable {
     var release: FeedRelease?
     /// Every URL of the file: the first `url`, then its mirrors.
     let sources: [String]
+    /// Asked after by a `new-file` run's sweep, not listed by its source this run.
+    var isSweep = false
+
+    /// A tag's media: the item is its URL, and a URL the host removed stays removed. A feed's
+    /// entry is what the feed lists now, whatever its URL once answered.
+    var isMedia: Bool { item == url && mirrors.isEmpty }
 
     init(
         url: String, relativePath: String, expectedSize: Int64? = nil, mirrors: [String] = [], item: String? = nil,
@@ -212,7 +218,7 @@ struct JobRunner: Sendable {
             if held != nil {
                 // Kept, and not asked for again unless new-file mode wants to know of a change;
                 // media gone upstream has none to offer.
-                if mode == .skipIfExists || removed { return .alreadyPresent }
+                if mode == .skipIfExists || (removed && job.isMedia) { return .alreadyPresent }
             } else {
                 if removed { return .removed(job.url) }
                 if mode == .skipIfExists, try directory.fileExists(job.relativePath) { return .alreadyPresent }
@@ -239,13 +245,20 @@ struct JobRunner: Sendable {
             if let held {
                 if file.isNotModified {
                     try await state.confirm(
-                        held.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release)
+                        held.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
+                        replacingValidators: held.url != job.url)
                     return .unchanged
                 }
                 if let same = try await sameBytes(file, as: job.item) {
                     partials.remove(job.url)
+                    if same.path != held.path {
+                        // Back to an older version's bytes: that file is the item's current one again.
+                        try await state.record(same)
+                    }
+                    // The validators of this answer, as sent: stale ones would fetch it whole every run.
                     try await state.confirm(
-                        same.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release)
+                        same.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
+                        replacingValidators: true)
                     logger.debug("\(job.url): a new answer with the bytes of \(same.path)")
                     return .unchanged
                 }
@@ -267,8 +280,9 @@ struct JobRunner: Sendable {
                     return .halted(error)
                 }
                 return .removed(job.url)
-            case .httpStatus(let status) where held != nil && (status == 404 || status == 410):
-                // Gone upstream: the copy stays, and later runs stop asking.
+            case .httpStatus(let status) where held != nil && (status == 404 || status == 410) && (job.isMedia || job.isSweep):
+                // Gone upstream: the copy stays, and later runs stop asking. A URL a feed lists
+                // fails instead, so its mirrors are tried, and a later release is still seen.
                 do {
                     try await state.recordRemoved(job.url)
                 } catch {

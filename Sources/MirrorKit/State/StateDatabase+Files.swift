@@ -81,41 +81,48 @@ extension StateDatabase {
 
     /// Records `file` as its item's newest version (replacing whatever was recorded for its path).
     public func record(_ file: MirroredFile) throws(MirrorError) {
-        let now = Self.now()
-        try inTransaction { () throws(SQLiteError) in
-            // Deleted and inserted, not updated: the row's place in the table is its age.
-            try db.execute("DELETE FROM files WHERE path = ?1", [.text(file.path)])
-            try db.execute(
-                "INSERT INTO files (\(Self.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
-                [.text(file.path), .text(file.item), .optional(file.source), .text(file.url), .optional(file.etag),
-                 .optional(file.lastModified), .integer(file.bytes), .optional(file.md5), .optional(file.version),
-                 .optional(file.updated), .text(now)])
-        }
+        // REPLACE deletes a row of the same path and inserts anew, not in place: the row's place
+        // in the table (its rowid) is its age. One statement, and one index beside the key: a
+        // small file's record costs what its name does.
+        try write(
+            "INSERT OR REPLACE INTO files (\(Self.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)",
+            [.text(file.path), .text(file.item), .optional(file.source), .text(file.url), .optional(file.etag),
+             .optional(file.lastModified), .integer(file.bytes), .optional(file.md5), .optional(file.version),
+             .optional(file.updated), .text(Self.now())])
     }
 
-    /// Notes that the server confirmed `path` as its item's current content: its validators as the
-    /// server sends them now, and the release the feed now names for it (the same bytes).
+    /// Notes that the server confirmed `path` as its item's current content: the release the
+    /// feed now names for it (the same bytes), and the validators the server sent, which replace
+    /// the stored ones when `replacingValidators` (a whole answer, or another URL's), else only
+    /// fill in what a 304 repeated.
     public func confirm(
-        _ path: String, url: String, etag: String?, lastModified: String?, release: FeedRelease?
+        _ path: String, url: String, etag: String?, lastModified: String?, release: FeedRelease?,
+        replacingValidators: Bool = false
     ) throws(MirrorError) {
         try write(
-            "UPDATE files SET url = ?2, etag = coalesce(?3, etag), last_modified = coalesce(?4, last_modified), "
+            "UPDATE files SET url = ?2, etag = CASE WHEN ?9 THEN ?3 ELSE coalesce(?3, etag) END, "
+                + "last_modified = CASE WHEN ?9 THEN ?4 ELSE coalesce(?4, last_modified) END, "
                 + "checked_at = ?5, version = CASE WHEN ?6 THEN ?7 ELSE version END, "
                 + "updated = CASE WHEN ?6 THEN ?8 ELSE updated END WHERE path = ?1",
             [.text(path), .text(url), .optional(etag), .optional(lastModified), .text(Self.now()),
-             .integer(release == nil ? 0 : 1), .optional(release?.version), .optional(release?.updated)])
+             .integer(release == nil ? 0 : 1), .optional(release?.version), .optional(release?.updated),
+             .integer(replacingValidators ? 1 : 0)])
+    }
+
+    /// Takes over the files recorded under `item` (an earlier version of mirror named items by
+    /// URL) for `newItem`, as the release `release`, in one step: a kill between the two would
+    /// leave them without the release, and reported as an old one forever.
+    public func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) throws(MirrorError) {
+        try inTransaction { () throws(SQLiteError) in
+            try db.execute(
+                "UPDATE files SET item = ?2, source = coalesce(source, ?3), version = ?4, updated = ?5 WHERE item = ?1",
+                [.text(item), .text(newItem), .optional(source), .optional(release.version), .optional(release.updated)])
+        }
     }
 
     /// Records the MD5 of `path`, computed once it was needed.
     public func setMD5(_ md5: String, of path: String) throws(MirrorError) {
         try write("UPDATE files SET md5 = ?2 WHERE path = ?1", [.text(path), .text(md5)])
-    }
-
-    /// Moves the files recorded under `item` (an earlier release's way of naming it) to `newItem`.
-    public func rename(item: String, to newItem: String, source: String?) throws(MirrorError) {
-        try write(
-            "UPDATE files SET item = ?2, source = coalesce(source, ?3) WHERE item = ?1",
-            [.text(item), .text(newItem), .optional(source)])
     }
 
     /// The newest version of every item `source` mirrored, with the path of its first version,
@@ -141,10 +148,11 @@ extension StateDatabase {
 
     /// The item `name` stands for: a file's path, its file name, a URL that served it, or an item.
     public func item(named name: String) throws(MirrorError) -> String? {
+        // Compared exactly: LIKE ignores case, and Imgur ids are not case-blind.
         try read(
-            "SELECT item FROM files WHERE path = ?1 OR item = ?1 OR url = ?1 OR path LIKE ?2 ESCAPE '\\' "
+            "SELECT item FROM files WHERE path = ?1 OR item = ?1 OR url = ?1 OR substr(path, -length(?2)) = ?2 "
                 + "ORDER BY path = ?1 DESC, item = ?1 DESC, rowid DESC LIMIT 1",
-            [.text(name), .text("%/" + Self.likeEscaped(name))]).first?.first?.text
+            [.text(name), .text("/" + name)]).first?.first?.text
     }
 
     public func versionFigures() throws(MirrorError) -> VersionFigures {

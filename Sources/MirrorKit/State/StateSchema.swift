@@ -56,8 +56,6 @@ enum StateSchema {
                 mirrored_at TEXT NOT NULL,
                 checked_at TEXT NOT NULL);
             CREATE INDEX files_by_item ON files (item);
-            CREATE INDEX files_by_url ON files (url);
-            CREATE INDEX files_by_source ON files (source, checked_at);
             INSERT OR IGNORE INTO files (path, item, url, bytes, mirrored_at, checked_at)
                 SELECT path, url, url, bytes, mirrored_at, mirrored_at FROM mirrored ORDER BY rowid;
             DROP TABLE mirrored;

@@ -125,8 +125,9 @@ public final class Directory: Sendable {
         case write(create: Bool, exclusive: Bool = false)
     }
 
-    /// Opens the file `name`, never through a link, and only a regular file with one name (a
-    /// FIFO or device planted under the name is refused too). The caller closes the descriptor.
+    /// Opens the file `name`, never through a link, and only a regular file (a FIFO or device
+    /// planted under the name is refused too), with one name when it is to be written: reading
+    /// a file a snapshot tool hard-linked changes nothing else. The caller closes the descriptor.
     public func openFile(_ name: String, _ access: Access) throws(FileSystemError) -> Int32 {
         try checkName(name)
         var flags = O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
@@ -138,7 +139,9 @@ public final class Directory: Sendable {
         let fd = openat(descriptor, name, flags, 0o644)
         guard fd >= 0 else { throw failure(opening: name, errno: Glibc.errno) }
         var info = stat()
-        if let problem = fstat(fd, &info) == 0 ? Self.problem(withFile: info) : .system(Glibc.errno) {
+        var problem = fstat(fd, &info) == 0 ? Self.problem(withFile: info) : .system(Glibc.errno)
+        if case .read = access, case .multipleLinks? = problem { problem = nil }
+        if let problem {
             close(fd)
             throw FileSystemError(path: path(of: name), problem: problem)
         }
