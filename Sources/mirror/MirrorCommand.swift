@@ -52,7 +52,7 @@ struct CommonOptions: ParsableArguments {
 
 /// How files are fetched and named: options the tag and feed commands share.
 struct DownloadOptions: ParsableArguments {
-    @Option(help: "When a file name is taken: new-file saves name(1).ext, skip-if-exists keeps the old file (default).")
+    @Option(help: "skip-if-exists (default) asks nothing for a file the mirror has; new-file asks again every run and keeps each new version as name(1).ext. Also spelled skipIfExists, newFile.")
     var mode: DownloadMode?
 
     @Option(help: "Most download bandwidth for all files together, e.g. 2M or 500k bytes per second.")
