@@ -53,10 +53,7 @@ extension JobRunner {
         let url = file.url
         return try await BlockingIO.run { () throws(MirrorError) -> String? in
             do throws(DigestError) {
-                let name = try partials.partName(for: url)
-                guard let fd = try? partials.folder.openFile(name, .read) else { return nil }
-                defer { close(fd) }
-                return try Digest.md5Hex(ofFile: fd)
+                return try partials.md5(for: url)
             } catch {
                 throw .digest(error.description)
             }

@@ -284,7 +284,7 @@ public struct Downloader: Sendable {
             // The engine hashed the bytes as it wrote them; a 416 (nothing sent) means reading the file.
             let actual: String
             do throws(DigestError) {
-                if let hashed = response.bodyMD5 { actual = hashed } else { actual = try md5OfPartial(url) ?? "unreadable" }
+                if let hashed = response.bodyMD5 { actual = hashed } else { actual = try partials.md5(for: url) ?? "unreadable" }
             } catch {
                 throw DownloadError(url: url, reason: .transfer(.digest(error.description)))
             }
@@ -297,13 +297,6 @@ public struct Downloader: Sendable {
         return FetchedFile(
             url: url, path: path, length: length, bytesReceived: received,
             lastModified: response.lastModified ?? record?.lastModified, etag: response.etag ?? record?.etag, md5: md5)
-    }
-
-    private func md5OfPartial(_ url: String) throws(DigestError) -> String? {
-        let name = try partials.partName(for: url)
-        guard let fd = try? partials.folder.openFile(name, .read) else { return nil }
-        defer { close(fd) }
-        return try Digest.md5Hex(ofFile: fd)
     }
 
     /// An HTML page where media or an archive was expected: a login wall, an error page served

@@ -217,6 +217,14 @@ public struct PartialStore: Sendable {
         }
     }
 
+    /// The MD5 of the bytes held for `url`; nil when none can be read.
+    public func md5(for url: String) throws(DigestError) -> String? {
+        let name = try partName(for: url)
+        guard let fd = try? folder.openFile(name, .read) else { return nil }
+        defer { close(fd) }
+        return try Digest.md5Hex(ofFile: fd)
+    }
+
     /// Deletes what is held for `url`.
     public func remove(_ url: String) {
         guard let part = try? partName(for: url) else { return }
