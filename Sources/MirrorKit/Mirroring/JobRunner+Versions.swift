@@ -3,10 +3,13 @@ import Foundation
 /// What `new-file` mode adds: the mirror's copy of an item is asked after again, and a changed
 /// file is kept beside the old one, but the same bytes are never saved twice.
 extension JobRunner {
-    /// The item's newest version, when its file is still in the mirror.
-    func heldCopy(of item: String) async throws(MirrorError) -> MirroredFile? {
-        guard let latest = try await state.latestFile(of: item), try directory.fileExists(latest.path) else { return nil }
-        return latest
+    /// What the mirror holds of `job`'s item (its newest version, when the file is still there,
+    /// else the job's own download a killed run left unrecorded), and whether its URL is known
+    /// removed upstream.
+    func heldCopy(for job: MirrorJob) async throws(MirrorError) -> (held: MirroredFile?, removed: Bool) {
+        let (latest, removed) = try await state.fate(of: job.item, url: job.url)
+        if let latest, try directory.fileExists(latest.path) { return (latest, removed) }
+        return (try await adoptUnrecorded(job), removed)
     }
 
     /// The file at `job`'s name when it is this job's own download, named and not recorded (a kill

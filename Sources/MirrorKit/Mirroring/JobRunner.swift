@@ -209,12 +209,8 @@ struct JobRunner: Sendable {
         guard !Task.isCancelled else { return .interrupted }
         let held: MirroredFile?
         do {
-            let removed = try await state.isRemoved(job.url)
-            if let copy = try await heldCopy(of: job.item) {
-                held = copy
-            } else {
-                held = try await adoptUnrecorded(job)
-            }
+            let removed: Bool
+            (held, removed) = try await heldCopy(for: job)
             if held != nil {
                 // Kept, and not asked for again unless new-file mode wants to know of a change;
                 // media gone upstream has none to offer.

@@ -69,6 +69,18 @@ extension StateDatabase {
         try files("WHERE item = ?1 ORDER BY rowid DESC LIMIT 1", [.text(item)]).first
     }
 
+    /// What a job needs to know, in one query (it is asked for every file of a run): the item's
+    /// newest version, and whether `url` is known removed upstream.
+    func fate(of item: String, url: String) throws(MirrorError) -> (latest: MirroredFile?, removed: Bool) {
+        let row = try read(
+            "SELECT latest.*, EXISTS (SELECT 1 FROM removed WHERE url = ?2) FROM (SELECT 1) LEFT JOIN "
+                + "(SELECT \(Self.columns) FROM files WHERE item = ?1 ORDER BY rowid DESC LIMIT 1) AS latest ON 1",
+            [.text(item), .text(url)]).first
+        guard let row else { return (nil, false) }
+        let removed = row.last?.integer == 1
+        return (row[0] == .null ? nil : Self.file(from: row), removed)
+    }
+
     /// Every version of `item`, oldest first.
     public func versions(of item: String) throws(MirrorError) -> [MirroredFile] {
         try files("WHERE item = ?1 ORDER BY rowid", [.text(item)])

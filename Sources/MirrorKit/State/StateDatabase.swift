@@ -97,11 +97,6 @@ public actor StateDatabase {
 
     // MARK: - Removed media
 
-    /// Whether `url` is known to be removed upstream.
-    func isRemoved(_ url: String) throws(MirrorError) -> Bool {
-        try read("SELECT EXISTS (SELECT 1 FROM removed WHERE url = ?1)", [.text(url)]).first?.first?.integer == 1
-    }
-
     public func recordRemoved(_ url: String) throws(MirrorError) {
         try write("INSERT OR IGNORE INTO removed (url, seen_at) VALUES (?1, ?2)", [.text(url), .text(Self.now())])
     }
