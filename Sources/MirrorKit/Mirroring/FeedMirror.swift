@@ -236,14 +236,10 @@ struct EnclosureNames {
         var seen: Set<String> = []
         var shared: Set<String> = []
         for enclosure in enclosures {
-            guard let id = Self.id(of: enclosure) else { continue }
+            guard let id = enclosure.entryID else { continue }
             if !seen.insert(id).inserted { shared.insert(id) }
         }
         sharedIDs = shared
-    }
-
-    private static func id(of enclosure: FeedEnclosure) -> String? {
-        enclosure.entryID
     }
 
     /// What `enclosure` is a release of, the same from run to run: a Dash archive is one item
@@ -254,7 +250,7 @@ struct EnclosureNames {
         case .dash:
             return "dash \(feed) \(FeedMirror.fileName(for: enclosure))"
         case .atom, .rss:
-            if let id = Self.id(of: enclosure), !sharedIDs.contains(id) { return "entry \(feed) \(id)" }
+            if let id = enclosure.entryID, !sharedIDs.contains(id) { return "entry \(feed) \(id)" }
             return "url " + enclosure.url
         }
     }

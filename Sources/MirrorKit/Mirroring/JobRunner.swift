@@ -268,23 +268,23 @@ struct JobRunner: Sendable {
         } catch let error as MirrorError {
             return halting(error, job)
         } catch let error as DownloadError {
+            // A 404 or 410 for a file the mirror holds means gone upstream: the copy stays, and
+            // later runs stop asking. A URL a feed lists fails instead, so its mirrors are tried,
+            // and a later release is still seen.
+            let gone: Bool = switch error.reason {
+            case .removed: true
+            case .httpStatus(let status): held != nil && (status == 404 || status == 410) && (job.isMedia || job.isSweep)
+            default: false
+            }
+            if gone {
+                do {
+                    try await state.recordRemoved(job.url)
+                } catch {
+                    return .halted(error)
+                }
+                return .removed(job.url)
+            }
             switch error.reason {
-            case .removed:
-                do {
-                    try await state.recordRemoved(job.url)
-                } catch {
-                    return .halted(error)
-                }
-                return .removed(job.url)
-            case .httpStatus(let status) where held != nil && (status == 404 || status == 410) && (job.isMedia || job.isSweep):
-                // Gone upstream: the copy stays, and later runs stop asking. A URL a feed lists
-                // fails instead, so its mirrors are tried, and a later release is still seen.
-                do {
-                    try await state.recordRemoved(job.url)
-                } catch {
-                    return .halted(error)
-                }
-                return .removed(job.url)
             case .hostUnavailable:
                 return .deferred
             default:
