@@ -27,6 +27,14 @@ struct FeedCommand: AsyncParsableCommand {
         if feed.contains("://"), !MirrorConfiguration.isHTTPURL(feed) {
             throw ValidationError("the feed URL must be http or https, got '\(feed)'")
         }
+        try validateFlags(flags)
+    }
+
+    private var flags: MirrorConfiguration {
+        var flags = MirrorConfiguration()
+        common.apply(to: &flags)
+        download.apply(to: &flags)
+        return flags
     }
 
     /// A file's path made absolute: it names the feed in the state database.
@@ -38,23 +46,9 @@ struct FeedCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = LogSetup.bootstrap(quiet: common.quiet, verbose: common.verbose)
-        do {
-            let file = try common.config.map(MirrorConfiguration.load(from:)) ?? MirrorConfiguration()
-            let directory = try MirrorDirectory(root: URL(fileURLWithPath: common.out))
-            let lock = try RunLock(directory: directory)
-            let engine = download.engine(file)
-            let settings = FeedMirror.Settings(
-                feed: location, baseURL: baseURL, mode: download.downloadMode(file), retry: download.retryPolicy(file),
-                maxFileSize: download.maxFileSize(file))
-            let mirror = try FeedMirror(directory: directory, engine: engine, settings: settings, logger: logger)
-            let (summary, stop) = await Interruption.cancelOnSignal(deadline: common.deadline(file)) { await mirror.run() }
-            // No libcurl call may be running once the process starts to exit.
-            await engine.shutDown()
-            withExtendedLifetime(lock) {}
-            try Report.finish(summary, label: "feed", quiet: common.quiet, stop: stop, logger: logger)
-        } catch let error as MirrorError {
-            throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
+        try await RunLifecycle(common: common, flags: flags, label: "feed").run { settings, directory, engine, logger throws(MirrorError) in
+            try FeedMirror(
+                directory: directory, engine: engine, settings: settings.feed(location, baseURL: baseURL), logger: logger)
         }
     }
 }

@@ -21,6 +21,9 @@ struct MirrorCommand: AsyncParsableCommand {
         defaultSubcommand: TagCommand.self)
 }
 
+extension ProgressDisplay: ExpressibleByArgument {}
+extension LogFormat: ExpressibleByArgument {}
+
 /// Options every mirroring command takes.
 struct CommonOptions: ParsableArguments {
     @Option(name: .shortAndLong, help: "The mirror directory.")
@@ -29,7 +32,7 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "A JSON config file (see config.example.json); options given here win over it.")
     var config: String?
 
-    @Flag(name: .shortAndLong, help: "Print nothing unless something went wrong.")
+    @Flag(name: .shortAndLong, help: "Print nothing unless something went wrong (no progress display either, unless --progress always).")
     var quiet = false
 
     @Flag(name: .shortAndLong, help: "Log every request and file.")
@@ -38,15 +41,27 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Stop starting work after this long, e.g. 50m or 1h30m, and exit 0 if nothing failed; the next run carries on. Keep it shorter than the cron interval.")
     var maxDuration: String?
 
-    func validate() throws {
-        if let maxDuration, DurationText.parse(maxDuration) == nil {
-            throw ValidationError("--max-duration takes a duration such as 50m, 90s or 1h30m, got '\(maxDuration)'")
-        }
-    }
+    @Option(help: "Live progress on standard error: auto (when it is a terminal), always, never (default auto).")
+    var progress: ProgressDisplay?
 
-    /// The run's time limit, from this option or the config file.
-    func deadline(_ file: MirrorConfiguration) -> Duration? {
-        (maxDuration ?? file.maxDuration).flatMap(DurationText.parse)
+    @Option(help: "Standard error's lines: text, or json (one object per line, for log shippers) (default text).")
+    var logFormat: LogFormat?
+
+    @Flag(help: "Write a JSON sidecar of what the API or feed said of each file under meta/ (see README).")
+    var metadata = false
+
+    @Option(help: ArgumentHelp(
+        "Write a Prometheus text file here during and after each run, for node_exporter's textfile collector.",
+        valueName: "file"))
+    var metricsFile: String?
+
+    /// What these options set.
+    func apply(to flags: inout MirrorConfiguration) {
+        flags.maxDuration = maxDuration
+        flags.progress = progress
+        flags.logFormat = logFormat
+        flags.metadata = metadata ? true : nil
+        flags.metricsFile = metricsFile
     }
 }
 
@@ -58,37 +73,25 @@ struct DownloadOptions: ParsableArguments {
     @Option(help: "Most download bandwidth for all files together, e.g. 2M or 500k bytes per second.")
     var maxBandwidth: String?
 
-    @Option(help: "Attempts per file, the first included (default 6).")
+    @Option(help: "Attempts per file, the first included (default \(RunSettings.Defaults.retries)).")
     var retries: Int?
 
     @Option(help: "Most bytes any file may have, whatever the API or its server claims, e.g. 4G (default 16G).")
     var maxFileSize: String?
 
-    func validate() throws {
-        if let maxBandwidth, (ByteCount.parse(maxBandwidth) ?? 0) <= 0 {
-            throw ValidationError("--max-bandwidth takes a rate such as 2M or 500k, got '\(maxBandwidth)'")
-        }
-        if let retries, !(1...100).contains(retries) { throw ValidationError("--retries must be 1 to 100") }
-        if let maxFileSize, (ByteCount.parse(maxFileSize) ?? 0) <= 0 {
-            throw ValidationError("--max-file-size takes a size such as 4G or 500M, got '\(maxFileSize)'")
-        }
+    func apply(to flags: inout MirrorConfiguration) {
+        flags.mode = mode
+        flags.maxBandwidth = maxBandwidth
+        flags.retries = retries
+        flags.maxFileSize = maxFileSize
     }
+}
 
-    func maxFileSize(_ file: MirrorConfiguration) -> Int64 {
-        (maxFileSize ?? file.maxFileSize).flatMap(ByteCount.parse) ?? Downloader.defaultMaxFileSize
-    }
-
-    /// The engine these options (over the config file's) ask for.
-    func engine(_ file: MirrorConfiguration) -> TransferEngine {
-        let bandwidth = (maxBandwidth ?? file.maxBandwidth).flatMap(ByteCount.parse)
-        return TransferEngine(configuration: .init(maxBytesPerSecond: bandwidth))
-    }
-
-    func downloadMode(_ file: MirrorConfiguration) -> DownloadMode {
-        mode ?? file.mode ?? .skipIfExists
-    }
-
-    func retryPolicy(_ file: MirrorConfiguration) -> RetryPolicy {
-        RetryPolicy(maxAttempts: retries ?? file.retries ?? 6)
+/// Checks the flags `flags` sets, as a usage error (exit 64) naming the flag.
+func validateFlags(_ flags: MirrorConfiguration) throws {
+    do {
+        try flags.validate(origin: .flags)
+    } catch {
+        throw ValidationError(error.description)
     }
 }

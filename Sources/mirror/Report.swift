@@ -4,11 +4,28 @@ import MirrorKit
 
 /// How a run ends on the terminal: the one-line summary, the problems, the exit status.
 enum Report {
-    /// Prints the summary (unless quiet and all went well) and throws the exit status for
-    /// anything that did not.
-    static func finish(
-        _ summary: MirrorSummary, label: String, quiet: Bool, stop: Interruption.Stop?, logger: Logger
-    ) throws {
+    /// The exit status of a run that ended with `summary`, stopped by `stop` if anything stopped it.
+    static func exitStatus(_ summary: MirrorSummary, stop: Interruption.Stop?) -> Int32 {
+        if case .signal(let number) = stop { return 128 + number }
+        switch summary.stoppedBy {
+        case .api(let error):
+            // A spent budget at the deadline is the plan on a large tag: the next run carries on.
+            if !(stop == .deadline && summary.stoppedByTheBudget) { return ExitStatus.of(error) }
+        case .feed(let error):
+            return error.isFetchFailure ? ExitStatus.unavailable : ExitStatus.dataError
+        case .mirror(let error):
+            return ExitStatus.of(error)
+        case nil:
+            break
+        }
+        if summary.deferred > 0 { return ExitStatus.tryLater }
+        if !summary.failures.isEmpty || !summary.problems.isEmpty { return ExitStatus.someFilesFailed }
+        if !summary.isComplete && stop != .deadline { return ExitStatus.someFilesFailed }
+        return 0
+    }
+
+    /// Prints the problems, and the summary unless quiet and all went well.
+    static func print(_ summary: MirrorSummary, label: String, quiet: Bool, stop: Interruption.Stop?, logger: Logger) {
         for problem in summary.problems { logger.error("\(problem)") }
         if !quiet {
             for release in summary.skippedReleases { Console.print("\(label): \(release)") }
@@ -21,38 +38,24 @@ enum Report {
             }
         }
         // A spent budget is the plan on a large tag; anything else that stopped the listing is a fault.
-        let budgetStop = summary.stoppedByTheBudget
-        if let stopped = summary.stoppedBy {
-            if budgetStop {
-                logger.warning("\(stopped)")
-            } else if stopped is MirrorError {
-                // The disk's or the mirror's failure, not the listing's: every file would meet it.
-                logger.error("run stopped: \(stopped)")
-            } else {
-                logger.error(summary.wanted > 0 ? "listing stopped early: \(stopped)" : "\(stopped)")
-            }
+        switch summary.stoppedBy {
+        case .api where summary.stoppedByTheBudget: logger.warning("\(summary.stoppedBy!)")
+        case .mirror(let error): logger.error("run stopped: \(error)")
+        case .api, .feed: logger.error(summary.wanted > 0 ? "listing stopped early: \(summary.stoppedBy!)" : "\(summary.stoppedBy!)")
+        case nil: break
         }
-        if case .signal(let number) = stop {
+        if case .signal = stop {
             if !quiet || !summary.failures.isEmpty { Console.print("\(label): \(summary.line)") }
             logger.warning("interrupted: partial downloads are kept and the next run resumes them")
-            throw ExitCode(128 + number)
+            return
         }
+        // A spent API budget is the plan on a large tag, not news for cron mail: its 75 says "later".
         let faultFree = summary.failures.isEmpty && summary.problems.isEmpty && summary.deferred == 0
             && summary.stoppedOnlyByTheBudget
-        let wellEnough = summary.isComplete || (faultFree && (stop == .deadline || budgetStop))
+        let wellEnough = summary.isComplete || (faultFree && (stop == .deadline || summary.stoppedByTheBudget))
         if !quiet || !wellEnough {
             let deadline = stop == .deadline ? "; stopped at the --max-duration deadline" : ""
             Console.print("\(label): \(summary.line)\(deadline)")
         }
-        switch summary.stoppedBy {
-        case let error as ImgurError where !(stop == .deadline && budgetStop):
-            throw ExitCode(ExitStatus.of(error))
-        case let error as FeedError: throw ExitCode(error.isFetchFailure ? ExitStatus.unavailable : ExitStatus.dataError)
-        case let error as MirrorError: throw ExitCode(ExitStatus.of(error))
-        default: break
-        }
-        if summary.deferred > 0 { throw ExitCode(ExitStatus.tryLater) }
-        if !summary.failures.isEmpty || !summary.problems.isEmpty { throw ExitCode(ExitStatus.someFilesFailed) }
-        if !summary.isComplete && stop != .deadline { throw ExitCode(ExitStatus.someFilesFailed) }
     }
 }

@@ -15,6 +15,9 @@ struct StatusCommand: AsyncParsableCommand {
         valueName: "name"))
     var versions: String?
 
+    @Flag(help: "Print the status as one JSON object, for scripts.")
+    var json = false
+
     func run() async throws {
         let root = URL(fileURLWithPath: out)
         var isDirectory: ObjCBool = false
@@ -36,28 +39,12 @@ struct StatusCommand: AsyncParsableCommand {
         }
         // Read the status a run writes, rather than probe its lock: a probe could make a run that
         // starts at that instant think another holds the directory.
-        if let status = RunStatus.read(in: directory), kill(status.pid, 0) == 0 || errno == EPERM {
-            printRunning(status)
-        } else {
-            Console.print("no run in progress")
-            printPartials(directory)
+        let report = await StatusReport.gather(in: directory) { kill($0, 0) == 0 || errno == EPERM }
+        if json {
+            Console.printJSON(report.json())
+            return
         }
-        for line in await crawlLines(directory) { Console.print(line) }
-    }
-
-    /// Each listing's cursor, the files and versions recorded, and the API budget, from the
-    /// state database.
-    private func crawlLines(_ directory: MirrorDirectory) async -> [String] {
-        guard let state = StateDatabase.forReading(in: directory) else { return [] }
-        var lines = await StatusLines.crawls(state)
-        if let figures = try? await state.versionFigures(), figures.files > 0 {
-            var line = "mirrored: \(figures.files) files of \(figures.items) items"
-            if figures.itemsWithVersions > 0 {
-                line += "; \(figures.itemsWithVersions) items have more than one version (--versions NAME lists them)"
-            }
-            lines.append(line)
-        }
-        return lines
+        for line in StatusLines.report(report) { Console.print(line) }
     }
 
     private func printVersions(of name: String, in directory: MirrorDirectory) async throws {
@@ -87,38 +74,29 @@ struct StatusCommand: AsyncParsableCommand {
         }
     }
 
-    private func printRunning(_ status: RunStatus) {
-        let started = ISO8601DateFormatter().string(from: status.startedAt)
-        Console.print("running: \(status.source), pid \(status.pid), since \(started)")
-        Console.print("downloads: \(status.scheduler.summaryLine)")
-        for item in status.scheduler.items where item.state != .waiting {
-            let percent = item.percent.map { String(format: "%5.1f%%", $0) } ?? "    ?%"
-            Console.print("  \(item.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) \(percent) \(item.isForced ? "forced " : "       ")\(item.url)")
-        }
-        let waiting = status.scheduler.counts[.waiting] ?? 0
-        if waiting > 0 { Console.print("  … and \(waiting) waiting") }
-    }
-
-    private func printPartials(_ directory: MirrorDirectory) {
-        guard let partials = directory.partialsForReading() else { return }
-        let held = partials.heldPartials()
-        guard !held.isEmpty else { return }
-        Console.print("partial downloads kept for the next run:")
-        for (record, length) in held {
-            let percent = record.totalLength.flatMap { $0 > 0 ? Double(length) * 100 / Double($0) : nil }
-                .map { String(format: "%5.1f%%", $0) } ?? "    ?%"
-            Console.print("  \(percent) \(MirrorSummary.formatBytes(length).padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.url)")
-        }
-    }
 }
 
-/// What `mirror status` says of the crawls and the API budget.
+/// What `mirror status` says, line by line.
 enum StatusLines {
-    static func crawls(_ state: StateDatabase) async -> [String] {
+    static func report(_ report: StatusReport) -> [String] {
         var lines: [String] = []
-        for source in (try? await state.crawlSources()) ?? [] {
-            guard let figures = try? await state.figures(source: source) else { continue }
-            lines.append(source + ":")
+        if let running = report.running {
+            lines += self.running(running)
+        } else {
+            lines.append("no run in progress")
+            if let last = report.lastRun { lines += lastRun(last) }
+            if !report.partials.isEmpty {
+                lines.append("partial downloads kept for the next run:")
+                for partial in report.partials {
+                    let percent = partial.totalBytes.flatMap { $0 > 0 ? Double(partial.bytes) * 100 / Double($0) : nil }
+                        .map { String(format: "%5.1f%%", $0) } ?? "    ?%"
+                    lines.append("  \(percent) \(MirrorSummary.formatBytes(partial.bytes).padding(toLength: 9, withPad: " ", startingAt: 0)) \(partial.url)")
+                }
+            }
+        }
+        for crawl in report.crawls {
+            let figures = crawl.figures
+            lines.append(crawl.source + ":")
             lines.append("  " + cursorLine(figures.cursor))
             lines.append("  \(figures.entriesKnown) entries known, \(figures.imagesKnown) images found, "
                 + "\(figures.imagesPending) not yet mirrored")
@@ -126,7 +104,55 @@ enum StatusLines {
             if figures.albumsGone > 0 { albums += ", \(figures.albumsGone) gone" }
             lines.append(albums)
         }
-        if let budget = try? await state.budget(api: TagCrawler.budgetKey) { lines.append(budgetLine(budget)) }
+        if let budget = report.budget { lines.append(budgetLine(budget)) }
+        if let figures = report.files, figures.files > 0 {
+            var line = "mirrored: \(figures.files) files of \(figures.items) items"
+            if figures.itemsWithVersions > 0 {
+                line += "; \(figures.itemsWithVersions) items have more than one version (--versions NAME lists them)"
+            }
+            lines.append(line)
+        }
+        return lines
+    }
+
+    static func running(_ status: RunStatus) -> [String] {
+        let started = ISO8601DateFormatter().string(from: status.startedAt)
+        var lines = ["running: \(status.source), pid \(status.pid), since \(started)"]
+        let progress = status.progress
+        var phase = "phase: \(progress.phase.rawValue)"
+        if progress.phase == .crawling, let crawl = progress.crawl {
+            phase += ", page \(crawl.page)" + (crawl.estimatedPages.map { " of about \($0)" } ?? "")
+                + ", \(crawl.pagesRead) pages read this run"
+            if let left = crawl.apiCallsLeft { phase += ", \(left) API calls left" }
+        }
+        lines.append(phase)
+        lines.append("files: \(progress.filesDone) of \(progress.filesKnown)\(progress.allFilesKnown ? "" : " found so far") settled, "
+            + "\(progress.filesDownloaded) downloaded (\(MirrorSummary.formatBytes(progress.bytesReceived))), \(progress.filesFailed) failed")
+        guard let scheduler = progress.scheduler else { return lines }
+        lines.append("downloads: \(scheduler.summaryLine.isEmpty ? "none under way" : scheduler.summaryLine)")
+        for item in scheduler.items where item.state != .waiting {
+            let percent = item.percent.map { String(format: "%5.1f%%", $0) } ?? "    ?%"
+            lines.append("  \(item.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) \(percent) \(item.isForced ? "forced " : "       ")\(item.url)")
+        }
+        let waiting = scheduler.counts[.waiting] ?? 0
+        if waiting > 0 { lines.append("  … and \(waiting) waiting") }
+        return lines
+    }
+
+    static func lastRun(_ run: RunRecord) -> [String] {
+        let formatter = ISO8601DateFormatter()
+        var lines = [
+            "last run: \(run.source), \(formatter.string(from: run.startedAt)) to \(formatter.string(from: run.endedAt)), "
+                + "exit status \(run.exitStatus)",
+            "  \(run.line)",
+        ]
+        if let stopped = run.stoppedBy { lines.append("  stopped by: \(stopped)") }
+        if !run.failures.isEmpty {
+            let more = run.filesFailed > run.failures.count ? " (the first \(run.failures.count))" : ""
+            lines.append("  failed, to be tried again by the next run\(more):")
+            lines += run.failures.map { "    \($0.problem)" }
+        }
+        if run.filesDeferred > 0 { lines.append("  \(run.filesDeferred) files left for the next run (their host was down or throttling)") }
         return lines
     }
 

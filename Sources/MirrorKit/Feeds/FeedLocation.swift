@@ -1,13 +1,13 @@
 import Foundation
 
 /// Where a feed is read from: a URL, a local file, or standard input.
-public enum FeedLocation: Sendable, Equatable, CustomStringConvertible {
+package enum FeedLocation: Sendable, Equatable, CustomStringConvertible {
     case url(String)
     case file(String)
     case standardInput
 
     /// `-` is standard input, an http(s) URL is fetched, anything else is a file's path.
-    public init(argument: String) {
+    package init(argument: String) {
         if argument == "-" {
             self = .standardInput
         } else if MirrorConfiguration.isHTTPURL(argument) {
@@ -18,7 +18,7 @@ public enum FeedLocation: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The URL, the path, or `standard input`: for messages and the state database.
-    public var description: String {
+    package var description: String {
         switch self {
         case .url(let url): url
         case .file(let path): path

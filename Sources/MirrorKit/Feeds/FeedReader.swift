@@ -2,44 +2,44 @@ import CLibXML2
 import Foundation
 
 /// A file a feed offers for download.
-public struct FeedEnclosure: Sendable, Equatable {
+package struct FeedEnclosure: Sendable, Equatable {
     /// The URL to fetch, resolved against `xml:base` and the feed's own URL.
-    public var url: String
+    package var url: String
     /// Other URLs of the same file (a Dash feed lists mirrors).
-    public var mirrors: [String] = []
+    package var mirrors: [String] = []
     /// The size the feed states. Advisory only (RFC 4287 §4.2.7.6); RSS feeds write 0 for unknown.
-    public var length: Int64?
-    public var type: String?
-    public var entryTitle: String?
+    package var length: Int64?
+    package var type: String?
+    package var entryTitle: String?
     /// The entry's release: a docset's `version`, and Atom's `updated` or RSS's `pubDate`.
-    public var version: String?
-    public var updated: String?
+    package var version: String?
+    package var updated: String?
     /// What names the entry across its releases: a docset's `identifier`, else the Atom `id` or
     /// RSS `guid` (with `#type`, or `#n` by position, when the entry has several); nil for none.
-    public var entryID: String?
+    package var entryID: String?
 }
 
 /// A parsed feed: its kind and every enclosure in document order.
-public struct Feed: Sendable, Equatable {
-    public enum Kind: String, Sendable {
+package struct Feed: Sendable, Equatable {
+    package enum Kind: String, Sendable {
         case atom, rss, dash
     }
 
-    public var kind: Kind
-    public var title: String?
-    public var enclosures: [FeedEnclosure]
+    package var kind: Kind
+    package var title: String?
+    package var enclosures: [FeedEnclosure]
     /// Enclosures that could not be used (a link that is no URL even once escaped).
-    public var problems: [String] = []
+    package var problems: [String] = []
 }
 
 /// Why a feed could not be read.
-public struct FeedError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var url: String
-    public var problem: String
+package struct FeedError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var url: String
+    package var problem: String
     /// The feed could not be fetched at all (as opposed to fetched and found wrong).
-    public var isFetchFailure = false
+    package var isFetchFailure = false
 
-    public var description: String { "feed \(url): \(problem)" }
+    package var description: String { "feed \(url): \(problem)" }
 }
 
 /// Reads Atom 1.0, RSS 2.0 and Dash docset feeds with libxml2's pull parser.
@@ -50,18 +50,18 @@ public struct FeedError: Error, Sendable, Equatable, CustomStringConvertible {
 /// `DTDLOAD` or `HUGE` all the same. Elements are matched by namespace URI, never by prefix.
 /// Nothing is returned unless the whole document parsed: libxml2 streams nodes before it notices
 /// a document is malformed.
-public enum FeedReader {
+package enum FeedReader {
     static let atomNamespace = "http://www.w3.org/2005/Atom"
     static let docsetNamespace = "http://developer.apple.com/rss/docset_extensions"
 
     /// Parses a feed fetched from `url`; relative links resolve against it (and `xml:base`).
-    public static func parse(_ bytes: [UInt8], url: String) throws(FeedError) -> Feed {
+    package static func parse(_ bytes: [UInt8], url: String) throws(FeedError) -> Feed {
         try parse(bytes, url: url, base: url)
     }
 
     /// Parses the feed read from `url` (a URL, or a file's name, for messages); relative links
     /// resolve against `base` and `xml:base`, and are reported as problems without either.
-    public static func parse(_ bytes: [UInt8], url: String, base: String?) throws(FeedError) -> Feed {
+    package static func parse(_ bytes: [UInt8], url: String, base: String?) throws(FeedError) -> Feed {
         guard !bytes.isEmpty else { throw FeedError(url: url, problem: "empty document") }
         guard bytes.count < Int(Int32.max) else { throw FeedError(url: url, problem: "larger than 2 GiB") }
         var prolog = FeedProlog()

@@ -2,20 +2,20 @@ import Foundation
 
 /// The API budget as the last answer stated it, kept between runs so that `mirror status` can show
 /// it and the next run can plan from it.
-public struct APIBudget: Sendable, Equatable, Codable {
+package struct APIBudget: Sendable, Equatable, Codable {
     /// Calls left this hour for this IP (`X-RateLimit-UserRemaining`).
-    public var userRemaining: Int?
-    public var userLimit: Int?
+    package var userRemaining: Int?
+    package var userLimit: Int?
     /// When the hourly budget refills.
-    public var userResetAt: Date?
+    package var userResetAt: Date?
     /// Calls left today for the application (`X-RateLimit-ClientRemaining`).
-    public var clientRemaining: Int?
+    package var clientRemaining: Int?
     /// When the daily budget refills, if the API said.
-    public var clientResetAt: Date?
+    package var clientResetAt: Date?
     /// When these figures were read.
-    public var observedAt: Date
+    package var observedAt: Date
 
-    public init(
+    package init(
         userRemaining: Int? = nil, userLimit: Int? = nil, userResetAt: Date? = nil, clientRemaining: Int? = nil,
         clientResetAt: Date? = nil, observedAt: Date = Date()
     ) {
@@ -62,7 +62,7 @@ actor APIRateLimiter {
         /// Calls kept in hand: the limiter stops before the budget falls below this.
         var reserve: Int = 5
         /// The longest the crawler may wait for a budget to reset or a server to recover.
-        var maxWait: Duration = .seconds(300)
+        var maxWait: Duration = .seconds(RunSettings.Defaults.maxWaitSeconds)
     }
 
     let settings: Settings

@@ -2,34 +2,34 @@ import Foundation
 import Logging
 
 /// How a tag's gallery is ordered.
-public enum GallerySort: String, Sendable, CaseIterable, Codable {
+package enum GallerySort: String, Sendable, CaseIterable, Codable {
     case viral, top, time
 }
 
 /// The time window of a `top` listing.
-public enum GalleryWindow: String, Sendable, CaseIterable, Codable {
+package enum GalleryWindow: String, Sendable, CaseIterable, Codable {
     case day, week, month, year, all
 }
 
 /// Reads tag listings and albums from the Imgur API (v3).
-public struct ImgurClient: Sendable {
+package struct ImgurClient: Sendable {
     /// How politely to use the API.
-    public struct Politeness: Sendable, Equatable {
+    package struct Politeness: Sendable, Equatable {
         /// Most API calls per second; nil for no spacing.
-        public var maxRequestsPerSecond: Double?
+        package var maxRequestsPerSecond: Double?
         /// The longest wait for a rate limit or an overloaded API before stopping (exit 75).
-        public var maxWait: Duration
+        package var maxWait: Duration
         /// Retries of one call after a server error or a dropped connection.
-        public var retry: RetryPolicy
+        package var retry: RetryPolicy
 
-        public init(maxRequestsPerSecond: Double? = nil, maxWait: Duration = .seconds(300), retry: RetryPolicy = RetryPolicy(maxAttempts: 4)) {
+        package init(maxRequestsPerSecond: Double? = nil, maxWait: Duration = .seconds(RunSettings.Defaults.maxWaitSeconds), retry: RetryPolicy = RetryPolicy(maxAttempts: 4)) {
             self.maxRequestsPerSecond = maxRequestsPerSecond
             self.maxWait = maxWait
             self.retry = retry
         }
     }
 
-    public var apiBase: String
+    package var apiBase: String
     private let clientID: String
     private let engine: TransferEngine
     private let logger: Logger
@@ -40,7 +40,7 @@ public struct ImgurClient: Sendable {
     ///   - apiBase: scheme and host, e.g. `https://api.imgur.com`.
     ///   - clientID: the application's Client-ID, sent as `Authorization: Client-ID …`.
     ///   - startingBudget: the budget the last run saw; used while its reset has not passed.
-    public init(
+    package init(
         apiBase: String, clientID: String, engine: TransferEngine, politeness: Politeness = Politeness(),
         startingBudget: APIBudget? = nil, logger: Logger
     ) {
@@ -55,28 +55,28 @@ public struct ImgurClient: Sendable {
     }
 
     /// The API budget as the last answer reported it.
-    public func budget() async -> APIBudget {
+    package func budget() async -> APIBudget {
         await limiter.current
     }
 
     /// Starts from the budget an earlier run saw (kept while its reset has not passed), so that a
     /// spent budget costs no call to find out.
-    public func adopt(_ budget: APIBudget) async {
+    package func adopt(_ budget: APIBudget) async {
         await limiter.adopt(budget)
     }
 
     /// Calls this run may still make before the reset, the reserve kept; nil until an answer says.
-    public func callsLeft() async -> Int? {
+    package func callsLeft() async -> Int? {
         await limiter.callsLeft
     }
 
     /// API calls made so far through this client.
-    public func callsMade() async -> Int {
+    package func callsMade() async -> Int {
         await limiter.callsMade
     }
 
     /// One page of the tag's gallery; no items marks the end of the listing.
-    public func tagListing(
+    package func tagListing(
         _ tag: String, sort: GallerySort, window: GalleryWindow, page: Int
     ) async throws(ImgurError) -> TagPage {
         let path = "/3/gallery/t/\(Self.pathSegment(tag))/\(sort.rawValue)/\(window.rawValue)/\(page)"
@@ -85,14 +85,14 @@ public struct ImgurClient: Sendable {
     }
 
     /// The entries of one page of the tag's gallery; an empty array marks the end of the listing.
-    public func tagPage(
+    package func tagPage(
         _ tag: String, sort: GallerySort, window: GalleryWindow, page: Int
     ) async throws(ImgurError) -> [GalleryItem] {
         try await tagListing(tag, sort: sort, window: window, page: page).items
     }
 
     /// Every image of an album (the endpoint is not paged).
-    public func albumImages(_ albumID: String) async throws(ImgurError) -> [ImgurImage] {
+    package func albumImages(_ albumID: String) async throws(ImgurError) -> [ImgurImage] {
         let envelope: ImgurEnvelope<[ImgurImage]> = try await get("/3/album/\(Self.pathSegment(albumID))/images")
         return envelope.data
     }

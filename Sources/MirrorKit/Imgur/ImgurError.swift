@@ -1,8 +1,8 @@
 import Foundation
 
 /// A failure talking to the Imgur API, with the message the API gave where it gave one.
-public struct ImgurError: Error, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
+package struct ImgurError: Error, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
         /// The API answered with an error status.
         case status(Int)
         /// The API answered 2xx with a body that is not the expected JSON.
@@ -14,26 +14,26 @@ public struct ImgurError: Error, Sendable, CustomStringConvertible {
         case rateLimited
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// The API path or URL concerned.
-    public var url: String
+    package var url: String
     /// The API's own words, or what was wrong with its answer.
-    public var message: String
+    package var message: String
     /// Seconds the API asked us to wait (Retry-After), if it did.
-    public var retryAfter: Int?
+    package var retryAfter: Int?
     /// For ``Kind/rateLimited``: the status the API kept answering (429, 503, …); nil when the
     /// budget itself is spent and no call was made.
-    public var lastStatus: Int? = nil
+    package var lastStatus: Int? = nil
 
     /// The API said "not now" to every call (the budget, a 429, "over capacity", no answer at
     /// all), not only to one album or page.
-    public var isAPIWide: Bool {
+    package var isAPIWide: Bool {
         guard kind == .rateLimited else { return kind == .unreachable }
         guard let lastStatus else { return true }
         return lastStatus == 429 || lastStatus == 403 || lastStatus == 1203
     }
 
-    public var description: String {
+    package var description: String {
         switch kind {
         case .status(let status): "Imgur API \(url): HTTP \(status): \(message)"
         case .malformedResponse: "Imgur API \(url): unexpected response: \(message)"

@@ -1,20 +1,29 @@
 /// An image as the Imgur API describes it, in a tag page, an album or an album's image list.
 ///
-/// Only the fields mirror needs are decoded, and each leniently: the API has changed shapes over
-/// the years (`nsfw` null, `edited` a string), and one odd field must not lose a whole page.
-public struct ImgurImage: Sendable, Hashable, Codable {
-    public var id: String
-    public var type: String?
-    public var animated: Bool
-    public var size: Int64?
-    public var mp4Size: Int64?
-    public var link: String?
-    public var datetime: Int64?
-    public var title: String?
+/// Only the fields mirror needs are decoded (to mirror it, and for its metadata sidecar), each
+/// leniently: the API has changed shapes over the years (`nsfw` null, `edited` a string, tags as
+/// objects), and one odd field must not lose a whole page.
+package struct ImgurImage: Sendable, Hashable, Codable {
+    package var id: String
+    package var type: String?
+    package var animated: Bool
+    package var size: Int64?
+    package var mp4Size: Int64?
+    package var link: String?
+    package var datetime: Int64?
+    package var title: String?
+    package var description: String?
+    package var width: Int?
+    package var height: Int?
+    /// The tags' names: the image's own, else its album's.
+    package var tags: [String]?
+    /// The album the image came from, when it came from one.
+    package var album: ImgurAlbumContext?
 
-    public init(
+    package init(
         id: String, type: String? = nil, animated: Bool = false, size: Int64? = nil, mp4Size: Int64? = nil,
-        link: String? = nil, datetime: Int64? = nil, title: String? = nil
+        link: String? = nil, datetime: Int64? = nil, title: String? = nil, description: String? = nil,
+        width: Int? = nil, height: Int? = nil, tags: [String]? = nil, album: ImgurAlbumContext? = nil
     ) {
         self.id = id
         self.type = type
@@ -24,14 +33,21 @@ public struct ImgurImage: Sendable, Hashable, Codable {
         self.link = link
         self.datetime = datetime
         self.title = title
+        self.description = description
+        self.width = width
+        self.height = height
+        self.tags = tags
+        self.album = album
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, type, animated, size, link, datetime, title
+        case id, type, animated, size, link, datetime, title, description, width, height, tags
         case mp4Size = "mp4_size"
+        /// Not the API's: what mirror adds when it queues an album's image.
+        case album = "mirror_album"
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
         type = try? container.decodeIfPresent(String.self, forKey: .type)
@@ -41,9 +57,14 @@ public struct ImgurImage: Sendable, Hashable, Codable {
         link = try? container.decodeIfPresent(String.self, forKey: .link)
         datetime = try? container.decodeIfPresent(Int64.self, forKey: .datetime)
         title = try? container.decodeIfPresent(String.self, forKey: .title)
+        description = try? container.decodeIfPresent(String.self, forKey: .description)
+        width = try? container.decodeIfPresent(Int.self, forKey: .width)
+        height = try? container.decodeIfPresent(Int.self, forKey: .height)
+        tags = ImgurTagNames.decode(from: container, forKey: .tags)
+        album = try? container.decodeIfPresent(ImgurAlbumContext.self, forKey: .album)
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encodeIfPresent(type, forKey: .type)
@@ -53,32 +74,101 @@ public struct ImgurImage: Sendable, Hashable, Codable {
         try container.encodeIfPresent(link, forKey: .link)
         try container.encodeIfPresent(datetime, forKey: .datetime)
         try container.encodeIfPresent(title, forKey: .title)
+        try container.encodeIfPresent(description, forKey: .description)
+        try container.encodeIfPresent(width, forKey: .width)
+        try container.encodeIfPresent(height, forKey: .height)
+        try container.encodeIfPresent(tags, forKey: .tags)
+        try container.encodeIfPresent(album, forKey: .album)
+    }
+
+    /// The image as part of `album`: it carries the album's id and title, and its tags when it has none.
+    func inAlbum(_ album: ImgurAlbumContext) -> ImgurImage {
+        var image = self
+        image.album = album
+        if image.tags?.isEmpty ?? true { image.tags = album.tags }
+        return image
+    }
+
+    /// The post on Imgur's site: the album's, for an album's image.
+    package var galleryLink: String {
+        "https://imgur.com/gallery/\(album?.id ?? id)"
+    }
+}
+
+/// The album an image came from, as its metadata names it.
+package struct ImgurAlbumContext: Sendable, Hashable, Codable {
+    package var id: String
+    package var title: String?
+    package var tags: [String]?
+
+    package init(id: String, title: String? = nil, tags: [String]? = nil) {
+        self.id = id
+        self.title = title
+        self.tags = tags
+    }
+}
+
+/// Tags as the API writes them (objects with a `name`), or as mirror stores them (names).
+enum ImgurTagNames {
+    static func decode<Key: CodingKey>(from container: KeyedDecodingContainer<Key>, forKey key: Key) -> [String]? {
+        if let names = try? container.decodeIfPresent([String].self, forKey: key) { return names }
+        guard let tags = try? container.decodeIfPresent([LenientTag].self, forKey: key) else { return nil }
+        return tags.compactMap(\.name)
+    }
+
+    /// A tag object; one without a usable name is dropped, not the page.
+    private struct LenientTag: Decodable {
+        var name: String?
+
+        init(from decoder: any Decoder) throws {
+            name = try? decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .name)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case name
+        }
     }
 }
 
 /// An album in a tag page. `images` is absent in older responses and may hold fewer than
 /// `imagesCount` entries in newer ones.
-public struct ImgurAlbum: Sendable, Hashable, Decodable {
-    public var id: String
-    public var cover: String?
-    public var imagesCount: Int?
-    public var images: [ImgurImage]?
-    public var title: String?
+package struct ImgurAlbum: Sendable, Hashable, Decodable {
+    package var id: String
+    package var cover: String?
+    package var imagesCount: Int?
+    package var images: [ImgurImage]?
+    package var title: String?
+    package var tags: [String]?
 
     enum CodingKeys: String, CodingKey {
-        case id, cover, images, title
+        case id, cover, images, title, tags
         case imagesCount = "images_count"
     }
 
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        cover = try? container.decodeIfPresent(String.self, forKey: .cover)
+        imagesCount = try? container.decodeIfPresent(Int.self, forKey: .imagesCount)
+        images = try container.decodeIfPresent([ImgurImage].self, forKey: .images)
+        title = try? container.decodeIfPresent(String.self, forKey: .title)
+        tags = ImgurTagNames.decode(from: container, forKey: .tags)
+    }
+
+    /// What an image of this album carries of it.
+    package var context: ImgurAlbumContext {
+        ImgurAlbumContext(id: id, title: title, tags: tags)
+    }
+
     /// The embedded images, when they are all there.
-    public var completeImages: [ImgurImage]? {
+    package var completeImages: [ImgurImage]? {
         guard let images, images.count >= (imagesCount ?? 0) else { return nil }
         return images
     }
 }
 
 /// One entry of a gallery listing.
-public enum GalleryItem: Sendable, Hashable, Decodable {
+package enum GalleryItem: Sendable, Hashable, Decodable {
     case image(ImgurImage)
     case album(ImgurAlbum)
 
@@ -86,7 +176,7 @@ public enum GalleryItem: Sendable, Hashable, Decodable {
         case isAlbum = "is_album"
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         if try container.decodeIfPresent(Bool.self, forKey: .isAlbum) == true {
             self = .album(try ImgurAlbum(from: decoder))
@@ -95,7 +185,7 @@ public enum GalleryItem: Sendable, Hashable, Decodable {
         }
     }
 
-    public var id: String {
+    package var id: String {
         switch self {
         case .image(let image): image.id
         case .album(let album): album.id
@@ -109,17 +199,17 @@ struct ImgurEnvelope<Payload: Decodable>: Decodable {
 }
 
 /// The `data` of a tag page: its entries, and how many the whole tag holds.
-public struct TagPage: Sendable, Decodable {
-    public var items: [GalleryItem]
+package struct TagPage: Sendable, Decodable {
+    package var items: [GalleryItem]
     /// The tag's size as the API states it (`total_items`), for "page N of about M".
-    public var totalItems: Int?
+    package var totalItems: Int?
 
     enum CodingKeys: String, CodingKey {
         case items
         case totalItems = "total_items"
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         items = try container.decode([GalleryItem].self, forKey: .items)
         totalItems = try? container.decodeIfPresent(Int.self, forKey: .totalItems)

@@ -1,5 +1,5 @@
 /// Thumbnail sizes Imgur serves for every image, by suffix letter.
-public enum ThumbnailSize: String, Sendable, CaseIterable, Codable {
+package enum ThumbnailSize: String, Sendable, CaseIterable, Codable {
     /// 90×90, cropped square.
     case smallSquare = "s"
     /// 160×160, cropped square.
@@ -15,22 +15,22 @@ public enum ThumbnailSize: String, Sendable, CaseIterable, Codable {
 }
 
 /// One image to mirror: its thumbnail and its full-size file.
-public struct MediaItem: Sendable, Hashable {
-    public var id: String
-    public var previewURL: String
-    public var previewFileName: String
-    public var fullURL: String
-    public var fullFileName: String
+package struct MediaItem: Sendable, Hashable {
+    package var id: String
+    package var previewURL: String
+    package var previewFileName: String
+    package var fullURL: String
+    package var fullFileName: String
     /// The full-size file's size as the API states it, when it states it for that file.
-    public var expectedSize: Int64?
+    package var expectedSize: Int64?
 }
 
 /// Builds media URLs from image ids, the way Imgur's CDN names files.
-public struct MediaURLBuilder: Sendable {
-    public var mediaBase: String
-    public var thumbnail: ThumbnailSize
+package struct MediaURLBuilder: Sendable {
+    package var mediaBase: String
+    package var thumbnail: ThumbnailSize
 
-    public init(mediaBase: String = "https://i.imgur.com", thumbnail: ThumbnailSize = .medium) {
+    package init(mediaBase: String = "https://i.imgur.com", thumbnail: ThumbnailSize = .medium) {
         self.mediaBase = mediaBase.hasSuffix("/") ? String(mediaBase.dropLast()) : mediaBase
         self.thumbnail = thumbnail
     }
@@ -40,7 +40,7 @@ public struct MediaURLBuilder: Sendable {
     ///
     /// The full-size URL comes from the id, never from `link`: for large GIFs the API points
     /// `link` at a thumbnail. Animated images are fetched as `.mp4` (`.gifv` is an HTML page).
-    public func item(for image: ImgurImage) -> MediaItem? {
+    package func item(for image: ImgurImage) -> MediaItem? {
         guard Self.isPlainID(image.id) else { return nil }
         let ext: String
         let expectedSize: Int64?

@@ -9,15 +9,15 @@ import Logging
 /// unexpanded first, and never asks for an album twice: its image list is cached. Once a pass of
 /// a newest-first (`time`) listing has completed, later passes stop at the first page that shows
 /// an entry an earlier pass saw. A source: it writes the ``CrawlStore``, never the mirror's files.
-public struct TagCrawler: Sendable {
-    public struct Options: Sendable {
-        public var tag: String
-        public var sort: GallerySort
-        public var window: GalleryWindow
+package struct TagCrawler: Sendable {
+    package struct Options: Sendable {
+        package var tag: String
+        package var sort: GallerySort
+        package var window: GalleryWindow
         /// Treat the listing as ending after this many pages; nil reads to its end.
-        public var maxPages: Int?
+        package var maxPages: Int?
 
-        public init(tag: String, sort: GallerySort = .time, window: GalleryWindow = .all, maxPages: Int? = nil) {
+        package init(tag: String, sort: GallerySort = .time, window: GalleryWindow = .all, maxPages: Int? = nil) {
             self.tag = tag
             self.sort = sort
             self.window = window
@@ -25,57 +25,66 @@ public struct TagCrawler: Sendable {
         }
 
         /// The key of this listing's cursor and entries in the store.
-        public var source: String { "imgur tag \(tag) \(sort.rawValue) \(window.rawValue)" }
+        package var source: String { "imgur tag \(tag) \(sort.rawValue) \(window.rawValue)" }
     }
 
     /// What a crawl did this run, and what went wrong on the way.
-    public struct Result: Sendable {
-        public var pagesRead = 0
-        public var albumsFetched = 0
+    package struct Result: Sendable {
+        package var pagesRead = 0
+        package var albumsFetched = 0
         /// Albums or images that could not be listed; the crawl went on without them.
-        public var problems: [String] = []
+        package var problems: [String] = []
         /// Albums the API no longer has (404, 410): reported once, not asked for again.
-        public var removedAlbums: [String] = []
+        package var removedAlbums: [String] = []
         /// The error that stopped the listing early, if one did: the next run carries on.
-        public var stoppedBy: (any Error & Sendable)?
+        package var stoppedBy: RunStopReason?
         /// The cursor as this run left it.
-        public var cursor: CrawlCursor?
+        package var cursor: CrawlCursor?
         /// Albums that failed this run, not yet counted against them.
         var albumFailures: [(id: String, problem: String)] = []
         /// Some API call answered this run (a page, an album).
         var apiAnswered = false
+        /// The entries of the page just recorded that earlier pages or runs had recorded.
+        var lastKnown: Set<String> = []
     }
 
     /// The API whose budget the store keeps for this crawler.
-    public static let budgetKey = "imgur"
+    package static let budgetKey = "imgur"
     /// Runs in which an album may fail on its own before it is given up.
     static let albumAttempts = 3
 
     let client: ImgurClient
     let store: any CrawlStore
     let logger: Logger
+    /// Where the crawl's page and budget are shown as it goes.
+    let progress: RunProgress?
 
-    public init(client: ImgurClient, store: any CrawlStore, logger: Logger) {
+    package init(client: ImgurClient, store: any CrawlStore, progress: RunProgress? = nil, logger: Logger) {
         self.client = client
         self.store = store
+        self.progress = progress
         self.logger = logger
     }
 
     /// Reads what this run may of the listing. `found` gets each batch of images new to the
     /// store as soon as they are recorded; `shouldStop` is asked before every API call.
-    public func crawl(
+    ///
+    /// `seenAgain` gets the images of entries earlier runs recorded when a page shows them again,
+    /// as the API describes them now.
+    package func crawl(
         _ options: Options,
         found: @Sendable ([ImgurImage]) async -> Void,
+        seenAgain: @Sendable ([ImgurImage]) async -> Void = { _ in },
         shouldStop: @Sendable () -> Bool = { false }
     ) async -> Result {
         var result = Result()
         var cursor = CrawlCursor(source: options.source)
         do throws(MirrorError) {
             cursor = try await store.cursor(for: options.source)
-            try await walk(options, cursor: &cursor, found: found, shouldStop: shouldStop, into: &result)
+            try await walk(options, cursor: &cursor, found: found, seenAgain: seenAgain, shouldStop: shouldStop, into: &result)
             try await settleAlbumFailures(&result, source: options.source)
         } catch {
-            result.stoppedBy = error
+            result.stoppedBy = .mirror(error)
         }
         result.cursor = cursor
         return result
@@ -83,7 +92,7 @@ public struct TagCrawler: Sendable {
 
     private func walk(
         _ options: Options, cursor: inout CrawlCursor, found: @Sendable ([ImgurImage]) async -> Void,
-        shouldStop: @Sendable () -> Bool, into result: inout Result
+        seenAgain: @Sendable ([ImgurImage]) async -> Void, shouldStop: @Sendable () -> Bool, into result: inout Result
     ) async throws(MirrorError) {
         let source = options.source
         func mayGoOn() -> Bool { !shouldStop() && !Task.isCancelled }
@@ -120,11 +129,15 @@ public struct TagCrawler: Sendable {
                 try await completePass(&cursor, reachedEnd: false)
                 return
             }
+            progress?.updateCrawl { [cursor] crawl in
+                crawl.page = page
+                crawl.estimatedPages = cursor.estimatedPages
+            }
             let listing: TagPage
             do {
                 listing = try await client.tagListing(options.tag, sort: options.sort, window: options.window, page: page)
             } catch {
-                if !Task.isCancelled { result.stoppedBy = error }
+                if !Task.isCancelled { result.stoppedBy = .api(error) }
                 try await saveBudget()
                 return
             }
@@ -144,7 +157,9 @@ public struct TagCrawler: Sendable {
                 return
             }
             result.pagesRead += 1
+            progress?.updateCrawl { [result] in $0.pagesRead = result.pagesRead }
             let reachedKnown = try await record(listing, page: page, options: options, cursor: &cursor, found: found, into: &result)
+            await seenAgain(Self.imagesOfKnownEntries(listing, known: result.lastKnown))
             guard try await expandPending() else { return }
             if reachedKnown {
                 logger.debug("\(source): page \(page) shows entries an earlier pass saw: the pass is complete")
@@ -181,23 +196,27 @@ public struct TagCrawler: Sendable {
     ) async throws(MirrorError) -> Bool {
         let source = options.source
         let known = try await store.knownEntries(listing.items.map(\.id), source: source)
+        result.lastKnown = Set(known.keys)
         var newEntries: [String] = []
         var images: [(image: ImgurImage, albumID: String?)] = []
         var pendingAlbums: [String] = []
+        var contexts: [String: ImgurAlbumContext] = [:]
         for entry in listing.items where known[entry.id] == nil && !newEntries.contains(entry.id) {
             newEntries.append(entry.id)
             switch entry {
             case .image(let image):
                 images.append((image, nil))
             case .album(let album):
+                let context = album.context
                 if let embedded = album.completeImages {
-                    images += embedded.map { ($0, album.id) }
+                    images += embedded.map { ($0.inAlbum(context), album.id) }
                 } else if let cached = try await store.cachedAlbum(album.id) {
-                    images += cached.map { ($0, album.id) }
+                    images += cached.map { ($0.inAlbum(context), album.id) }
                 } else {
                     // What the page does embed is queued now: the album may be gone by the time it is asked for.
-                    images += (album.images ?? []).map { ($0, album.id) }
+                    images += (album.images ?? []).map { ($0.inAlbum(context), album.id) }
                     pendingAlbums.append(album.id)
+                    contexts[album.id] = context
                 }
             }
         }
@@ -212,7 +231,9 @@ public struct TagCrawler: Sendable {
         cursor.nextPage = page + 1
         cursor.pagesRead += 1
         let added = try await store.recordPage(
-            ListedPage(newEntryIDs: newEntries, images: images, pendingAlbumIDs: pendingAlbums, cursor: cursor),
+            ListedPage(
+                newEntryIDs: newEntries, images: images, pendingAlbumIDs: pendingAlbums, pendingAlbumContexts: contexts,
+                cursor: cursor),
             source: source)
         logger.debug("\(source) page \(page): \(listing.items.count) entries, \(newEntries.count) new, \(added.count) images queued")
         if !added.isEmpty { await found(added) }
@@ -234,8 +255,9 @@ public struct TagCrawler: Sendable {
     private func expand(
         _ albumID: String, source: String, found: @Sendable ([ImgurImage]) async -> Void, into result: inout Result
     ) async throws(MirrorError) -> Expansion {
+        let context = try await store.albumContext(albumID) ?? ImgurAlbumContext(id: albumID)
         if let cached = try await store.cachedAlbum(albumID) {
-            let added = try await store.recordAlbum(albumID, images: cached, source: source)
+            let added = try await store.recordAlbum(albumID, images: cached.map { $0.inAlbum(context) }, source: source)
             if !added.isEmpty { await found(added) }
             return .expanded
         }
@@ -253,7 +275,7 @@ public struct TagCrawler: Sendable {
                 result.removedAlbums.append(albumID)
                 return .expanded
             case .rateLimited where error.isAPIWide:
-                result.stoppedBy = error
+                result.stoppedBy = .api(error)
                 return .stop
             case .malformedResponse:
                 result.apiAnswered = true
@@ -267,9 +289,19 @@ public struct TagCrawler: Sendable {
         result.apiAnswered = true
         result.albumsFetched += 1
         try await saveBudget()
-        let added = try await store.recordAlbum(albumID, images: images, source: source)
+        let added = try await store.recordAlbum(albumID, images: images.map { $0.inAlbum(context) }, source: source)
         if !added.isEmpty { await found(added) }
         return .expanded
+    }
+
+    /// The images a page shows of entries recorded before: an image entry, or an album's embedded images.
+    static func imagesOfKnownEntries(_ listing: TagPage, known: Set<String>) -> [ImgurImage] {
+        listing.items.filter { known.contains($0.id) }.flatMap { entry -> [ImgurImage] in
+            switch entry {
+            case .image(let image): [image]
+            case .album(let album): (album.images ?? []).map { $0.inAlbum(album.context) }
+            }
+        }
     }
 
     /// An empty page at least a page short of the listing's size, as the empty page itself (else
@@ -305,6 +337,12 @@ public struct TagCrawler: Sendable {
     }
 
     private func saveBudget() async throws(MirrorError) {
-        try await store.saveBudget(await client.budget(), api: Self.budgetKey)
+        let budget = await client.budget()
+        let calls = await client.callsMade()
+        progress?.updateCrawl { crawl in
+            crawl.apiCallsLeft = budget.userRemaining
+            crawl.apiCallsMade = calls
+        }
+        try await store.saveBudget(budget, api: Self.budgetKey)
     }
 }

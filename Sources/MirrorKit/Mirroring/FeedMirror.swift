@@ -3,28 +3,31 @@ import Logging
 
 /// Mirrors the enclosures of an Atom, RSS or Dash feed into `enclosures/`, one forced download at
 /// a time: feed files are large (docsets run to hundreds of MB), so each gets the bandwidth.
-public struct FeedMirror: Sendable {
-    public struct Settings: Sendable {
-        public var feed: FeedLocation
+package struct FeedMirror: Sendable {
+    package struct Settings: Sendable {
+        package var feed: FeedLocation
         /// What relative links resolve against in a feed read from a file or standard input.
-        public var baseURL: String?
-        public var mode: DownloadMode
-        public var retry: RetryPolicy
+        package var baseURL: String?
+        package var mode: DownloadMode
+        package var retry: RetryPolicy
         /// The most bytes an enclosure may have, whatever its server claims.
-        public var maxFileSize: Int64
+        package var maxFileSize: Int64
+        /// Write each enclosure's metadata sidecar (see ``MetadataSidecars``).
+        package var metadata: Bool
 
-        public init(
-            feed: FeedLocation, baseURL: String? = nil, mode: DownloadMode = .skipIfExists, retry: RetryPolicy = RetryPolicy(),
-            maxFileSize: Int64 = Downloader.defaultMaxFileSize
+        package init(
+            feed: FeedLocation, baseURL: String? = nil, mode: DownloadMode = RunSettings.Defaults.mode,
+            retry: RetryPolicy = RetryPolicy(), maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false
         ) {
             self.feed = feed
+            self.metadata = metadata
             self.baseURL = baseURL
             self.maxFileSize = maxFileSize
             self.mode = mode
             self.retry = retry
         }
 
-        public init(
+        package init(
             feedURL: String, mode: DownloadMode = .skipIfExists, retry: RetryPolicy = RetryPolicy(),
             maxFileSize: Int64 = Downloader.defaultMaxFileSize
         ) {
@@ -37,32 +40,40 @@ public struct FeedMirror: Sendable {
     let settings: Settings
     let logger: Logger
 
-    public init(directory: MirrorDirectory, engine: TransferEngine, settings: Settings, logger: Logger) throws(MirrorError) {
+    package init(directory: MirrorDirectory, engine: TransferEngine, settings: Settings, logger: Logger) throws(MirrorError) {
         self.engine = engine
         self.settings = settings
         self.logger = logger
         jobs = try JobRunner(
             directory: directory, engine: engine, mode: settings.mode, source: "feed \(settings.feed)",
-            concurrency: 1, retry: settings.retry, maxFileSize: settings.maxFileSize, logger: logger)
+            concurrency: 1, retry: settings.retry, maxFileSize: settings.maxFileSize, progress: RunProgress(),
+            logger: logger)
     }
+
+    package var progress: RunProgress { jobs.progress }
+    package var state: StateDatabase { jobs.state }
+    package var source: String { "feed \(settings.feed)" }
 
     /// Mirrors every enclosure of the feed; in `new-file` mode, then asks after every other file
     /// this feed mirrored before. An entry whose release changed (its version, `updated` or URL)
     /// is fetched again in `new-file` mode, kept beside the old; `skip-if-exists` keeps the old
     /// file and reports the release as skipped.
-    public func run() async -> MirrorSummary {
+    package func run() async -> MirrorSummary {
         var summary = MirrorSummary()
+        let session = jobs.start(source: source)
+        jobs.progress.enter(.readingFeed)
         let feed: Feed
         do {
             feed = try await loadFeed()
         } catch {
-            if Task.isCancelled { summary.interrupted = true } else { summary.stoppedBy = error }
+            await session.finish(into: &summary)
+            if Task.isCancelled { summary.interrupted = true } else { summary.stoppedBy = .feed(error) }
+            jobs.progress.enter(.finished)
             return summary
         }
         summary.problems = feed.problems
         var names = EnclosureNames(feed: settings.feed.description, enclosures: feed.enclosures)
         var seenURLs: Set<String> = []
-        let session = jobs.start(source: "feed \(settings.feed)")
         for enclosure in feed.enclosures where !session.isHalted {
             // Two entries may offer the same URL; one download serves both.
             guard seenURLs.insert(enclosure.url).inserted else { continue }
@@ -75,11 +86,26 @@ public struct FeedMirror: Sendable {
                 break
             }
             if let length = enclosure.length { logger.debug("\(enclosure.url): the feed says \(length) bytes") }
-            if let job { await session.submit(job, forced: true) }
+            guard let job else { continue }
+            if settings.metadata {
+                do throws(MirrorError) {
+                    let fileName = String(job.relativePath.dropFirst("enclosures/".count))
+                    try MetadataSidecars(directory: jobs.directory).write(enclosure, feed: feed, fileName: fileName)
+                } catch where error.stopsTheRun {
+                    session.halt(error)
+                    break
+                } catch {
+                    summary.problems.append("metadata of \(enclosure.url): \(error)")
+                }
+            }
+            await session.submit(job, forced: true)
         }
         if feed.enclosures.isEmpty { logger.warning("feed \(settings.feed) lists no enclosures") }
+        if settings.mode == .newFile { jobs.progress.enter(.revalidating) }
         await jobs.revalidateTheRest(in: session, claiming: ["enclosures"])
+        jobs.progress.enter(.downloading)
         await session.finish(into: &summary)
+        jobs.progress.enter(.finished)
         summary.unavailableHosts = jobs.health.verdicts
         return summary
     }
@@ -165,7 +191,7 @@ public struct FeedMirror: Sendable {
 
     /// The most a feed body may hold, once decompressed. The largest real feeds (a podcast's whole
     /// history) run to a few MB; the body is held in memory whole, to be parsed.
-    public static let maximumFeedBytes = 64 << 20
+    package static let maximumFeedBytes = 64 << 20
 
     /// Fetches and parses the feed, waiting out network faults, 408, 429 and 5xx as downloads do.
     /// The download ends at the first sign of a DOCTYPE, or once it grows past ``maximumFeedBytes``.

@@ -76,13 +76,16 @@ struct JobRunner: Sendable {
     private let flights = Flights()
     /// Items this run has asked for: a `new-file` run's sweep revalidates the others.
     let handled = ItemSet()
+    /// What the run has done so far, for the terminal, the metrics file and `mirror status`.
+    let progress: RunProgress
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, source: String? = nil, concurrency: Int,
         retry: RetryPolicy, isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
-        maxFileSize: Int64 = Downloader.defaultMaxFileSize, logger: Logger
+        maxFileSize: Int64 = Downloader.defaultMaxFileSize, progress: RunProgress = RunProgress(), logger: Logger
     ) throws(MirrorError) {
         self.directory = directory
+        self.progress = progress
         self.mode = mode
         self.source = source
         self.logger = logger
@@ -100,6 +103,7 @@ struct JobRunner: Sendable {
             isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, logger: logger)
         let configuration = DownloadScheduler.Configuration(maxConcurrent: concurrency, maxPerHost: concurrency)
         scheduler = DownloadScheduler(transport: transport, configuration: configuration)
+        progress.watch(scheduler)
         // The budget for suspended downloads holds for what earlier runs left too.
         // At least one file of the largest size allowed: a big enclosure cut short must not lose
         // its bytes at every start.
@@ -133,7 +137,7 @@ struct JobRunner: Sendable {
         case .unchanged:
             summary.unchanged += 1
         case .removed(let url):
-            logger.info("removed upstream: \(url)")
+            logger.info("removed upstream: \(url)", metadata: ["url": "\(url)"])
             summary.removed.append(url)
         case .interrupted:
             summary.interrupted = true
@@ -144,11 +148,11 @@ struct JobRunner: Sendable {
             // the host says it, and the next run tries the file again.
             summary.deferred += 1
         case .failed(let error):
-            logger.error("\(error)")
+            logger.error("\(error)", metadata: error.logFields)
             summary.failures.append(error)
         case .halted(let error):
             summary.interrupted = true
-            if summary.stoppedBy == nil { summary.stoppedBy = error }
+            if summary.stoppedBy == nil { summary.stoppedBy = .mirror(error) }
         }
     }
 
@@ -335,10 +339,11 @@ struct JobRunner: Sendable {
         partials.detachRecord(for: job.url) { directory.removeAttribute($0, of: name) }
         // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
         if let lastModified { directory.setModificationDate(lastModified, of: name) }
+        let fields: Logger.Metadata = ["url": "\(file.url)", "file": "\(name)", "bytes": "\(file.length)"]
         if let held {
-            logger.info("saved \(name), a new version beside \(held.path)")
+            logger.info("saved \(name), a new version beside \(held.path)", metadata: fields)
         } else {
-            logger.info("saved \(name)")
+            logger.info("saved \(name)", metadata: fields)
         }
         return .downloaded(bytes: file.bytesReceived, newVersion: held != nil)
     }

@@ -35,11 +35,11 @@ final class JobSession: Sendable {
     init(runner: JobRunner, source: String, window: Int) {
         self.runner = runner
         self.window = max(window, 1)
-        let (logger, scheduler, directory) = (runner.logger, runner.scheduler, runner.directory)
+        let (logger, progress, directory) = (runner.logger, runner.progress, runner.directory)
         reporter = Task {
             await RunStatus.keepWriting(
-                source: source, scheduler: scheduler, directory: directory,
-                log: { logger.debug("downloads: \($0.summaryLine)") })
+                source: source, progress: progress, directory: directory,
+                log: { logger.debug("downloads: \($0.scheduler?.summaryLine ?? "none yet")") })
         }
     }
 
@@ -55,6 +55,7 @@ final class JobSession: Sendable {
             guard !state.finished else { return false }
             state.submitted += 1
             let number = state.submitted
+            runner.progress.update { $0.filesKnown += 1 }
             // Unstructured tasks, cancelled by hand: a task group removes each finished child from
             // a linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
             let task = Task {
@@ -100,7 +101,7 @@ final class JobSession: Sendable {
             defer { state.halted = true }
             guard !state.halted else { return false }
             state.tally.interrupted = true
-            state.tally.stoppedBy = state.tally.stoppedBy ?? error
+            state.tally.stoppedBy = state.tally.stoppedBy ?? .mirror(error)
             return true
         }
         if first { cancel() }
@@ -111,6 +112,14 @@ final class JobSession: Sendable {
         let (waiter, drained) = state.withLock { state in
             state.running[number] = nil
             runner.record(outcome, in: &state.tally)
+            let tally = state.tally
+            runner.progress.update { progress in
+                progress.filesDone += 1
+                progress.filesDownloaded = tally.downloaded
+                progress.bytesDownloaded = tally.bytesDownloaded
+                progress.filesFailed = tally.failures.count
+                progress.filesRemoved = tally.removed.count
+            }
             let waiter = state.roomWaiters.isEmpty ? nil : state.roomWaiters.removeValue(forKey: state.roomWaiters.keys.min()!)
             let drained = state.finished && state.running.isEmpty ? state.drained.take() : nil
             return (waiter, drained)
@@ -138,12 +147,12 @@ final class JobSession: Sendable {
         let (submitted, tally) = state.withLock { ($0.submitted, $0.tally) }
         summary.wanted += submitted
         summary.addOutcomes(of: tally)
-        do {
+        do throws(MirrorError) {
             try await runner.syncDirectories()
         } catch {
             // The names made this run may not survive a crash: the disk's failure, not a file's.
             summary.interrupted = true
-            summary.stoppedBy = summary.stoppedBy ?? error
+            summary.stoppedBy = summary.stoppedBy ?? .mirror(error)
         }
         reporter.cancel()
         await reporter.value

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// What a run does about a file the mirror has already (the design's `DownloadMode`).
-public enum DownloadMode: String, Sendable, CaseIterable, Codable {
+package enum DownloadMode: String, Sendable, CaseIterable, Codable {
     /// Ask the server again every run (a conditional GET) and keep each new version beside the
     /// old ones, as `name(1).ext`, `name(2).ext`, …; the same bytes are never saved twice.
     case newFile = "new-file"
@@ -10,7 +10,7 @@ public enum DownloadMode: String, Sendable, CaseIterable, Codable {
     case skipIfExists = "skip-if-exists"
 
     /// The mode spelled either way: kebab-case (`new-file`) or as the design names it (`newFile`).
-    public init?(spelling: String) {
+    package init?(spelling: String) {
         if let mode = Self(rawValue: spelling) ?? Self.allCases.first(where: { $0.designName == spelling }) {
             self = mode
         } else {
@@ -19,7 +19,7 @@ public enum DownloadMode: String, Sendable, CaseIterable, Codable {
     }
 
     /// The name the design gives the mode: `newFile`, `skipIfExists`.
-    public var designName: String {
+    package var designName: String {
         switch self {
         case .newFile: "newFile"
         case .skipIfExists: "skipIfExists"
@@ -27,9 +27,9 @@ public enum DownloadMode: String, Sendable, CaseIterable, Codable {
     }
 
     /// Every accepted spelling.
-    public static var spellings: [String] { allCases.flatMap { [$0.rawValue, $0.designName] } }
+    package static var spellings: [String] { allCases.flatMap { [$0.rawValue, $0.designName] } }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
         guard let mode = Self(spelling: text) else {
@@ -54,8 +54,8 @@ public enum DownloadMode: String, Sendable, CaseIterable, Codable {
 /// and no moment exists where one inode has two names. The directories that gained names are
 /// synced in batches (``syncDirectories()``): a power cut may lose a name given just before it,
 /// never a file's contents, and the next run fetches what it finds missing.
-public struct MirrorDirectory: Sendable {
-    public let root: URL
+package struct MirrorDirectory: Sendable {
+    package let root: URL
     /// `root`'s path, kept as a string: building URLs cost more than a download's other work.
     private let rootPath: String
     let rootFolder: Directory
@@ -78,11 +78,11 @@ public struct MirrorDirectory: Sendable {
     static let commitsPerDirectorySync = 128
 
     /// Where mirror keeps partial downloads, the state database and the run lock.
-    public var stateDirectory: URL { root.appendingPathComponent(".mirror", isDirectory: true) }
+    package var stateDirectory: URL { root.appendingPathComponent(".mirror", isDirectory: true) }
 
     /// Opens (making it if needed) the mirror at `root` and its `.mirror` folder; throws when
     /// `.mirror` is a link, not the user's, or writable by others.
-    public init(root: URL) throws(MirrorError) {
+    package init(root: URL) throws(MirrorError) {
         let root = root.standardizedFileURL
         do {
             let rootFolder = try Directory.open(creating: root.path)
@@ -96,7 +96,7 @@ public struct MirrorDirectory: Sendable {
     /// Opens the existing mirror at `root` to be looked at, not written: nothing is made, and a
     /// mirror another user owns (a cron job's, say) may be read. `.mirror` must still be a folder,
     /// not a link.
-    public static func inspecting(root: URL) throws(MirrorError) -> MirrorDirectory {
+    package static func inspecting(root: URL) throws(MirrorError) -> MirrorDirectory {
         let root = root.standardizedFileURL
         do {
             let rootFolder = try Directory.open(existing: root.path)
@@ -115,13 +115,13 @@ public struct MirrorDirectory: Sendable {
 
     /// The partial downloads in `.mirror/partials`, to be listed: nil when there is no such
     /// folder. Nothing is made or tidied.
-    public func partialsForReading() -> PartialStore? {
+    package func partialsForReading() -> PartialStore? {
         guard let folder = try? stateFolder.folderForReading("partials") else { return nil }
         return PartialStore(inspecting: folder)
     }
 
     /// The store of partial downloads, in `.mirror/partials`.
-    public func partialStore() throws(MirrorError) -> PartialStore {
+    package func partialStore() throws(MirrorError) -> PartialStore {
         do {
             return PartialStore(folder: try stateFolder.folder("partials"))
         } catch {
@@ -131,7 +131,7 @@ public struct MirrorDirectory: Sendable {
 
     /// The absolute path of `relativePath`, which must be a plain relative path (no `..`, no
     /// leading `/`): nothing is ever written outside the mirror directory.
-    public func path(of relativePath: String) throws(MirrorError) -> URL {
+    package func path(of relativePath: String) throws(MirrorError) -> URL {
         URL(fileURLWithPath: try absolutePath(of: relativePath))
     }
 
@@ -171,8 +171,26 @@ public struct MirrorDirectory: Sendable {
         return folder
     }
 
+    /// Replaces the small file at `relativePath` (a sidecar) with `bytes` in one step, unless it
+    /// holds them already; true when it was written. Its folders are made as needed, each checked
+    /// as every folder of the mirror is: a link planted among them is refused, not followed.
+    func replaceSmallFile(_ relativePath: String, with bytes: [UInt8]) throws(MirrorError) -> Bool {
+        let (folderPath, name) = try split(relativePath)
+        guard let folder = try folder(folderPath, create: true) else { return false }
+        if let info = folder.status(of: name), let problem = Directory.problem(withFile: info) {
+            throw .fileSystem(FileSystemError(path: folder.path(of: name), problem: problem))
+        }
+        if folder.contents(of: name, limit: bytes.count) == bytes { return false }
+        do {
+            try folder.replaceContents(of: name, with: bytes, durable: false)
+        } catch {
+            throw .fileSystem(error)
+        }
+        return true
+    }
+
     /// Whether anything has the name `relativePath` (a link counts: the name is taken).
-    public func fileExists(_ relativePath: String) throws(MirrorError) -> Bool {
+    package func fileExists(_ relativePath: String) throws(MirrorError) -> Bool {
         let (folderPath, name) = try split(relativePath)
         return try folder(folderPath, create: false)?.contains(name) ?? false
     }
@@ -215,7 +233,7 @@ public struct MirrorDirectory: Sendable {
     ///   download is then discarded.
     ///
     /// `afterRename` gets the folder and file name the file has under its final name.
-    public func commit(
+    package func commit(
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
         afterRename: (Directory, String) -> Void = { _, _ in }
     ) throws(MirrorError) -> String? {
@@ -257,7 +275,7 @@ public struct MirrorDirectory: Sendable {
     /// Moves the file just committed as `relativePath` back to `partName` in `partials`: what
     /// vouches for it (the state database) could not be written, and a file nobody records would
     /// be fetched again under a second name. It stays a complete partial for the next run.
-    public func uncommit(_ relativePath: String, backTo partials: Directory, as partName: String) throws(MirrorError) {
+    package func uncommit(_ relativePath: String, backTo partials: Directory, as partName: String) throws(MirrorError) {
         let (folderPath, name) = try split(relativePath)
         guard let folder = try folder(folderPath, create: false) else { return }
         do throws(FileSystemError) {
@@ -271,14 +289,14 @@ public struct MirrorDirectory: Sendable {
     }
 
     /// Takes the extended attribute `attribute` off the mirrored file `relativePath`.
-    public func removeAttribute(_ attribute: String, of relativePath: String) {
+    package func removeAttribute(_ attribute: String, of relativePath: String) {
         guard let (folderPath, name) = try? split(relativePath), let folder = try? folder(folderPath, create: false) else { return }
         folder.removeAttribute(attribute, of: name)
     }
 
     /// Syncs every directory that gained a name since the last sync. Those it could not sync stay
     /// due, for the next call.
-    public func syncDirectories() throws(MirrorError) {
+    package func syncDirectories() throws(MirrorError) {
         var folders = bookkeeping.state.withLock { state in
             defer {
                 state.unsynced = [:]
@@ -309,7 +327,7 @@ public struct MirrorDirectory: Sendable {
     }
 
     /// Sets a mirrored file's modification time (best effort: a failure changes nothing else).
-    public func setModificationDate(_ date: Date, of relativePath: String) {
+    package func setModificationDate(_ date: Date, of relativePath: String) {
         guard let (folderPath, name) = try? split(relativePath),
               let folder = try? folder(folderPath, create: false)
         else { return }

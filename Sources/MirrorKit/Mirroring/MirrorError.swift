@@ -2,7 +2,7 @@ import Foundation
 
 /// A failure of the mirror as a whole (not of a single file): configuration, the output
 /// directory, the lock, the listing.
-public enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
+package enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
     case configuration(String)
     case clientIDFile(path: String, problem: String)
     case unsafePath(String)
@@ -14,7 +14,7 @@ public enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
 
     /// Whether the failure is the mirror's as a whole (see ``FileSystemError/stopsTheRun``),
     /// not one file name's: an unsafe name, or a name the file system refuses, fails one file.
-    public var stopsTheRun: Bool {
+    package var stopsTheRun: Bool {
         switch self {
         case .unsafePath: false
         case .fileSystem(let error): error.stopsTheRun
@@ -22,7 +22,7 @@ public enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .configuration(let message):
             return message

@@ -1,44 +1,44 @@
 /// What a run did, for the one-line report and the exit status.
-public struct MirrorSummary: Sendable {
+package struct MirrorSummary: Sendable {
     /// Files the run set out to have (previews and full-size files).
-    public var wanted = 0
-    public var downloaded = 0
-    public var alreadyPresent = 0
+    package var wanted = 0
+    package var downloaded = 0
+    package var alreadyPresent = 0
     /// Files a `new-file` run asked after and found as the mirror holds them (a 304, or the same bytes).
-    public var unchanged = 0
+    package var unchanged = 0
     /// Files saved beside an older version of themselves (`new-file` mode).
-    public var newVersions = 0
+    package var newVersions = 0
     /// New releases a feed names that `skip-if-exists` mode left alone, one line each.
-    public var skippedReleases: [String] = []
-    public var bytesDownloaded: Int64 = 0
+    package var skippedReleases: [String] = []
+    package var bytesDownloaded: Int64 = 0
     /// Media the host has removed; reported, not counted as failures.
-    public var removed: [String] = []
+    package var removed: [String] = []
     /// Albums the API no longer has; reported once, not counted as failures.
-    public var removedAlbums: [String] = []
-    public var failures: [DownloadError] = []
+    package var removedAlbums: [String] = []
+    package var failures: [DownloadError] = []
     /// Files not tried because their host was down or throttling; the next run tries them.
-    public var deferred = 0
+    package var deferred = 0
     /// Hosts given up this run, and why (they matter where files were left for them: ``deferred``).
-    public var unavailableHosts: [HostHealth.Verdict] = []
+    package var unavailableHosts: [HostHealth.Verdict] = []
     /// Parts of the listing that could not be read (an album, an item with a bad id).
-    public var problems: [String] = []
+    package var problems: [String] = []
     /// The error that ended the listing early, if any.
-    public var stoppedBy: (any Error & Sendable)?
+    package var stoppedBy: RunStopReason?
     /// The run was cancelled (a signal, a deadline) before it finished; partial downloads are kept.
-    public var interrupted = false
+    package var interrupted = false
     /// Where the listing's crawl stands after this run, for tag mirrors.
-    public var listing: ListingProgress?
+    package var listing: ListingProgress?
 
-    public init() {}
+    package init() {}
 
     /// True when every wanted file is in the mirror and the whole listing was read.
-    public var isComplete: Bool {
+    package var isComplete: Bool {
         failures.isEmpty && problems.isEmpty && stoppedBy == nil && !interrupted && deferred == 0
     }
 
     /// `12 files: 10 downloaded (1.2 MB), 2 already present, 0 failed`, or `nothing new` when the
     /// run found nothing to fetch.
-    public var line: String {
+    package var line: String {
         if wanted == 0, failures.isEmpty, removed.isEmpty, problems.isEmpty, skippedReleases.isEmpty, !interrupted,
            stoppedOnlyByTheBudget {
             return (["nothing new"] + (listing.map { [$0.line] } ?? [])).joined(separator: ", ")
@@ -60,16 +60,16 @@ public struct MirrorSummary: Sendable {
 
     /// The listing stopped because the API budget is spent, or the API limits us: the plan on a
     /// large tag, not a fault (the cursor is saved and a later run carries on).
-    public var stoppedByTheBudget: Bool {
-        guard let error = stoppedBy as? ImgurError else { return false }
+    package var stoppedByTheBudget: Bool {
+        guard let error = stoppedBy?.imgurError else { return false }
         return error.kind == .rateLimited && error.isAPIWide
     }
 
     /// Nothing stopped the listing, or only the API budget did.
-    public var stoppedOnlyByTheBudget: Bool { stoppedBy == nil || stoppedByTheBudget }
+    package var stoppedOnlyByTheBudget: Bool { stoppedBy == nil || stoppedByTheBudget }
 
     /// `1.2 MB`: decimal units, one decimal.
-    public static func formatBytes(_ bytes: Int64) -> String {
+    package static func formatBytes(_ bytes: Int64) -> String {
         let units = ["B", "KB", "MB", "GB", "TB"]
         var value = Double(bytes)
         var unit = 0
@@ -82,14 +82,14 @@ public struct MirrorSummary: Sendable {
 }
 
 /// Where a crawl stands: for the summary line and `mirror status`.
-public struct ListingProgress: Sendable, Equatable {
+package struct ListingProgress: Sendable, Equatable {
     /// Pages read this run.
-    public var pagesRead: Int
+    package var pagesRead: Int
     /// The open pass's next page, nil when the last pass is complete.
-    public var nextPage: Int?
-    public var estimatedPages: Int?
+    package var nextPage: Int?
+    package var estimatedPages: Int?
 
-    public var line: String {
+    package var line: String {
         let pages = pagesRead == 1 ? "1 page" : "\(pagesRead) pages"
         guard let nextPage else { return "listing read (\(pages) this run)" }
         let of = estimatedPages.map { " of about \($0)" } ?? ""

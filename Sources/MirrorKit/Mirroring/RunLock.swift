@@ -3,14 +3,14 @@ import Foundation
 /// An exclusive lock on a mirror directory, so two runs (say, cron firing while a slow run still
 /// goes) never work on the same files. `flock(2)` locks die with the process, however it ends, so
 /// a killed run never leaves a stale lock behind.
-public final class RunLock: Sendable {
+package final class RunLock: Sendable {
     private let descriptor: Int32
-    public let path: String
+    package let path: String
 
     /// Takes the lock or throws ``MirrorError/locked(path:)`` at once if another process holds it.
     /// The lock file is opened in `.mirror` and never through a link: a link planted as
     /// `.mirror/lock` would have the pid written into its target.
-    public init(directory: MirrorDirectory) throws(MirrorError) {
+    package init(directory: MirrorDirectory) throws(MirrorError) {
         path = directory.stateFolder.path(of: "lock")
         let fd: Int32
         do {

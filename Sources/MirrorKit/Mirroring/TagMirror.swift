@@ -4,23 +4,27 @@ import Synchronization
 
 /// Mirrors one Imgur tag into a directory: every image's thumbnail under `preview/` and its
 /// full-size file under `full/`, each named by the image id.
-public struct TagMirror: Sendable {
-    public struct Settings: Sendable {
-        public var crawl: TagCrawler.Options
-        public var urls: MediaURLBuilder
-        public var mode: DownloadMode
+package struct TagMirror: Sendable {
+    package struct Settings: Sendable {
+        package var crawl: TagCrawler.Options
+        package var urls: MediaURLBuilder
+        package var mode: DownloadMode
         /// Downloads running at once.
-        public var concurrency: Int
+        package var concurrency: Int
         /// Attempts and backoff for each file.
-        public var retry: RetryPolicy
+        package var retry: RetryPolicy
         /// The most bytes any file may have, whatever the API or its server claims.
-        public var maxFileSize: Int64
+        package var maxFileSize: Int64
+        /// Write each image's metadata sidecar (see ``MetadataSidecars``).
+        package var metadata: Bool
 
-        public init(
-            crawl: TagCrawler.Options, urls: MediaURLBuilder, mode: DownloadMode = .skipIfExists,
-            concurrency: Int = 6, retry: RetryPolicy = RetryPolicy(), maxFileSize: Int64 = Downloader.defaultMaxFileSize
+        package init(
+            crawl: TagCrawler.Options, urls: MediaURLBuilder, mode: DownloadMode = RunSettings.Defaults.mode,
+            concurrency: Int = RunSettings.Defaults.concurrency, retry: RetryPolicy = RetryPolicy(),
+            maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false
         ) {
             self.maxFileSize = maxFileSize
+            self.metadata = metadata
             self.crawl = crawl
             self.urls = urls
             self.mode = mode
@@ -34,7 +38,7 @@ public struct TagMirror: Sendable {
     let settings: Settings
     let logger: Logger
 
-    public init(directory: MirrorDirectory, client: ImgurClient, engine: TransferEngine, settings: Settings, logger: Logger) throws(MirrorError) {
+    package init(directory: MirrorDirectory, client: ImgurClient, engine: TransferEngine, settings: Settings, logger: Logger) throws(MirrorError) {
         self.client = client
         self.settings = settings
         self.logger = logger
@@ -42,26 +46,44 @@ public struct TagMirror: Sendable {
             directory: directory, engine: engine, mode: settings.mode, source: "tag \(settings.crawl.tag)",
             concurrency: settings.concurrency,
             retry: settings.retry, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder,
-            maxFileSize: settings.maxFileSize, logger: logger)
+            maxFileSize: settings.maxFileSize, progress: RunProgress(), logger: logger)
     }
 
+    package var progress: RunProgress { jobs.progress }
+    package var source: String { jobs.source ?? "tag \(settings.crawl.tag)" }
+
     /// The state database the mirror keeps its cursor and records in.
-    public var state: StateDatabase { jobs.state }
+    package var state: StateDatabase { jobs.state }
 
     /// Mirrors what this run can: first the images earlier runs found and did not finish, then
     /// the listing from where its cursor stands, each image's files scheduled as soon as it is
     /// found (thumbnails unforced, full-size files forced); in `new-file` mode, then every other
     /// file mirrored before, by a conditional GET. The crawl stops at the API budget, a
     /// cancel, or a media host given up for the run; the next run carries on from there.
-    public func run() async -> MirrorSummary {
-        let session = jobs.start(source: jobs.source ?? "tag \(settings.crawl.tag)")
+    package func run() async -> MirrorSummary {
+        let session = jobs.start(source: source)
         let jobs = jobs
+        jobs.progress.enter(.crawling)
         let images = ImageCompletion(store: jobs.state, session: session) { () throws(MirrorError) in
             // An image marked done is not looked at again: its files' names must be on disk first.
             try await jobs.syncDirectories()
         }
         var summary = MirrorSummary()
         let problems = Mutex<[String]>([])
+        let sidecars = settings.metadata ? MetadataSidecars(directory: jobs.directory) : nil
+        /// Writes what the API says of `image`; false when the run must stop.
+        let describe: @Sendable (ImgurImage, MediaItem) -> Bool = { image, item in
+            guard let sidecars else { return true }
+            do throws(MirrorError) {
+                try sidecars.write(image, item: item)
+            } catch where error.stopsTheRun {
+                session.halt(error)
+                return false
+            } catch {
+                problems.withLock { $0.append("metadata of \(image.id): \(error)") }
+            }
+            return true
+        }
         let submit: @Sendable ([ImgurImage]) async -> Void = { [settings] found in
             var unusable: [String] = []
             for image in found {
@@ -70,6 +92,7 @@ public struct TagMirror: Sendable {
                     unusable.append(image.id)
                     continue
                 }
+                guard describe(image, item) else { break }
                 images.expect(item.id, files: 2)
                 await session.submit(
                     MirrorJob(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
@@ -86,7 +109,7 @@ public struct TagMirror: Sendable {
             }
         }
         var crawl = TagCrawler.Result()
-        do {
+        do throws(MirrorError) {
             if let saved = try await jobs.state.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
             // What earlier runs found and did not finish comes first, a page at a time.
             var position: Int64? = 0
@@ -97,22 +120,33 @@ public struct TagMirror: Sendable {
                 position = pending.next
             }
             let health = jobs.health
-            let crawler = TagCrawler(client: client, store: jobs.state, logger: logger)
+            let crawler = TagCrawler(client: client, store: jobs.state, progress: jobs.progress, logger: logger)
             if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }
-            crawl = await crawler.crawl(settings.crawl, found: submit, shouldStop: { !health.verdicts.isEmpty || session.isHalted })
+            crawl = await crawler.crawl(
+                settings.crawl, found: submit,
+                seenAgain: { [settings] images in
+                    // A page read again says what the API says now: a sidecar follows an edit.
+                    for image in images {
+                        if let item = settings.urls.item(for: image) { _ = describe(image, item) }
+                    }
+                },
+                shouldStop: { !health.verdicts.isEmpty || session.isHalted })
             let calls = await client.callsMade()
             logger.debug("API: \(calls) calls this run, \(crawl.pagesRead) pages, \(crawl.albumsFetched) albums")
         } catch {
-            crawl.stoppedBy = error
+            crawl.stoppedBy = .mirror(error)
         }
         // new-file: what the listing did not bring up again is asked after too.
+        if settings.mode == .newFile { jobs.progress.enter(.revalidating) }
         await jobs.revalidateTheRest(in: session, claiming: ["full", "preview"])
+        jobs.progress.enter(.downloading)
         await session.finish(into: &summary)
+        jobs.progress.enter(.finished)
         await images.flush()
         if let failure = images.failure {
             // The last batch is marked after the session's outcomes are counted.
             summary.interrupted = true
-            summary.stoppedBy = summary.stoppedBy ?? failure
+            summary.stoppedBy = summary.stoppedBy ?? .mirror(failure)
         }
         summary.problems = problems.withLock { $0 } + crawl.problems
         summary.removedAlbums = crawl.removedAlbums

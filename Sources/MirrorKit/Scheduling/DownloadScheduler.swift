@@ -16,19 +16,19 @@ import Synchronization
 ///   it from there. Suspended partials beyond a budget are purged, oldest first.
 ///
 /// The decisions are ``SchedulerCore``'s; this actor performs them.
-public actor DownloadScheduler {
-    public struct Configuration: Sendable, Equatable {
-        public var maxConcurrent: Int
-        public var maxPerHost: Int
+package actor DownloadScheduler {
+    package struct Configuration: Sendable, Equatable {
+        package var maxConcurrent: Int
+        package var maxPerHost: Int
         /// How long a transfer stays paused for a forced item before it is stopped instead:
         /// a server drops a connection it cannot send on after a while (nginx: 60 s).
-        public var pauseGrace: Duration
+        package var pauseGrace: Duration
         /// Suspended partials kept at most, in bytes and in number.
-        public var suspendedBytesBudget: Int64
-        public var suspendedCountBudget: Int
+        package var suspendedBytesBudget: Int64
+        package var suspendedCountBudget: Int
 
-        public init(
-            maxConcurrent: Int = 6, maxPerHost: Int = 6, pauseGrace: Duration = .seconds(10),
+        package init(
+            maxConcurrent: Int = RunSettings.Defaults.concurrency, maxPerHost: Int = RunSettings.Defaults.concurrency, pauseGrace: Duration = .seconds(10),
             suspendedBytesBudget: Int64 = 1 << 30, suspendedCountBudget: Int = 200
         ) {
             self.maxConcurrent = max(maxConcurrent, 1)
@@ -41,7 +41,7 @@ public actor DownloadScheduler {
 
     private typealias Continuation = CheckedContinuation<FetchedFile, any Error>
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let transport: any DownloadTransport
     private let hub = EventHub()
     private var core: SchedulerCore
@@ -57,7 +57,7 @@ public actor DownloadScheduler {
     /// Waits out a pause's grace; tests pass one they fire by hand.
     private let sleep: @Sendable (Duration) async throws -> Void
 
-    public init(
+    package init(
         transport: any DownloadTransport, configuration: Configuration = Configuration(),
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
@@ -71,12 +71,12 @@ public actor DownloadScheduler {
     }
 
     /// A new stream of everything that happens from now on; any number of observers may listen.
-    public nonisolated func events() -> AsyncStream<SchedulerEvent> {
+    package nonisolated func events() -> AsyncStream<SchedulerEvent> {
         hub.stream()
     }
 
     /// Ends every event stream.
-    public nonisolated func finishEvents() {
+    package nonisolated func finishEvents() {
         hub.finish()
     }
 
@@ -88,7 +88,7 @@ public actor DownloadScheduler {
     ///   - held: the validators of the copy the caller holds: the file is fetched only if it
     ///     changed, else ``FetchedFile/isNotModified`` comes back.
     /// - Throws: ``DownloadError``; a cancelled item or caller gets `.transfer(.cancelled)`.
-    public func schedule(
+    package func schedule(
         _ url: String, forced: Bool = false, expectedSize: Int64? = nil, held: HeldVersion? = nil
     ) async throws(DownloadError) -> FetchedFile {
         // Kept for the item's life, as its expected size is: a stopped transfer restarts with it.
@@ -117,14 +117,14 @@ public actor DownloadScheduler {
 
     /// Soft-cancels `url`: its callers get a cancellation error, its partial data is kept, and it
     /// waits, suspended, until scheduled again.
-    public func cancel(_ url: String) {
+    package func cancel(_ url: String) {
         handle(.cancel(url: url))
     }
 
     /// Counts per state, and the items with a transfer (waiting and suspended ones are only
     /// counted: the snapshot is taken every second, and a tag of 100,000 items must not cost
     /// 100,000 entries each time).
-    public func status() -> SchedulerStatus {
+    package func status() -> SchedulerStatus {
         core.status { reports[$0]?.report.progress }
     }
 

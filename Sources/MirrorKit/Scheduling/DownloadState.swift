@@ -9,7 +9,7 @@
 ///   suspended ◀────────────────────┘
 ///       └──▶ cancelled (purged: partial deleted)
 /// ```
-public enum DownloadState: String, Sendable, CaseIterable, Codable {
+package enum DownloadState: String, Sendable, CaseIterable, Codable {
     /// Queued for a free slot.
     case waiting
     /// Receiving.

@@ -2,7 +2,7 @@ import Logging
 
 /// What the scheduler needs from the network and the disk: the seam where tests put a scripted
 /// fake and the tool puts libcurl.
-public protocol DownloadTransport: Sendable {
+package protocol DownloadTransport: Sendable {
     /// Downloads `url` into its partial, continuing from what the partial holds, and returns the
     /// complete, verified file. Must end promptly with an error when the calling task is cancelled,
     /// keeping what it received. `receiving` hears true when the file's body starts arriving and
@@ -30,17 +30,17 @@ public protocol DownloadTransport: Sendable {
 }
 
 extension DownloadTransport {
-    public func concurrencyLimit(forHost host: String) -> Int? { nil }
+    package func concurrencyLimit(forHost host: String) -> Int? { nil }
 }
 
 /// The real transport: libcurl through ``TransferEngine``, partials in a ``PartialStore``.
-public struct EngineTransport: DownloadTransport {
+package struct EngineTransport: DownloadTransport {
     let engine: TransferEngine
     let downloader: Downloader
     let partials: PartialStore
     let health: HostHealth?
 
-    public init(
+    package init(
         engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), health: HostHealth? = nil,
         isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
         maxFileSize: Int64 = Downloader.defaultMaxFileSize, logger: Logger
@@ -53,7 +53,7 @@ public struct EngineTransport: DownloadTransport {
             isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, logger: logger)
     }
 
-    public func fetch(
+    package func fetch(
         _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
@@ -62,9 +62,9 @@ public struct EngineTransport: DownloadTransport {
             url, id: id, expectedSize: expectedSize, held: held, progress: progress, receiving: receiving)
     }
 
-    public func pause(_ id: TransferID) { engine.pause(id) }
-    public func resume(_ id: TransferID) { engine.resume(id) }
-    public func partialLength(of url: String) -> Int64 { partials.length(for: url) }
-    public func discardPartial(of url: String) { partials.remove(url) }
-    public func concurrencyLimit(forHost host: String) -> Int? { health?.concurrencyLimit(forHost: host) }
+    package func pause(_ id: TransferID) { engine.pause(id) }
+    package func resume(_ id: TransferID) { engine.resume(id) }
+    package func partialLength(of url: String) -> Int64 { partials.length(for: url) }
+    package func discardPartial(of url: String) { partials.remove(url) }
+    package func concurrencyLimit(forHost host: String) -> Int? { health?.concurrencyLimit(forHost: host) }
 }

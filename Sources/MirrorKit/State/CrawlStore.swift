@@ -6,44 +6,44 @@ import Foundation
 /// has completed) to the first page that shows an entry an earlier pass saw, since everything
 /// below it is older. A pass cut short (the API budget, a signal, a deadline, an error) resumes at
 /// ``nextPage`` in the next run.
-public struct CrawlCursor: Sendable, Equatable, Codable {
-    public var source: String
+package struct CrawlCursor: Sendable, Equatable, Codable {
+    package var source: String
     /// Passes completed so far; the open pass, if any, is number `pass`.
-    public var pass: Int
+    package var pass: Int
     /// The next page of the open pass; nil when no pass is open (the next run opens one at page 0).
-    public var nextPage: Int?
+    package var nextPage: Int?
     /// The newest entry at the head of the listing, as the last read of page 0 showed it.
-    public var headID: String?
+    package var headID: String?
     /// The listing's size as the API last stated it.
-    public var totalItems: Int?
+    package var totalItems: Int?
     /// Entries per page, as page 0 showed it.
-    public var pageSize: Int?
+    package var pageSize: Int?
     /// Pages read over all runs.
-    public var pagesRead: Int
+    package var pagesRead: Int
     /// The last pass that read the listing to its real end, or down to what such a pass saw (not
     /// only to `--pages`): everything below an entry it saw is known, so a later pass of a
     /// newest-first listing stops at the first such entry.
-    public var lastFullPass: Int?
+    package var lastFullPass: Int?
 
     /// A page that came back empty well before the listing's stated size: believed to be the end
     /// only when a later run finds it empty again.
-    public var suspectedEnd: Int?
+    package var suspectedEnd: Int?
 
     /// Some pass has read the listing to its end.
-    public var reachedEnd: Bool { lastFullPass != nil }
+    package var reachedEnd: Bool { lastFullPass != nil }
 
     /// The last completed pass was cut short by `--pages`: a run without it reads on to the gap.
-    public var lastPassWasCut: Bool { pass > 0 && lastFullPass != pass - 1 }
-    public var updatedAt: Date?
+    package var lastPassWasCut: Bool { pass > 0 && lastFullPass != pass - 1 }
+    package var updatedAt: Date?
 
-    public init(source: String) {
+    package init(source: String) {
         self.source = source
         pass = 0
         pagesRead = 0
     }
 
     /// Pages in the whole listing, as far as its stated size tells.
-    public var estimatedPages: Int? {
+    package var estimatedPages: Int? {
         guard let totalItems, let pageSize, pageSize > 0 else { return nil }
         // No `total + size - 1`: a lying `total_items` near Int.max would overflow it.
         return max(totalItems / pageSize + (totalItems % pageSize > 0 ? 1 : 0), 1)
@@ -52,44 +52,47 @@ public struct CrawlCursor: Sendable, Equatable, Codable {
 
 /// What one page of a listing added, written in one step with the cursor that follows it, so a
 /// run killed at any point neither loses found images nor reads a page it has recorded.
-public struct ListedPage: Sendable {
+package struct ListedPage: Sendable {
     /// Entries (images and albums) first seen on this page.
-    public var newEntryIDs: [String]
+    package var newEntryIDs: [String]
     /// Images to mirror, with the album each came from, if any.
-    public var images: [(image: ImgurImage, albumID: String?)]
+    package var images: [(image: ImgurImage, albumID: String?)]
     /// Albums whose images must still be asked for.
-    public var pendingAlbumIDs: [String]
-    public var cursor: CrawlCursor
+    package var pendingAlbumIDs: [String]
+    /// What the page said of those albums (title, tags), for their images' metadata.
+    package var pendingAlbumContexts: [String: ImgurAlbumContext]
+    package var cursor: CrawlCursor
 
-    public init(
+    package init(
         newEntryIDs: [String], images: [(image: ImgurImage, albumID: String?)], pendingAlbumIDs: [String],
-        cursor: CrawlCursor
+        pendingAlbumContexts: [String: ImgurAlbumContext] = [:], cursor: CrawlCursor
     ) {
         self.newEntryIDs = newEntryIDs
         self.images = images
         self.pendingAlbumIDs = pendingAlbumIDs
+        self.pendingAlbumContexts = pendingAlbumContexts
         self.cursor = cursor
     }
 }
 
 /// Figures for `mirror status`.
-public struct CrawlFigures: Sendable, Equatable, Codable {
-    public var cursor: CrawlCursor
+package struct CrawlFigures: Sendable, Equatable, Codable {
+    package var cursor: CrawlCursor
     /// Entries the listing has shown.
-    public var entriesKnown: Int
+    package var entriesKnown: Int
     /// Images this listing found; images (of any listing in the directory) not yet mirrored.
-    public var imagesKnown: Int
-    public var imagesPending: Int
+    package var imagesKnown: Int
+    package var imagesPending: Int
     /// Albums whose image lists are cached, still to be asked for (any listing's), and given up.
-    public var albumsCached: Int
-    public var albumsPending: Int
-    public var albumsGone: Int
+    package var albumsCached: Int
+    package var albumsPending: Int
+    package var albumsGone: Int
 }
 
 /// The durable side of a tag crawl: its cursor, the listing entries it has seen, the album cache,
 /// the images found and not yet mirrored, and the API budget. A source reads and writes only this;
 /// files are the mirror's business.
-public protocol CrawlStore: Sendable {
+package protocol CrawlStore: Sendable {
     func cursor(for source: String) async throws(MirrorError) -> CrawlCursor
     func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError)
     /// Records a page; returns the images that were new to the store (the others are queued already).
@@ -102,6 +105,8 @@ public protocol CrawlStore: Sendable {
     /// Albums whose images were not fetched yet, oldest first: any listing's, since the files all
     /// land in this one mirror.
     func pendingAlbums() async throws(MirrorError) -> [String]
+    /// What the page that listed a pending album said of it.
+    func albumContext(_ albumID: String) async throws(MirrorError) -> ImgurAlbumContext?
     /// Caches an album's images and queues them; returns the images new to the store.
     func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) async throws(MirrorError) -> [ImgurImage]
     /// Gives an album up (removed, or an answer that will not change): it is not asked for again.

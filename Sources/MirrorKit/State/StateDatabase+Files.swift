@@ -1,27 +1,27 @@
 /// One file in the mirror: a version of an item, with what is known of where it came from.
-public struct MirroredFile: Sendable, Equatable {
+package struct MirroredFile: Sendable, Equatable {
     /// The file, relative to the mirror.
-    public var path: String
+    package var path: String
     /// What the file is a version of: the media URL for a tag's files, the entry for a feed's
     /// (so a release served from a feed's second mirror is the same item, not a new file).
-    public var item: String
+    package var item: String
     /// The tag or feed that mirrored it, whose `new-file` runs revalidate it.
-    public var source: String?
+    package var source: String?
     /// The URL that served these bytes.
-    public var url: String
-    public var etag: String?
-    public var lastModified: String?
-    public var bytes: Int64
+    package var url: String
+    package var etag: String?
+    package var lastModified: String?
+    package var bytes: Int64
     /// The MD5 of the bytes, once known (from an MD5 ETag, or hashed when versions were compared).
-    public var md5: String?
+    package var md5: String?
     /// The feed entry's release (its version, its `updated` or `pubDate`) these bytes came from.
-    public var version: String?
-    public var updated: String?
-    public var mirroredAt: String
+    package var version: String?
+    package var updated: String?
+    package var mirroredAt: String
     /// When the server last said this is still the item's current content (or when mirrored).
-    public var checkedAt: String
+    package var checkedAt: String
 
-    public init(
+    package init(
         path: String, item: String, source: String?, url: String, etag: String?, lastModified: String?, bytes: Int64,
         md5: String?, version: String? = nil, updated: String? = nil, mirroredAt: String = "", checkedAt: String = ""
     ) {
@@ -41,23 +41,23 @@ public struct MirroredFile: Sendable, Equatable {
 }
 
 /// The release of a feed entry a file came from.
-public struct FeedRelease: Sendable, Equatable {
-    public var version: String?
+package struct FeedRelease: Sendable, Equatable {
+    package var version: String?
     /// Atom's `updated`, RSS's `pubDate`, as the feed writes it.
-    public var updated: String?
+    package var updated: String?
 
-    public init(version: String?, updated: String?) {
+    package init(version: String?, updated: String?) {
         self.version = version
         self.updated = updated
     }
 }
 
 /// How many items and files the mirror records, for `mirror status`.
-public struct VersionFigures: Sendable, Equatable {
-    public var items: Int
-    public var files: Int
+package struct VersionFigures: Sendable, Equatable, Codable {
+    package var items: Int
+    package var files: Int
     /// Items with more than one version kept.
-    public var itemsWithVersions: Int
+    package var itemsWithVersions: Int
 }
 
 extension StateDatabase {
@@ -65,7 +65,7 @@ extension StateDatabase {
         "path, item, source, url, etag, last_modified, bytes, md5, version, updated, mirrored_at, checked_at"
 
     /// The item's newest version: the file recorded last.
-    public func latestFile(of item: String) throws(MirrorError) -> MirroredFile? {
+    package func latestFile(of item: String) throws(MirrorError) -> MirroredFile? {
         try files("WHERE item = ?1 ORDER BY rowid DESC LIMIT 1", [.text(item)]).first
     }
 
@@ -82,17 +82,17 @@ extension StateDatabase {
     }
 
     /// Every version of `item`, oldest first.
-    public func versions(of item: String) throws(MirrorError) -> [MirroredFile] {
+    package func versions(of item: String) throws(MirrorError) -> [MirroredFile] {
         try files("WHERE item = ?1 ORDER BY rowid", [.text(item)])
     }
 
     /// The item whose version `path` is, if any.
-    public func item(owning path: String) throws(MirrorError) -> String? {
+    package func item(owning path: String) throws(MirrorError) -> String? {
         try read("SELECT item FROM files WHERE path = ?1", [.text(path)]).first?.first?.text
     }
 
     /// Records `file` as its item's newest version (replacing whatever was recorded for its path).
-    public func record(_ file: MirroredFile) throws(MirrorError) {
+    package func record(_ file: MirroredFile) throws(MirrorError) {
         // REPLACE deletes a row of the same path and inserts anew, not in place: the row's place
         // in the table (its rowid) is its age. One statement, and one index beside the key: a
         // small file's record costs what its name does.
@@ -107,7 +107,7 @@ extension StateDatabase {
     /// feed now names for it (the same bytes), and the validators the server sent, which replace
     /// the stored ones when `replacingValidators` (a whole answer, or another URL's), else only
     /// fill in what a 304 repeated.
-    public func confirm(
+    package func confirm(
         _ path: String, url: String, etag: String?, lastModified: String?, release: FeedRelease?,
         replacingValidators: Bool = false
     ) throws(MirrorError) {
@@ -124,7 +124,7 @@ extension StateDatabase {
     /// Takes over the files recorded under `item` (an earlier version of mirror named items by
     /// URL) for `newItem`, as the release `release`, in one step: a kill between the two would
     /// leave them without the release, and reported as an old one forever.
-    public func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) throws(MirrorError) {
+    package func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) throws(MirrorError) {
         try inTransaction { () throws(SQLiteError) in
             try db.execute(
                 "UPDATE files SET item = ?2, source = coalesce(source, ?3), version = ?4, updated = ?5 WHERE item = ?1",
@@ -133,7 +133,7 @@ extension StateDatabase {
     }
 
     /// Records the MD5 of `path`, computed once it was needed.
-    public func setMD5(_ md5: String, of path: String) throws(MirrorError) {
+    package func setMD5(_ md5: String, of path: String) throws(MirrorError) {
         try write("UPDATE files SET md5 = ?2 WHERE path = ?1", [.text(path), .text(md5)])
     }
 
@@ -141,7 +141,7 @@ extension StateDatabase {
     /// least recently confirmed first, but not those of URLs known removed: what a `new-file` run
     /// revalidates. Files an earlier version of mirror recorded without a source, in `folders`
     /// (`full/`, `enclosures/`), become `source`'s first.
-    public func filesToRevalidate(
+    package func filesToRevalidate(
         source: String, claiming folders: [String] = []
     ) throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
         for folder in folders {
@@ -159,7 +159,7 @@ extension StateDatabase {
     }
 
     /// The item `name` stands for: a file's path, its file name, a URL that served it, or an item.
-    public func item(named name: String) throws(MirrorError) -> String? {
+    package func item(named name: String) throws(MirrorError) -> String? {
         // Compared exactly: LIKE ignores case, and Imgur ids are not case-blind.
         try read(
             "SELECT item FROM files WHERE path = ?1 OR item = ?1 OR url = ?1 OR substr(path, -length(?2)) = ?2 "
@@ -167,7 +167,7 @@ extension StateDatabase {
             [.text(name), .text("/" + name)]).first?.first?.text
     }
 
-    public func versionFigures() throws(MirrorError) -> VersionFigures {
+    package func versionFigures() throws(MirrorError) -> VersionFigures {
         let row = try read(
             "SELECT count(DISTINCT item), count(*), "
                 + "(SELECT count(*) FROM (SELECT item FROM files GROUP BY item HAVING count(*) > 1)) FROM files").first

@@ -10,9 +10,9 @@ import Foundation
 /// item it has and `new-file` asks only whether it changed; removed media is not asked for again. A damaged database is moved
 /// aside and started afresh, never a reason to touch a mirrored file. Writes are checked: one
 /// that fails is an error for the caller.
-public actor StateDatabase {
+package actor StateDatabase {
     let db: SQLiteConnection
-    public nonisolated let path: String
+    package nonisolated let path: String
 
     /// Opens (or creates) the database of `directory`. An unreadable one is renamed
     /// `state.sqlite3.damaged-<time>` and replaced; `onDamage` hears about it.
@@ -20,7 +20,7 @@ public actor StateDatabase {
     /// SQLite opens files by path, so the files are checked through `.mirror`'s descriptor first
     /// (each a regular file with one name, no link) and the database is checked to be the file
     /// that was checked once open: a link planted as `state.sqlite3` is refused, not written.
-    public init(directory: MirrorDirectory, onDamage: (String) -> Void = { _ in }) throws(MirrorError) {
+    package init(directory: MirrorDirectory, onDamage: (String) -> Void = { _ in }) throws(MirrorError) {
         let folder = directory.stateFolder
         path = folder.path(of: Self.fileName)
         try Self.checkFiles(in: folder)
@@ -59,7 +59,7 @@ public actor StateDatabase {
 
     /// Opens the database of `directory` for reading only (`mirror status`): nil when there is none
     /// or it cannot be read; nothing is created, migrated or moved.
-    public static func forReading(in directory: MirrorDirectory) -> StateDatabase? {
+    package static func forReading(in directory: MirrorDirectory) -> StateDatabase? {
         let folder = directory.stateFolder
         let path = folder.path(of: fileName)
         guard folder.contains(fileName), (try? checkFiles(in: folder)) != nil,
@@ -97,7 +97,7 @@ public actor StateDatabase {
 
     // MARK: - Removed media
 
-    public func recordRemoved(_ url: String) throws(MirrorError) {
+    package func recordRemoved(_ url: String) throws(MirrorError) {
         try write("INSERT OR IGNORE INTO removed (url, seen_at) VALUES (?1, ?2)", [.text(url), .text(Self.now())])
     }
 

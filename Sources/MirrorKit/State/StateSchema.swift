@@ -60,6 +60,20 @@ enum StateSchema {
                 SELECT path, url, url, bytes, mirrored_at, mirrored_at FROM mirrored ORDER BY rowid;
             DROP TABLE mirrored;
             """),
+        // Runs: what each run did and how it ended, for `mirror status` and the metrics file's
+        // "last success". An album waiting to be expanded keeps its title and tags for its
+        // images' metadata.
+        (4, """
+            CREATE TABLE runs (
+                id INTEGER PRIMARY KEY,
+                source TEXT NOT NULL,
+                started_at INTEGER NOT NULL,
+                ended_at INTEGER NOT NULL,
+                exit_status INTEGER NOT NULL,
+                record TEXT NOT NULL);
+            CREATE INDEX runs_by_source ON runs (source, exit_status);
+            ALTER TABLE albums ADD COLUMN context TEXT;
+            """),
     ]
 
     static var latest: Int32 { migrations.last!.version }

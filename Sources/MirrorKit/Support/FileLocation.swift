@@ -1,28 +1,28 @@
 import Foundation
 
 /// A file by its folder's descriptor and its name: where a download writes.
-public struct FileLocation: Sendable {
+package struct FileLocation: Sendable {
     /// The folder, held open; nil for a location given by path, whose folder is opened (links
     /// in its path followed, as for any path a caller names) when the file is.
     let directory: Directory?
     let folderPath: String
-    public let name: String
+    package let name: String
 
-    public init(directory: Directory, name: String) {
+    package init(directory: Directory, name: String) {
         self.directory = directory
         folderPath = directory.path
         self.name = name
     }
 
     /// The file at `path`.
-    public init(path: String) {
+    package init(path: String) {
         let slash = path.lastIndex(of: "/")
         folderPath = slash.map { String(path[..<$0]) } ?? "."
         name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         directory = nil
     }
 
-    public var path: String { (folderPath.isEmpty ? "" : folderPath) + "/" + name }
+    package var path: String { (folderPath.isEmpty ? "" : folderPath) + "/" + name }
 
     /// The folder, opened now when the location was given by path.
     func folder() throws(FileSystemError) -> Directory {

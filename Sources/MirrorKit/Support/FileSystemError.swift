@@ -2,8 +2,8 @@ import Foundation
 
 /// Why a step on the file system failed, with the path it concerned: every file-system failure
 /// reaches the user as one line that names the path and says why.
-public struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Problem: Sendable, Equatable {
+package struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Problem: Sendable, Equatable {
         /// The call failed with this errno.
         case system(Int32)
         /// A symbolic link where mirror expects its own file or folder.
@@ -20,10 +20,10 @@ public struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertib
         case invalidName
     }
 
-    public var path: String
-    public var problem: Problem
+    package var path: String
+    package var problem: Problem
 
-    public init(path: String, problem: Problem) {
+    package init(path: String, problem: Problem) {
         self.path = path
         self.problem = problem
     }
@@ -40,13 +40,13 @@ public struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// The errno behind the failure, where a call failed.
-    public var errno: Int32? {
+    package var errno: Int32? {
         if case .system(let code) = problem { return code }
         return nil
     }
 
     /// Something not made by mirror holds the name: a link, a file with other names, not a file.
-    public var isSomeoneElses: Bool {
+    package var isSomeoneElses: Bool {
         switch problem {
         case .symbolicLink, .multipleLinks, .notARegularFile: true
         default: false
@@ -56,7 +56,7 @@ public struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertib
     /// The failure is the disk's or the mirror's, not one name's: every other file would meet it
     /// too (no space, a read-only or failing disk, a planted link or folder), so the run stops.
     /// A name too long, or refused by the file system (`:` on exFAT), fails that file alone.
-    public var stopsTheRun: Bool {
+    package var stopsTheRun: Bool {
         switch problem {
         case .system(let code): [ENOSPC, EDQUOT, EROFS, EIO, EACCES].contains(code)
         case .symbolicLink, .notADirectory, .ownedByAnotherUser, .writableByOthers: true
@@ -65,7 +65,7 @@ public struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
 
-    public var description: String {
+    package var description: String {
         let shown = path
         switch problem {
         case .system(let code):

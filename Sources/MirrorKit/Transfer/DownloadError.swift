@@ -1,6 +1,7 @@
+import Logging
 /// Why one file could not be mirrored.
-public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Reason: Sendable, Equatable {
+package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Reason: Sendable, Equatable {
         /// The server answered with a status other than 2xx.
         case httpStatus(Int)
         /// The transfer failed (network, timeout, disk).
@@ -26,17 +27,24 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
         case hostUnavailable(String)
     }
 
-    public var url: String
-    public var reason: Reason
+    package var url: String
+    package var reason: Reason
 
-    public var isCancellation: Bool { reason == .transfer(.cancelled) }
+    package var isCancellation: Bool { reason == .transfer(.cancelled) }
 
-    public init(url: String, reason: Reason) {
+    package init(url: String, reason: Reason) {
         self.url = url
         self.reason = reason
     }
 
-    public var description: String {
+    /// The fields a structured log line carries: the URL, and the HTTP status where there is one.
+    package var logFields: Logger.Metadata {
+        var fields: Logger.Metadata = ["url": "\(url)"]
+        if case .httpStatus(let status) = reason { fields["status"] = "\(status)" }
+        return fields
+    }
+
+    package var description: String {
         switch reason {
         case .httpStatus(let status): "\(url): HTTP \(status)"
         case .transfer(let reason): TransferError(url: url, reason: reason).description

@@ -1,10 +1,10 @@
 /// The validators of a copy of a file the mirror holds already: a conditional GET with them is
 /// answered 304 Not Modified, bodiless, while the server's file is still that copy.
-public struct HeldVersion: Sendable, Equatable {
-    public var etag: String?
-    public var lastModified: String?
+package struct HeldVersion: Sendable, Equatable {
+    package var etag: String?
+    package var lastModified: String?
 
-    public init(etag: String?, lastModified: String?) {
+    package init(etag: String?, lastModified: String?) {
         self.etag = etag
         self.lastModified = lastModified
     }

@@ -16,20 +16,20 @@ import Synchronization
 ///
 /// Once a host has a ``Verdict``, downloads from it stop being tried: the run ends with "try
 /// later" (exit 75) rather than a failure per file, and keeps every partial for the next run.
-public final class HostHealth: Sendable {
-    public struct Settings: Sendable, Equatable {
+package final class HostHealth: Sendable {
+    package struct Settings: Sendable, Equatable {
         /// The most transfers a host gets at once, and the level its concurrency grows back to.
-        public var maxPerHost: Int
+        package var maxPerHost: Int
         /// Attempts in a row that could not connect at all before the host is down.
-        public var downAfterFailures: Int
+        package var downAfterFailures: Int
         /// Different files in a row that died before an answer, or that were throttled, before the
         /// host is down or throttled out.
-        public var downAfterFiles: Int
+        package var downAfterFiles: Int
         /// 429/503 answers in a row (nothing served between) after which the host is given up for
         /// this run, once they span ``downAfterFiles`` files.
-        public var throttledOutAfter: Int
+        package var throttledOutAfter: Int
 
-        public init(maxPerHost: Int = 6, downAfterFailures: Int = 3, downAfterFiles: Int = 3, throttledOutAfter: Int = 12) {
+        package init(maxPerHost: Int = 6, downAfterFailures: Int = 3, downAfterFiles: Int = 3, throttledOutAfter: Int = 12) {
             self.maxPerHost = max(maxPerHost, 1)
             self.downAfterFailures = max(downAfterFailures, 1)
             self.downAfterFiles = max(downAfterFiles, 1)
@@ -38,19 +38,19 @@ public final class HostHealth: Sendable {
     }
 
     /// Why a host is no longer asked for anything this run.
-    public enum Verdict: Sendable, Equatable, CustomStringConvertible {
+    package enum Verdict: Sendable, Equatable, CustomStringConvertible {
         /// Nothing answered: `failures` failures in a row, the last one `lastError`.
         case down(host: String, failures: Int, lastError: String)
         /// It kept answering `status` (429 or 503): `answers` in a row, or a wait longer than allowed.
         case throttled(host: String, status: Int, answers: Int)
 
-        public var host: String {
+        package var host: String {
             switch self {
             case .down(let host, _, _), .throttled(let host, _, _): host
             }
         }
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .down(let host, let failures, let lastError):
                 "\(host) is down (\(failures) connection failures in a row, last: \(lastError))"
@@ -61,7 +61,7 @@ public final class HostHealth: Sendable {
     }
 
     /// How a request to a host failed before any answer.
-    public enum Unanswered: Sendable {
+    package enum Unanswered: Sendable {
         /// No connection was made: the host cannot be reached, whatever the file.
         case notConnected
         /// Connected, then nothing (a reset, an empty reply, a timeout): maybe that file's trouble.
@@ -79,34 +79,34 @@ public final class HostHealth: Sendable {
         var verdict: Verdict?
     }
 
-    public let settings: Settings
+    package let settings: Settings
     private let hosts = Mutex<[String: Host]>([:])
 
-    public init(settings: Settings = Settings()) {
+    package init(settings: Settings = Settings()) {
         self.settings = settings
     }
 
     /// The verdict on the host of `url`, if it has one.
-    public func verdict(forURL url: String) -> Verdict? {
+    package func verdict(forURL url: String) -> Verdict? {
         verdict(forHost: URLAuthority.of(url))
     }
 
-    public func verdict(forHost host: String) -> Verdict? {
+    package func verdict(forHost host: String) -> Verdict? {
         hosts.withLock { $0[host]?.verdict }
     }
 
     /// Every host given up this run.
-    public var verdicts: [Verdict] {
+    package var verdicts: [Verdict] {
         hosts.withLock { $0.values.compactMap(\.verdict) }.sorted { $0.host < $1.host }
     }
 
     /// How many transfers `host` should have running now.
-    public func concurrencyLimit(forHost host: String) -> Int {
+    package func concurrencyLimit(forHost host: String) -> Int {
         hosts.withLock { hosts in hosts[host].map { max(Int($0.limit), 1) } ?? settings.maxPerHost }
     }
 
     /// A response came (any status but a throttling one): the host answers and serves.
-    public func recordAnswer(url: String) {
+    package func recordAnswer(url: String) {
         update(url) { host in
             host.failuresInARow = 0
             host.unconnectedInARow = 0
@@ -118,7 +118,7 @@ public final class HostHealth: Sendable {
     }
 
     /// Nothing was answered.
-    public func recordUnanswered(url: String, _ kind: Unanswered, message: String) {
+    package func recordUnanswered(url: String, _ kind: Unanswered, message: String) {
         update(url) { host in
             host.failuresInARow += 1
             if kind == .notConnected { host.unconnectedInARow += 1 }
@@ -133,7 +133,7 @@ public final class HostHealth: Sendable {
 
     /// The host answered 429 or 503: halve its concurrency (once per file); give it up after too
     /// many in a row across enough files.
-    public func recordThrottle(url: String, status: Int) {
+    package func recordThrottle(url: String, status: Int) {
         update(url) { host in
             host.throttlesInARow += 1
             // A file retrying is one signal, not one per attempt.
@@ -152,7 +152,7 @@ public final class HostHealth: Sendable {
     /// ``Settings/downAfterFiles`` files (it is limiting us, not failing that file); returns whether
     /// it was.
     @discardableResult
-    public func giveUpThrottled(url: String, status: Int) -> Bool {
+    package func giveUpThrottled(url: String, status: Int) -> Bool {
         var givenUp = false
         update(url) { host in
             if host.verdict == nil, host.throttlesInARow * 2 >= settings.throttledOutAfter,

@@ -4,16 +4,16 @@ import Foundation
 import Synchronization
 
 /// Identifies one transfer to ``TransferEngine/pause(_:)`` and ``TransferEngine/resume(_:)``.
-public struct TransferID: Hashable, Sendable, CustomStringConvertible {
+package struct TransferID: Hashable, Sendable, CustomStringConvertible {
     let rawValue: UInt64
     private static let counter = Atomic<UInt64>(0)
 
     /// A new identifier, unique in this process.
-    public static func next() -> TransferID {
+    package static func next() -> TransferID {
         TransferID(rawValue: counter.add(1, ordering: .relaxed).newValue)
     }
 
-    public var description: String { "#\(rawValue)" }
+    package var description: String { "#\(rawValue)" }
 }
 
 /// Runs HTTP transfers on libcurl's multi interface.
@@ -22,22 +22,22 @@ public struct TransferID: Hashable, Sendable, CustomStringConvertible {
 /// at a time, and pausing works only from the thread that drives the transfer. Callers talk to that
 /// thread through a locked command inbox and `curl_multi_wakeup`. Bodies stream to disk through a
 /// 1 MiB buffer, so memory stays flat whatever the size of the file.
-public final class TransferEngine: Sendable {
+package final class TransferEngine: Sendable {
     /// Settings shared by every transfer of one engine.
-    public struct Configuration: Sendable {
-        public var userAgent: String
-        public var connectTimeout: Duration
+    package struct Configuration: Sendable {
+        package var userAgent: String
+        package var connectTimeout: Duration
         /// A transfer slower than `lowSpeedLimit` bytes per second for `lowSpeedSeconds` is
         /// aborted as stalled (a paused transfer is exempt).
-        public var lowSpeedLimit: Int
-        public var lowSpeedSeconds: Int
-        public var maxRedirects: Int
+        package var lowSpeedLimit: Int
+        package var lowSpeedSeconds: Int
+        package var maxRedirects: Int
         /// The most bytes per second all transfers together may receive; nil for no limit.
-        public var maxBytesPerSecond: Int64?
+        package var maxBytesPerSecond: Int64?
         /// A PEM file of the certificate authorities to trust instead of the system's.
-        public var certificateAuthorities: String?
+        package var certificateAuthorities: String?
 
-        public init(
+        package init(
             userAgent: String = "mirror/\(MirrorVersion.current)",
             connectTimeout: Duration = .seconds(15),
             lowSpeedLimit: Int = 1024,
@@ -56,10 +56,10 @@ public final class TransferEngine: Sendable {
         }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let mailbox: EngineMailbox
 
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         CurlGlobal.initializeOnce()
         self.configuration = configuration
         mailbox = EngineMailbox()
@@ -78,7 +78,7 @@ public final class TransferEngine: Sendable {
     /// Cancels every transfer, frees the multi handle and ends the engine thread, returning once
     /// it has: call it before the process exits, so no libcurl call runs during exit. Transfers
     /// started afterwards fail at once as cancelled.
-    public func shutDown() async {
+    package func shutDown() async {
         await withCheckedContinuation { continuation in
             mailbox.post(.shutdown(continuation))
         }
@@ -92,7 +92,7 @@ public final class TransferEngine: Sendable {
     ///     its first byte is written: the moment to record the response's validators.
     /// - Throws: ``TransferError`` when no complete response arrived: a network fault, a body
     ///   cut short, a mismatched range, a failed write, or cancellation of the calling task.
-    public func perform(
+    package func perform(
         _ request: TransferRequest,
         id: TransferID = .next(),
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
@@ -114,12 +114,12 @@ public final class TransferEngine: Sendable {
 
     /// Stops receiving for a running transfer; it keeps its connection. Meant for short pauses:
     /// a server drops a connection it cannot send on after a while (nginx: 60 s).
-    public func pause(_ id: TransferID) {
+    package func pause(_ id: TransferID) {
         mailbox.post(.pause(id))
     }
 
     /// Lets a paused transfer receive again.
-    public func resume(_ id: TransferID) {
+    package func resume(_ id: TransferID) {
         mailbox.post(.resume(id))
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where a transfer puts the body of a successful response.
-public enum TransferDestination: Sendable {
+package enum TransferDestination: Sendable {
     /// Keep the body in memory, failing the transfer once it grows beyond `limit` bytes.
     case memory(limit: Int)
     /// Write the body into the file at `location`, asking the server for the bytes from `offset`
@@ -13,32 +13,32 @@ public enum TransferDestination: Sendable {
     case file(FileLocation, offset: Int64)
 
     /// The file at `path`.
-    public static func file(path: String, offset: Int64) -> TransferDestination {
+    package static func file(path: String, offset: Int64) -> TransferDestination {
         .file(FileLocation(path: path), offset: offset)
     }
 }
 
 /// One HTTP GET for the ``TransferEngine``.
-public struct TransferRequest: Sendable {
-    public var url: String
+package struct TransferRequest: Sendable {
+    package var url: String
     /// Extra request headers, sent in this order.
-    public var headers: [(name: String, value: String)]
-    public var destination: TransferDestination
+    package var headers: [(name: String, value: String)]
+    package var destination: TransferDestination
     /// A validator for `If-Range`, sent only with a ranged request.
-    public var ifRange: String?
+    package var ifRange: String?
     /// For a ranged request: the size the whole resource had when the partial was started. A 206
     /// whose Content-Range total differs is refused before a byte is written.
-    public var expectedEntityLength: Int64?
+    package var expectedEntityLength: Int64?
     /// For a file destination: the most bytes the whole file may have. A response that says it
     /// is larger is refused before a byte is written, one that grows past it is cut off there.
-    public var maxLength: Int64?
+    package var maxLength: Int64?
     /// Looks at a 2xx body as it arrives and may end the transfer early.
-    public var inspector: (any BodyInspector)?
+    package var inspector: (any BodyInspector)?
     /// For a file destination: compute the MD5 of the whole file as it is written, whatever the
     /// ETag (the response's ``TransferResponse/bodyMD5``).
-    public var hashesBody = false
+    package var hashesBody = false
 
-    public init(
+    package init(
         url: String,
         headers: [(name: String, value: String)] = [],
         destination: TransferDestination = .memory(limit: 16 << 20),
@@ -58,38 +58,38 @@ public struct TransferRequest: Sendable {
 }
 
 /// What the server answered, as far as a transfer got.
-public struct TransferResponse: Sendable {
+package struct TransferResponse: Sendable {
     /// The HTTP status of the final response, after redirects.
-    public var status: Int
+    package var status: Int
     /// The headers of the final response.
-    public var headers: HTTPHeaders
+    package var headers: HTTPHeaders
     /// The URL the final response came from.
-    public var finalURL: String
+    package var finalURL: String
     /// The body, for ``TransferDestination/memory(limit:)``.
-    public var body: [UInt8]
+    package var body: [UInt8]
     /// For a file destination: where this response's body began in the file (the requested offset
     /// after a 206, 0 after a 200).
-    public var bodyOffset: Int64
+    package var bodyOffset: Int64
     /// Body bytes this response delivered.
-    public var bytesReceived: Int64
+    package var bytesReceived: Int64
     /// For a file destination: the file's length once the transfer ended, every byte written.
-    public var fileLength: Int64
+    package var fileLength: Int64
     /// The MD5 of the whole file, when the response's ETag is an MD5 or the request asked for it
     /// (``TransferRequest/hashesBody``), and the body arrived in full: computed as the bytes were
     /// written, so checking it costs no second read.
-    public var bodyMD5: String?
+    package var bodyMD5: String?
     /// The message's framing proved its body whole: a Content-Length, the last chunk of a chunked
     /// body, or the end of an HTTP/2 stream. An HTTP/1 body ended by closing the connection
     /// proves nothing: a cut connection looks the same.
-    public var isDelimited = false
+    package var isDelimited = false
 
-    public var isSuccess: Bool { (200..<300).contains(status) }
-    public var etag: String? { headers["ETag"] }
-    public var lastModified: String? { headers["Last-Modified"] }
+    package var isSuccess: Bool { (200..<300).contains(status) }
+    package var etag: String? { headers["ETag"] }
+    package var lastModified: String? { headers["Last-Modified"] }
 
     /// The size of the whole resource: the Content-Range total after a 206 or 416, the
     /// Content-Length after a 200.
-    public var entityLength: Int64? {
+    package var entityLength: Int64? {
         if let range = headers["Content-Range"].flatMap(ContentRange.init(header:)) {
             return range.total
         }
@@ -99,9 +99,9 @@ public struct TransferResponse: Sendable {
 }
 
 /// Progress of one transfer, in bytes of the whole resource.
-public struct TransferProgress: Sendable, Equatable {
+package struct TransferProgress: Sendable, Equatable {
     /// Bytes of the resource now held: the resumed prefix plus what this response delivered.
-    public var completed: Int64
+    package var completed: Int64
     /// The size of the resource, once the server has told it.
-    public var total: Int64?
+    package var total: Int64?
 }

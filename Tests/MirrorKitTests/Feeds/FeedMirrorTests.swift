@@ -59,7 +59,7 @@ struct FeedMirrorTests {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 let summary = try await run(server, feed: "broken.atom", into: dir)
-                let error = try #require(summary.stoppedBy as? FeedError)
+                let error = try #require(summary.stoppedBy?.feedError)
                 #expect(!error.isFetchFailure)
                 #expect(server.requestCount(path: "/files/Alpha-2.1.docset.xar") == 0)
             }
@@ -148,7 +148,7 @@ struct FeedMirrorTests {
             server.inject(.respond(status: 503, headers: ["Retry-After": "86400"]), path: "/feeds/docsets.atom")
             try await TestSupport.withTemporaryDirectory { dir in
                 let summary = try await run(server, feed: "docsets.atom", into: dir)
-                #expect((summary.stoppedBy as? FeedError)?.problem == "HTTP 503")
+                #expect((summary.stoppedBy?.feedError)?.problem == "HTTP 503")
                 #expect(server.requestCount(path: "/feeds/docsets.atom") == 1)
             }
         }

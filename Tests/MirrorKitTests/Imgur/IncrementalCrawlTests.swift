@@ -66,7 +66,7 @@ struct IncrementalCrawlTests {
                     runs.append((summary, calls, mirroredFiles(in: dir)))
                     if summary.isComplete { break }
                     // Stopped by the budget, not by anything else, and nothing failed.
-                    #expect((summary.stoppedBy as? ImgurError)?.kind == .rateLimited)
+                    #expect((summary.stoppedBy?.imgurError)?.kind == .rateLimited)
                     #expect(summary.failures.isEmpty)
                     try await newHour(server, calls: 40)
                 }
@@ -202,12 +202,12 @@ struct IncrementalCrawlTests {
                 let (first, calls) = try await run("daily", server, into: dir)
                 // 7 left, 5 kept in hand: two calls, then stop ("try later").
                 #expect(calls == 2)
-                #expect((first.stoppedBy as? ImgurError)?.kind == .rateLimited)
+                #expect((first.stoppedBy?.imgurError)?.kind == .rateLimited)
                 #expect(first.downloaded == 48)
                 // The next run knows the daily budget is spent without asking.
                 let (second, again) = try await run("daily", server, into: dir)
                 #expect(again == 0)
-                #expect((second.stoppedBy as? ImgurError)?.kind == .rateLimited)
+                #expect((second.stoppedBy?.imgurError)?.kind == .rateLimited)
             }
         }
     }
@@ -294,7 +294,7 @@ struct IncrementalCrawlTests {
             server.setRateLimit(userRemaining: 12, userReset: 1, userLimit: 12, refills: false)
             try await TestSupport.withTemporaryDirectory { dir in
                 let (top, _) = try await run("two", server, into: dir, sort: .top)
-                #expect((top.stoppedBy as? ImgurError)?.kind == .rateLimited)
+                #expect((top.stoppedBy?.imgurError)?.kind == .rateLimited)
                 try await newHour(server, calls: 500)
                 // The same tag by time: its run expands the albums and mirrors the images the
                 // top listing found, as well as its own.

@@ -175,7 +175,7 @@ struct HostileDirectoryTests {
                 try FileManager.default.createDirectory(at: full, withIntermediateDirectories: true)
                 #expect(chmod(full.path, mode) == 0)
                 let summary = try await mirrorTag(server, into: dir)
-                let stop = try #require(summary.stoppedBy as? MirrorError)
+                let stop = try #require(summary.stoppedBy?.mirrorError)
                 #expect(stop == .fileSystem(FileSystemError(path: full.path, problem: .writableByOthers(mode: S_IFDIR | mode))))
                 #expect(try FileManager.default.contentsOfDirectory(atPath: full.path).isEmpty)
             }
@@ -191,7 +191,7 @@ struct HostileDirectoryTests {
                 try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
                 #expect(symlink(elsewhere.path, out.appendingPathComponent("preview").path) == 0)
                 let summary = try await mirrorTag(server, into: out)
-                let stop = try #require(summary.stoppedBy as? MirrorError)
+                let stop = try #require(summary.stoppedBy?.mirrorError)
                 #expect(stop == .fileSystem(FileSystemError(path: out.path + "/preview", problem: .symbolicLink)))
                 #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
             }

@@ -53,7 +53,7 @@ struct StorageFailureTests {
                 let blocker = try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path)
                 try blocker.execute("BEGIN IMMEDIATE")
                 let stopped = await first.run()
-                let stop = try #require(stopped.stoppedBy as? MirrorError)
+                let stop = try #require(stopped.stoppedBy?.mirrorError)
                 guard case .stateDatabase = stop else {
                     Issue.record("stopped by \(stop), not the database")
                     return
@@ -82,7 +82,7 @@ struct StorageFailureTests {
                 try other.execute("ALTER TABLE files RENAME TO files_elsewhere")
                 let stopped = await mirror.run()
                 try other.execute("ALTER TABLE files_elsewhere RENAME TO files")
-                guard case .stateDatabase? = stopped.stoppedBy as? MirrorError else {
+                guard case .stateDatabase? = stopped.stoppedBy?.mirrorError else {
                     Issue.record("stopped by \(String(describing: stopped.stoppedBy)), not the database")
                     return
                 }

@@ -236,7 +236,7 @@ struct TagMirrorTests {
             server.setAcceptedClientID("the-right-one")
             try await TestSupport.withTemporaryDirectory { dir in
                 let summary = try await run(server, into: dir, clientID: "wrong")
-                let error = try #require(summary.stoppedBy as? ImgurError)
+                let error = try #require(summary.stoppedBy?.imgurError)
                 #expect(error.kind == .status(403))
                 #expect(error.message == "Authentication required")
                 #expect(summary.wanted == 0)
@@ -251,7 +251,7 @@ struct TagMirrorTests {
                 path: "/3/gallery/t/cats/time/all/0")
             try await TestSupport.withTemporaryDirectory { dir in
                 let summary = try await run(server, into: dir)
-                let error = try #require(summary.stoppedBy as? ImgurError)
+                let error = try #require(summary.stoppedBy?.imgurError)
                 #expect(error.kind == .malformedResponse)
                 #expect(error.message == "missing key 'id' at data.items[0]")
             }
@@ -274,7 +274,7 @@ struct TagMirrorTests {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 let summary = try await run(server, into: dir, apiBase: "http://127.0.0.1:9")
-                let error = try #require(summary.stoppedBy as? ImgurError)
+                let error = try #require(summary.stoppedBy?.imgurError)
                 #expect(error.kind == .unreachable)
             }
         }

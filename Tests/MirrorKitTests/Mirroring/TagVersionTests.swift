@@ -163,7 +163,7 @@ struct TagVersionTests {
                 try db.script("""
                     CREATE TABLE mirrored (url TEXT PRIMARY KEY, path TEXT NOT NULL, bytes INTEGER NOT NULL, mirrored_at TEXT NOT NULL);
                     INSERT INTO mirrored SELECT url, path, bytes, mirrored_at FROM files;
-                    DROP TABLE files; PRAGMA user_version = 2;
+                    DROP TABLE files; DROP TABLE runs; ALTER TABLE albums DROP COLUMN context; PRAGMA user_version = 2;
                     """)
                 let files = mirroredFiles(server)
                 let seen = server.requests.count

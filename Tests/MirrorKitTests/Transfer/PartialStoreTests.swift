@@ -133,7 +133,7 @@ struct PartialStoreTests {
                     settings: settings, logger: TestSupport.logger
                 ).run()
                 // The folder that is not one stops the run, naming it.
-                let stop = try #require(summary.stoppedBy as? MirrorError)
+                let stop = try #require(summary.stoppedBy?.mirrorError)
                 #expect(stop == .fileSystem(FileSystemError(path: dir.appendingPathComponent("full").path, problem: .notADirectory)))
                 let held = try PartialStore(directory: dir.appendingPathComponent(".mirror/partials")).heldPartials()
                 #expect(held.allSatisfy { $0.record.etag != nil && $0.length > 0 })

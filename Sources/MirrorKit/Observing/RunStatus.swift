@@ -2,18 +2,19 @@ import Foundation
 
 /// A running mirror's live state, kept in `.mirror/status.json` so that `mirror status` in another
 /// shell can show it.
-public struct RunStatus: Codable, Sendable, Equatable {
+package struct RunStatus: Codable, Sendable, Equatable {
     /// What is being mirrored, e.g. `tag cats`.
-    public var source: String
-    public var pid: Int32
-    public var startedAt: Date
-    public var updatedAt: Date
-    public var scheduler: SchedulerStatus
+    package var source: String
+    package var pid: Int32
+    package var startedAt: Date
+    package var updatedAt: Date
+    /// What the run has done so far, and the transfers in flight.
+    package var progress: RunProgress.Snapshot
 
     static let fileName = "status.json"
 
     /// The status the running mirror last wrote, if one is running and wrote one.
-    public static func read(in directory: MirrorDirectory) -> RunStatus? {
+    package static func read(in directory: MirrorDirectory) -> RunStatus? {
         guard let bytes = directory.stateFolder.contents(of: fileName) else { return nil }
         let data = Data(bytes)
         let decoder = JSONDecoder()
@@ -32,14 +33,14 @@ public struct RunStatus: Codable, Sendable, Equatable {
     /// Rewrites the status every second until cancelled, passing every fifth snapshot to `log`,
     /// then removes the file.
     static func keepWriting(
-        source: String, scheduler: DownloadScheduler, directory: MirrorDirectory,
-        log: @Sendable (SchedulerStatus) -> Void = { _ in }
+        source: String, progress: RunProgress, directory: MirrorDirectory,
+        log: @Sendable (RunProgress.Snapshot) -> Void = { _ in }
     ) async {
         let startedAt = Date()
         var round = 0
         while !Task.isCancelled {
-            let snapshot = await scheduler.status()
-            RunStatus(source: source, pid: getpid(), startedAt: startedAt, updatedAt: Date(), scheduler: snapshot)
+            let snapshot = await progress.refresh()
+            RunStatus(source: source, pid: getpid(), startedAt: startedAt, updatedAt: Date(), progress: snapshot)
                 .write(in: directory)
             if round % 5 == 4 { log(snapshot) }
             round += 1

@@ -1,0 +1,172 @@
+import Foundation
+
+/// Settings as given: read from a JSON config file (`--config`), or from the command line's flags.
+/// Every key is optional; ``RunSettings`` merges the two (flags win) and applies the defaults.
+/// config.example.json lists every key.
+package struct MirrorConfiguration: Sendable, Equatable, Decodable {
+    package var apiBase: String?
+    package var mediaBase: String?
+    package var clientIdFile: String?
+    package var sort: GallerySort?
+    package var window: GalleryWindow?
+    package var pages: Int?
+    package var thumbnail: ThumbnailSize?
+    package var mode: DownloadMode?
+    package var concurrency: Int?
+    /// Most API calls per second.
+    package var maxApiRate: Double?
+    /// Most bytes per second for all downloads together, as `2M`, `500k` or a number.
+    package var maxBandwidth: String?
+    /// The longest wait, in seconds, for a rate limit before stopping with exit status 75.
+    package var maxWait: Int?
+    /// Attempts per file, the first included.
+    package var retries: Int?
+    /// How long a run may take, as `50m`: at the deadline it stops starting work and exits,
+    /// and the next run carries on.
+    package var maxDuration: String?
+    /// The most bytes a file may have unless the API states its size, as `4G` or a number.
+    package var maxFileSize: String?
+    /// Live progress on a terminal: `auto` (when standard error is one), `always`, `never`.
+    package var progress: ProgressDisplay?
+    /// What standard error's lines are: `text` for people, `json` for log shippers.
+    package var logFormat: LogFormat?
+    /// Write a JSON sidecar of what the API or feed said beside each file, under `meta/`.
+    package var metadata: Bool?
+    /// A Prometheus text file rewritten during and after each run, for node_exporter.
+    package var metricsFile: String?
+
+    package init() {}
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, mode, concurrency
+        case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
+        case progress, logFormat, metadata, metricsFile
+    }
+
+    /// Where settings came from, for naming one in an error.
+    package enum Origin: Sendable {
+        case file(String)
+        case flags
+
+        /// `config file F: 'maxWait'` or `--max-wait`.
+        func name(_ key: CodingKeys) -> String {
+            switch self {
+            case .file(let path): "config file \(path): '\(key.rawValue)'"
+            case .flags: "--" + key.rawValue.flagSpelling
+            }
+        }
+    }
+
+    /// Reads and checks a config file. Unknown keys are errors, not silently ignored: a typo in a
+    /// cron job's config should fail loudly once rather than quietly do the wrong thing forever.
+    package static func load(from path: String) throws(MirrorError) -> MirrorConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .configuration("config file \(path): cannot be read")
+        }
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw .configuration("config file \(path): not valid JSON")
+        }
+        guard let keys = (object as? [String: Any])?.keys else {
+            throw .configuration("config file \(path): expected a JSON object at the top level")
+        }
+        let known = Set(CodingKeys.allCases.map(\.rawValue))
+        if let unknown = keys.sorted().first(where: { !known.contains($0) }) {
+            throw .configuration("config file \(path): unknown key '\(unknown)'")
+        }
+        let configuration: MirrorConfiguration
+        do {
+            configuration = try JSONDecoder().decode(MirrorConfiguration.self, from: data)
+        } catch {
+            throw .configuration("config file \(path): \(ImgurClient.describe(error))")
+        }
+        try configuration.validate(origin: .file(path))
+        return configuration
+    }
+
+    /// Checks every value given, naming the first that is wrong as `origin` spells it.
+    package func validate(origin: Origin) throws(MirrorError) {
+        func refuse(_ key: CodingKeys, _ problem: String) -> MirrorError {
+            .configuration("\(origin.name(key)) \(problem)")
+        }
+        if let pages, pages < 1 { throw refuse(.pages, "must be at least 1") }
+        if let concurrency, !(1...64).contains(concurrency) { throw refuse(.concurrency, "must be 1 to 64") }
+        if let maxApiRate, !(maxApiRate > 0) { throw refuse(.maxApiRate, "must be above 0") }
+        if let maxBandwidth, (ByteCount.parse(maxBandwidth) ?? 0) <= 0 {
+            throw refuse(.maxBandwidth, "must be a rate such as 2M or 500k, got '\(maxBandwidth)'")
+        }
+        if let maxFileSize, (ByteCount.parse(maxFileSize) ?? 0) <= 0 {
+            throw refuse(.maxFileSize, "must be a size such as 4G or 500M, got '\(maxFileSize)'")
+        }
+        if let maxWait, maxWait < 0 { throw refuse(.maxWait, "must be 0 or more seconds") }
+        if let retries, !(1...100).contains(retries) { throw refuse(.retries, "must be 1 to 100") }
+        if let maxDuration, DurationText.parse(maxDuration) == nil {
+            throw refuse(.maxDuration, "must be a duration such as 50m, 90s or 1h30m, got '\(maxDuration)'")
+        }
+        for (key, value) in [(CodingKeys.apiBase, apiBase), (.mediaBase, mediaBase)] {
+            if let value, !Self.isHTTPURL(value) { throw refuse(key, "must be an http or https URL, got '\(value)'") }
+        }
+        if let metricsFile, metricsFile.isEmpty || metricsFile.hasSuffix("/") {
+            throw refuse(.metricsFile, "must name a file, got '\(metricsFile)'")
+        }
+    }
+
+    /// The flags' values over this file's: a flag given wins.
+    package func overridden(by flags: MirrorConfiguration) -> MirrorConfiguration {
+        var merged = self
+        for key in CodingKeys.allCases { merged.take(key, from: flags) }
+        return merged
+    }
+
+    private mutating func take(_ key: CodingKeys, from other: MirrorConfiguration) {
+        func pick<T>(_ path: WritableKeyPath<MirrorConfiguration, T?>) {
+            if let value = other[keyPath: path] { self[keyPath: path] = value }
+        }
+        switch key {
+        case .apiBase: pick(\.apiBase)
+        case .mediaBase: pick(\.mediaBase)
+        case .clientIdFile: pick(\.clientIdFile)
+        case .sort: pick(\.sort)
+        case .window: pick(\.window)
+        case .pages: pick(\.pages)
+        case .thumbnail: pick(\.thumbnail)
+        case .mode: pick(\.mode)
+        case .concurrency: pick(\.concurrency)
+        case .maxApiRate: pick(\.maxApiRate)
+        case .maxBandwidth: pick(\.maxBandwidth)
+        case .maxWait: pick(\.maxWait)
+        case .retries: pick(\.retries)
+        case .maxDuration: pick(\.maxDuration)
+        case .maxFileSize: pick(\.maxFileSize)
+        case .progress: pick(\.progress)
+        case .logFormat: pick(\.logFormat)
+        case .metadata: pick(\.metadata)
+        case .metricsFile: pick(\.metricsFile)
+        }
+    }
+
+    package static func isHTTPURL(_ text: String) -> Bool {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { return false }
+        return true
+    }
+}
+
+
+extension String {
+    /// `maxApiRate` as a flag: `max-api-rate`.
+    fileprivate var flagSpelling: String {
+        var result = ""
+        for character in self {
+            if character.isUppercase {
+                result += "-" + character.lowercased()
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// Live progress on a terminal.
+package enum ProgressDisplay: String, Sendable, CaseIterable, Codable {
+    /// When standard error is a terminal.
+    case auto
+    case always
+    case never
+}
+
+/// What the lines on standard error are.
+package enum LogFormat: String, Sendable, CaseIterable, Codable {
+    /// `mirror: …`, one plain line per message, for people and cron mail.
+    case text
+    /// One JSON object per line, for log shippers.
+    case json
+}
+
+/// Every setting of a run, resolved once: the config file's values, the flags' over them, the
+/// defaults where neither says, all checked. Commands build one and hand its parts on.
+package struct RunSettings: Sendable {
+    /// The values used where neither the flags nor the config file give one.
+    package enum Defaults {
+        package static let apiBase = "https://api.imgur.com"
+        package static let mediaBase = "https://i.imgur.com"
+        package static let concurrency = 6
+        package static let maxWaitSeconds = 300
+        package static let retries = 6
+        package static let sort = GallerySort.time
+        package static let window = GalleryWindow.all
+        package static let thumbnail = ThumbnailSize.medium
+        package static let mode = DownloadMode.skipIfExists
+    }
+
+    package var apiBase: String
+    package var mediaBase: String
+    package var clientIDFile: String
+    package var sort: GallerySort
+    package var window: GalleryWindow
+    /// Listing pages to read at most; nil reads to the end.
+    package var pages: Int?
+    package var thumbnail: ThumbnailSize
+    package var mode: DownloadMode
+    package var concurrency: Int
+    package var maxAPIRate: Double?
+    package var maxBytesPerSecond: Int64?
+    package var maxWait: Duration
+    package var retry: RetryPolicy
+    package var deadline: Duration?
+    package var maxFileSize: Int64
+    package var progress: ProgressDisplay
+    package var logFormat: LogFormat
+    package var metadata: Bool
+    package var metricsFile: String?
+
+    /// Merges `file` and `flags` (a flag given wins) and checks both, naming a wrong value as it
+    /// was given: `--max-wait`, or the config file and its key.
+    package init(file: MirrorConfiguration = MirrorConfiguration(), flags: MirrorConfiguration = MirrorConfiguration()) throws(MirrorError) {
+        try flags.validate(origin: .flags)
+        let given = file.overridden(by: flags)
+        apiBase = given.apiBase ?? Defaults.apiBase
+        mediaBase = given.mediaBase ?? Defaults.mediaBase
+        clientIDFile = given.clientIdFile ?? ClientIDFile.defaultPath
+        sort = given.sort ?? Defaults.sort
+        window = given.window ?? Defaults.window
+        pages = given.pages
+        thumbnail = given.thumbnail ?? Defaults.thumbnail
+        mode = given.mode ?? Defaults.mode
+        concurrency = given.concurrency ?? Defaults.concurrency
+        maxAPIRate = given.maxApiRate
+        maxBytesPerSecond = given.maxBandwidth.flatMap(ByteCount.parse)
+        maxWait = .seconds(given.maxWait ?? Defaults.maxWaitSeconds)
+        retry = RetryPolicy(maxAttempts: given.retries ?? Defaults.retries)
+        deadline = given.maxDuration.flatMap(DurationText.parse)
+        maxFileSize = given.maxFileSize.flatMap(ByteCount.parse) ?? Downloader.defaultMaxFileSize
+        progress = given.progress ?? .auto
+        logFormat = given.logFormat ?? .text
+        metadata = given.metadata ?? false
+        metricsFile = given.metricsFile.map { NSString(string: $0).expandingTildeInPath }
+    }
+
+    /// Settings for mirroring `tag`.
+    package func tag(_ tag: String) -> TagMirror.Settings {
+        TagMirror.Settings(
+            crawl: TagCrawler.Options(tag: tag, sort: sort, window: window, maxPages: pages),
+            urls: MediaURLBuilder(mediaBase: mediaBase, thumbnail: thumbnail),
+            mode: mode, concurrency: concurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata)
+    }
+
+    /// Settings for mirroring `feed`.
+    package func feed(_ feed: FeedLocation, baseURL: String?) -> FeedMirror.Settings {
+        FeedMirror.Settings(
+            feed: feed, baseURL: baseURL, mode: mode, retry: retry, maxFileSize: maxFileSize, metadata: metadata)
+    }
+
+    package var engine: TransferEngine.Configuration {
+        TransferEngine.Configuration(maxBytesPerSecond: maxBytesPerSecond)
+    }
+
+    package var politeness: ImgurClient.Politeness {
+        ImgurClient.Politeness(maxRequestsPerSecond: maxAPIRate, maxWait: maxWait)
+    }
+}

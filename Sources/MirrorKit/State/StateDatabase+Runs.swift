@@ -1,0 +1,102 @@
+import Foundation
+
+/// One finished run: what it did and how it ended. Kept in the state database so that
+/// `mirror status` can show the last run when none is active, and the metrics file can say when a
+/// run last succeeded.
+package struct RunRecord: Sendable, Codable, Equatable {
+    /// A file the run could not mirror; the next run tries it again.
+    package struct Failure: Sendable, Codable, Equatable {
+        package var url: String
+        package var problem: String
+    }
+
+    package var source: String
+    package var startedAt: Date
+    package var endedAt: Date
+    package var exitStatus: Int32
+    /// The summary line the run printed.
+    package var line: String
+    package var filesWanted: Int
+    package var filesDownloaded: Int
+    package var bytesDownloaded: Int64
+    package var filesPresent: Int
+    package var filesUnchanged: Int
+    package var filesRemoved: Int
+    package var filesDeferred: Int
+    package var filesFailed: Int
+    /// The first ``maxFailuresKept`` failures.
+    package var failures: [Failure]
+    /// What stopped the listing or feed early, if anything did.
+    package var stoppedBy: String?
+    package var interrupted: Bool
+
+    static let maxFailuresKept = 100
+
+    package init(source: String, startedAt: Date, endedAt: Date, exitStatus: Int32, summary: MirrorSummary) {
+        self.source = source
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.exitStatus = exitStatus
+        line = summary.line
+        filesWanted = summary.wanted
+        filesDownloaded = summary.downloaded
+        bytesDownloaded = summary.bytesDownloaded
+        filesPresent = summary.alreadyPresent
+        filesUnchanged = summary.unchanged
+        filesRemoved = summary.removed.count
+        filesDeferred = summary.deferred
+        filesFailed = summary.failures.count
+        failures = summary.failures.prefix(Self.maxFailuresKept).map { Failure(url: $0.url, problem: $0.description) }
+        stoppedBy = summary.stoppedBy?.description
+        interrupted = summary.interrupted
+    }
+
+    /// Bytes per second over the whole run.
+    package var bytesPerSecond: Double {
+        let seconds = endedAt.timeIntervalSince(startedAt)
+        return seconds > 0 ? Double(bytesDownloaded) / seconds : 0
+    }
+}
+
+extension StateDatabase {
+    /// Runs kept: enough to see a pattern, few enough that the table never grows.
+    static let runsKept = 200
+
+    package func recordRun(_ run: RunRecord) throws(MirrorError) {
+        let json = (try? Self.runEncoder.encode(run)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        try inTransaction { () throws(SQLiteError) in
+            try db.execute(
+                "INSERT INTO runs (source, started_at, ended_at, exit_status, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+                [.text(run.source), .integer(Int64(run.startedAt.timeIntervalSince1970)),
+                 .integer(Int64(run.endedAt.timeIntervalSince1970)),
+                 .integer(Int64(run.exitStatus)), .text(json)])
+            try db.execute(
+                "DELETE FROM runs WHERE id <= (SELECT max(id) FROM runs) - ?1", [.integer(Int64(Self.runsKept))])
+        }
+    }
+
+    /// The last run that finished, of any source.
+    package func lastRun() throws(MirrorError) -> RunRecord? {
+        guard let text = try read("SELECT record FROM runs ORDER BY id DESC LIMIT 1").first?.first?.text else { return nil }
+        return try? Self.runDecoder.decode(RunRecord.self, from: Data(text.utf8))
+    }
+
+    /// When a run of `source` last ended with status 0.
+    package func lastSuccess(of source: String) throws(MirrorError) -> Date? {
+        try read("SELECT max(ended_at) FROM runs WHERE source = ?1 AND exit_status = 0", [.text(source)])
+            .first?.first?.integer.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+    }
+
+    private static let runEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    private static let runDecoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }()
+}

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import Logging
+import MirrorKit
+
+/// What every mirroring command does around its mirror: resolve the settings, set up logging,
+/// take the directory's lock, run with signals and the deadline turned into cancellation, show
+/// progress and keep the metrics file current while it runs, then shut the engine down, record
+/// the run, report it and exit with its status.
+struct RunLifecycle {
+    let common: CommonOptions
+    /// The flags given, over the config file's values.
+    let flags: MirrorConfiguration
+    /// What the summary line starts with: the tag, or `feed`.
+    let label: String
+
+    typealias MakeMirror = (RunSettings, MirrorDirectory, TransferEngine, Logger) throws(MirrorError) -> any MirrorRun
+
+    func run(_ makeMirror: MakeMirror) async throws {
+        let settings: RunSettings
+        do {
+            let file = try common.config.map(MirrorConfiguration.load(from:)) ?? MirrorConfiguration()
+            settings = try RunSettings(file: file, flags: flags)
+        } catch {
+            Console.use(flags.logFormat ?? .text)
+            throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
+        }
+        let logger = LogSetup.bootstrap(quiet: common.quiet, verbose: common.verbose, format: settings.logFormat)
+        do {
+            try await run(settings, logger: logger, makeMirror)
+        } catch let error as MirrorError {
+            throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
+        }
+    }
+
+    private func run(_ settings: RunSettings, logger: Logger, _ makeMirror: MakeMirror) async throws {
+        let directory = try MirrorDirectory(root: URL(fileURLWithPath: common.out))
+        let lock = try RunLock(directory: directory)
+        let engine = TransferEngine(configuration: settings.engine)
+        let mirror: any MirrorRun
+        do {
+            mirror = try makeMirror(settings, directory, engine, logger)
+        } catch {
+            await engine.shutDown()
+            throw error
+        }
+        let lastSuccess = try? await mirror.state.lastSuccess(of: mirror.source)
+        let metrics = settings.metricsFile.map(MetricsFile.init(path:))
+        let watcher = Task {
+            await watch(mirror, display: showsProgress(settings), metrics: metrics, lastSuccess: lastSuccess, logger: logger)
+        }
+        let (summary, stop) = await Interruption.cancelOnSignal(deadline: settings.deadline) { await mirror.run() }
+        watcher.cancel()
+        await watcher.value
+        // No libcurl call may be running once the process starts to exit.
+        await engine.shutDown()
+        Console.endProgress()
+        let status = Report.exitStatus(summary, stop: stop)
+        let record = RunRecord(
+            source: mirror.source, startedAt: mirror.progress.snapshot.startedAt, endedAt: Date(), exitStatus: status,
+            summary: summary)
+        do {
+            try await mirror.state.recordRun(record)
+        } catch {
+            logger.warning("the run could not be recorded for mirror status: \(error)")
+        }
+        if let metrics {
+            var figures = MetricsFile.Figures(
+                source: mirror.source, progress: mirror.progress.snapshot, lastSuccess: status == 0 ? record.endedAt : lastSuccess,
+                now: record.endedAt)
+            figures.endedAt = record.endedAt
+            figures.exitStatus = status
+            figures.filesDownloaded = summary.downloaded
+            figures.bytesDownloaded = summary.bytesDownloaded
+            figures.filesFailed = summary.failures.count
+            figures.filesRemoved = summary.removed.count
+            figures.bytesPerSecond = record.bytesPerSecond
+            if let listing = summary.listing {
+                figures.crawlNextPage = listing.nextPage
+                figures.crawlEstimatedPages = listing.estimatedPages
+            }
+            do {
+                try metrics.write(figures)
+            } catch {
+                logger.error("metrics file: \(error)")
+            }
+        }
+        withExtendedLifetime(lock) {}
+        Report.print(summary, label: label, quiet: common.quiet, stop: stop, logger: logger)
+        if settings.logFormat == .json, !common.quiet || status != 0 {
+            let fields = [
+                "source": mirror.source, "exit_status": "\(status)", "files": "\(summary.wanted)",
+                "downloaded": "\(summary.downloaded)", "bytes": "\(summary.bytesDownloaded)",
+                "failed": "\(summary.failures.count)",
+            ]
+            Console.printErrorLine(JSONLine.encode(level: status == 0 ? "notice" : "error", message: "\(label): \(summary.line)", fields: fields))
+        }
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Live progress is drawn on a terminal unless asked not to, or `--quiet` (which `always` overrides).
+    private func showsProgress(_ settings: RunSettings) -> Bool {
+        switch settings.progress {
+        case .always: true
+        case .never: false
+        case .auto: !common.quiet && isatty(STDERR_FILENO) == 1
+        }
+    }
+
+    /// Redraws the progress four times a second and rewrites the metrics file every five seconds,
+    /// until cancelled.
+    private func watch(_ mirror: any MirrorRun, display: Bool, metrics: MetricsFile?, lastSuccess: Date?, logger: Logger) async {
+        var lines = ProgressLines(label: label)
+        let clock = ContinuousClock()
+        let start = clock.now
+        var nextMetrics = start
+        var metricsFailed = false
+        if display { Console.beginProgress() }
+        while !Task.isCancelled {
+            let snapshot = await mirror.progress.refresh()
+            let now = clock.now
+            if display {
+                let elapsed = now - start
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                Console.showProgress(lines.lines(for: snapshot, at: seconds, columns: Console.columns()))
+            }
+            if let metrics, now >= nextMetrics {
+                nextMetrics = now + .seconds(5)
+                do {
+                    try metrics.write(MetricsFile.Figures(source: mirror.source, progress: snapshot, lastSuccess: lastSuccess))
+                } catch where !metricsFailed {
+                    // Once: the file's directory will not come back within the run.
+                    metricsFailed = true
+                    logger.warning("metrics file: \(error)")
+                } catch {}
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+}
