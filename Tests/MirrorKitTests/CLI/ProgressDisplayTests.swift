@@ -1,0 +1,115 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// The live progress display, through a pseudo-terminal of the test's own, and its absence
+/// without one.
+@Suite("Live progress on a terminal", .serialized, .timeLimit(.minutes(2)))
+struct ProgressDisplayTests {
+    /// A run of the 64 MiB `bigfile` tag lasting about four seconds, its thumbnail failing at
+    /// once (so an error line lands in the middle of the progress).
+    private func slowRun(
+        on terminal: PseudoTerminal?, _ extra: [String] = [],
+        during: @escaping @Sendable (PseudoTerminal) async -> Void = { _ in }
+    ) async throws -> (status: Int32, output: String, chunks: [(columns: Int, bytes: [UInt8])]) {
+        try await TestSupport.withServer { server in
+            server.inject(.throttle(bytesPerSecond: 16 << 20), path: "/B1gF1le.jpg")
+            server.inject(.respond(status: 500), path: "/B1gF1lem.jpg")
+            return try await MirrorProcess.withClientID { dir, idFile in
+                let arguments = [
+                    "bigfile", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile,
+                    "--api-base", server.baseURL, "--media-base", server.baseURL, "--retries", "1",
+                ] + extra
+                if let terminal {
+                    let run = try await terminal.run(arguments, during: during)
+                    return (run.status, run.output, run.chunks)
+                }
+                let run = try await MirrorProcess.run(arguments)
+                return (run.status, run.stdout + run.stderr, [(0, Array((run.stdout + run.stderr).utf8))])
+            }
+        }
+    }
+
+    /// The progress frames drawn: the text between escapes and line ends that has the display's
+    /// separator (summary and log lines have none).
+    private func frames(_ output: String) -> [String] {
+        // By scalars: "\r\n" is one Character.
+        output.unicodeScalars.split(whereSeparator: { $0 == "\r" || $0 == "\n" || $0 == "\u{1B}" })
+            .map { String(String.UnicodeScalarView($0)).replacingOccurrences(of: #"^\[\d*[AJ]"#, with: "", options: .regularExpression) }
+            .filter { $0.contains(" · ") || $0.hasPrefix("  forced:") }
+    }
+
+    private func screen(_ chunks: [(columns: Int, bytes: [UInt8])]) -> ReflowingTerminal {
+        var terminal = ReflowingTerminal(columns: chunks.first?.columns ?? 80)
+        for chunk in chunks {
+            terminal.columns = chunk.columns
+            terminal.feed(chunk.bytes)
+        }
+        return terminal
+    }
+
+    @Test func aTerminalShowsRedrawnProgressThatLeavesNothingBehind() async throws {
+        let terminal = try PseudoTerminal(columns: 120)
+        let run = try await slowRun(on: terminal)
+        #expect(run.status == 1, "\(run.output)")
+        let drawn = frames(run.output)
+        // Four redraws a second over some three seconds.
+        #expect(drawn.count >= 6, "\(run.output)")
+        #expect(drawn.contains { $0.hasPrefix("bigfile: ") && $0.contains(" of 2 files") && $0.contains("/s") }, "\(drawn)")
+        #expect(drawn.contains { $0.hasPrefix("  forced: B1gF1le.jpg ") && $0.contains("%") }, "\(drawn)")
+        #expect(drawn.allSatisfy { TerminalText.width($0) <= 119 }, "\(drawn)")
+        // Once every file is known and some have settled, the time left shows.
+        #expect(drawn.contains { $0.contains("ETA ") }, "\(drawn)")
+        // What stays on the screen: the error (whole, on its own line) and the summary; no progress.
+        let screen = screen(run.chunks)
+        #expect(screen.problems.isEmpty, "\(screen.problems)")
+        let lines = screen.text.filter { !$0.isEmpty }
+        #expect(!lines.contains { $0.contains(" · ") || $0.contains("forced:") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("mirror: ") && $0.contains("B1gF1lem.jpg: HTTP 500") }, "\(lines)")
+        #expect(lines.last?.hasPrefix("bigfile: 2 files: 1 downloaded") == true, "\(lines)")
+        #expect(lines.count == 2, "\(lines)")
+    }
+
+    @Test func aNarrowTerminalAndAResizeDoNotGarbleIt() async throws {
+        let terminal = try PseudoTerminal(columns: 100)
+        let run = try await slowRun(on: terminal) { terminal in
+            // Narrower once the first frames are up, then very narrow, then wide again.
+            for columns in [44, 24, 90] {
+                try? await Task.sleep(for: .milliseconds(700))
+                terminal.resize(columns: columns)
+            }
+        }
+        #expect(run.status == 1, "\(run.output)")
+        for chunk in run.chunks {
+            let drawn = frames(String(decoding: chunk.bytes, as: UTF8.self))
+            // A frame drawn just before a resize may be read just after it: one width of slack.
+            let widest = run.chunks.map(\.columns).filter { $0 >= chunk.columns }.max() ?? chunk.columns
+            #expect(drawn.allSatisfy { TerminalText.width($0) <= widest - 1 }, "\(chunk.columns): \(drawn)")
+        }
+        #expect(frames(run.output).contains { TerminalText.width($0) <= 23 && $0.hasSuffix("…") })
+        let screen = screen(run.chunks)
+        #expect(screen.problems.isEmpty, "\(screen.problems)")
+        let lines = screen.text.filter { !$0.isEmpty }
+        #expect(!lines.contains { $0.contains(" · ") || $0.contains("forced:") || $0.contains("…") }, "\(lines)")
+        #expect(lines.count == 2, "\(lines)")
+    }
+
+    @Test func withoutATerminalOrWithNeverThereIsNone() async throws {
+        let piped = try await slowRun(on: nil)
+        #expect(piped.status == 1)
+        #expect(!piped.output.contains("\u{1B}") && frames(piped.output).isEmpty, "\(piped.output)")
+        // Cron's view: the error and the summary, nothing else.
+        #expect(piped.output.split(separator: "\n").count == 2, "\(piped.output)")
+
+        let never = try await slowRun(on: try PseudoTerminal(columns: 80), ["--progress", "never"])
+        #expect(!never.output.contains("\u{1B}") && frames(never.output).isEmpty, "\(never.output)")
+
+        let quiet = try await slowRun(on: try PseudoTerminal(columns: 80), ["--quiet"])
+        #expect(frames(quiet.output).isEmpty, "\(quiet.output)")
+
+        // always draws even into a pipe (for a terminal that is not one to isatty).
+        let always = try await slowRun(on: nil, ["--progress", "always"])
+        #expect(!frames(always.output).isEmpty)
+    }
+}
