@@ -17,6 +17,8 @@ package struct FeedEnclosure: Sendable, Equatable {
     /// What names the entry across its releases: a docset's `identifier`, else the Atom `id` or
     /// RSS `guid` (with `#type`, or `#n` by position, when the entry has several); nil for none.
     package var entryID: String?
+    /// The entry's web page (Atom's alternate link, RSS's `link`), where it has one.
+    package var entryPage: String?
 }
 
 /// A parsed feed: its kind and every enclosure in document order.

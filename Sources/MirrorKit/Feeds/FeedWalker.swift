@@ -26,6 +26,8 @@ struct FeedWalker {
         var docsetIdentifier: String?
         /// Atom `updated`, RSS `pubDate`.
         var updated: String?
+        /// The entry's web page: Atom's alternate link, RSS's `link`.
+        var page: String?
         var found: [FeedEnclosure] = []
         var unusable: [String] = []
 
@@ -93,8 +95,14 @@ struct FeedWalker {
             if let open = entry, depth == open.depth + 1 { entry?.title = value } else if depth == 1 { title = value }
         } else if isAtom && name == "link", entry != nil {
             // A link without rel is an alternate link (RFC 4287 §4.2.7.2).
-            guard attribute("rel") == "enclosure", let href = attribute("href") else { return }
-            addEnclosure(href: href, length: attribute("length"), type: attribute("type"))
+            guard let href = attribute("href") else { return }
+            switch attribute("rel") {
+            case "enclosure": addEnclosure(href: href, length: attribute("length"), type: attribute("type"))
+            case nil, "alternate":
+                let page = pageLink(href)
+                if entry?.page == nil { entry?.page = page }
+            default: break
+            }
         } else if let open = entry, depth == open.depth + 1, isAtom && (name == "id" || name == "updated") {
             let value = text()
             if name == "id" { entry?.id = value } else { entry?.updated = value }
@@ -119,6 +127,10 @@ struct FeedWalker {
         case "title":
             let value = text()
             if let open = entry, depth == open.depth + 1 { entry?.title = value } else if entry == nil && title == nil { title = value }
+        case "link":
+            guard let open = entry, depth == open.depth + 1, let href = text() else { return }
+            let page = pageLink(href)
+            entry?.page = page
         case "enclosure" where entry != nil:
             guard let href = attribute("url") else { return }
             addEnclosure(href: href, length: attribute("length"), type: attribute("type"))
@@ -162,6 +174,7 @@ struct FeedWalker {
             enclosure.entryTitle = open.title
             enclosure.version = open.version
             enclosure.updated = open.updated
+            enclosure.entryPage = open.page
             enclosure.entryID = (open.docsetIdentifier ?? open.id).map { id in
                 guard open.found.count > 1 else { return id }
                 return typesTell ? "\(id)#\(types[index])" : "\(id)#\(index)"
@@ -184,6 +197,14 @@ struct FeedWalker {
     /// `href` resolved against the element's base URI (`xml:base`, else the feed's URL); escapes
     /// are kept as written. Links with spaces or non-ASCII characters, which RFC 3986 forbids but
     /// feeds contain, are percent-encoded first. Nil when that fails too; the entry notes the link.
+    /// An entry's web page, resolved as an enclosure is; one that is no URL is left out quietly
+    /// (it is only metadata: nothing is fetched from it).
+    private func pageLink(_ href: String) -> String? {
+        let trimmed = href.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { return nil }
+        return build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed))
+    }
+
     private mutating func resolve(_ href: String) -> String? {
         let trimmed = href.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }

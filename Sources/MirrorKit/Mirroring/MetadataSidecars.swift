@@ -6,7 +6,8 @@ import Foundation
 ///   and timestamp, type, size, width, height, animated, the album (id, title) it came from, the
 ///   gallery link, the media link, and the mirror's files of it;
 /// - `meta/enclosures/<file name>.json` for a feed's enclosure: the feed's title, the entry's
-///   title, id, version, updated, and the enclosure's links and type.
+///   title, id (a docset's identifier where it has one), version, updated and web page, and the
+///   enclosure's links, type and stated length.
 ///
 /// A sidecar holds only what its source said, never when it was written, so it is rewritten (whole,
 /// by a rename) exactly when that changes: a title edited on Imgur shows up the next time a page
@@ -66,6 +67,7 @@ struct MetadataSidecars: Sendable {
         fields["id"] = enclosure.entryID
         fields["version"] = enclosure.version
         fields["updated"] = enclosure.updated
+        fields["page"] = enclosure.entryPage
         fields["type"] = enclosure.type
         fields["length"] = enclosure.length
         return try replace(Self.path(ofEnclosure: fileName), with: fields)

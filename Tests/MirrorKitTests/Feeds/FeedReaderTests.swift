@@ -25,7 +25,8 @@ struct FeedReaderTests {
         #expect(feed.enclosures == [
             FeedEnclosure(url: "\(Self.base)/files/Alpha-2.1.docset.xar", length: 6_291_456,
                           type: "application/octet-stream", entryTitle: "Alpha", version: "2.1",
-                          updated: "2026-11-01T09:00:00+01:00", entryID: "org.example.alpha"),
+                          updated: "2026-11-01T09:00:00+01:00", entryID: "org.example.alpha",
+                          entryPage: "\(Self.base)/docs/alpha.html"),
             FeedEnclosure(url: "\(Self.base)/files/beta/Beta%201.0.xar", length: 3_145_728,
                           type: "application/octet-stream", entryTitle: "Beta (relative link, xml:base)", version: "1.0",
                           updated: "2026-10-20T12:00:00-08:00", entryID: "org.example.beta"),
@@ -41,6 +42,7 @@ struct FeedReaderTests {
         #expect(feed.enclosures.map(\.length) == [nil, 1_048_576])
         #expect(feed.enclosures.first?.entryTitle == "Episode 2")
         #expect(feed.enclosures.map(\.entryID) == ["fixture-episode-2", "fixture-episode-1"])
+        #expect(feed.enclosures.map(\.entryPage) == ["\(Self.base)/episodes/2", nil])
     }
 
     @Test func readsADashFeedAsOneArchiveWithMirrors() throws {

@@ -1,0 +1,137 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Metadata sidecars: what the API or feed said, beside each file", .timeLimit(.minutes(2)))
+struct MetadataSidecarTests {
+    let engine = TransferEngine()
+
+    private func runTag(_ server: FixtureServer, into dir: URL, metadata: Bool = true) async throws -> MirrorSummary {
+        let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
+        let settings = TagMirror.Settings(
+            crawl: TagCrawler.Options(tag: "cats"), urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
+            retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)), metadata: metadata)
+        return try await TagMirror(
+            directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
+            logger: TestSupport.logger
+        ).run()
+    }
+
+    private func sidecar(_ dir: URL, _ path: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: dir.appendingPathComponent(path))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test func everyImageGetsItsSidecarWithItsAlbum() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await runTag(server, into: dir)
+                #expect(summary.isComplete, "\(summary.line)")
+                for id in TestSupport.catsImageIDs {
+                    let fields = try sidecar(dir, "meta/\(id).json")
+                    #expect(fields["id"] as? String == id)
+                    let files = try #require(fields["files"] as? [String: String])
+                    #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(try #require(files["full"])).path))
+                    #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(try #require(files["preview"])).path))
+                }
+                // A top-level image, with what the page said of it.
+                let image = try sidecar(dir, "meta/aB3dE5f.json")
+                #expect(image["title"] as? String == "Fixture aB3dE5f")
+                #expect(image["type"] as? String == "image/jpeg")
+                #expect(image["gallery_link"] as? String == "https://imgur.com/gallery/aB3dE5f")
+                #expect(image["album"] == nil)
+                let timestamp = try #require(image["timestamp"] as? Int)
+                #expect(image["datetime"] as? String == Date(timeIntervalSince1970: TimeInterval(timestamp)).formatted(.iso8601))
+                for key in ["size", "width", "height", "animated"] { #expect(image[key] != nil, "\(key)") }
+                // An image of an album the page did not embed (asked for later): the album and its
+                // title come from the page that listed it, kept with the album meanwhile.
+                let inAlbum = try sidecar(dir, "meta/Ij2kL3m.json")
+                let album = try #require(inAlbum["album"] as? [String: String])
+                #expect(album == ["id": "Ef1gH", "title": "Album Ef1gH"])
+                #expect(inAlbum["gallery_link"] as? String == "https://imgur.com/gallery/Ef1gH")
+            }
+        }
+    }
+
+    @Test func aSidecarFollowsAnEditAndIsNotRewrittenWithoutOne() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await runTag(server, into: dir)
+                let path = dir.appendingPathComponent("meta/aB3dE5f.json").path
+                let untouched = dir.appendingPathComponent("meta/Gh7iJ9k.json").path
+                let before = try FileManager.default.attributesOfItem(atPath: untouched)[.systemFileNumber] as? Int
+                let beforeText = try String(contentsOfFile: untouched, encoding: .utf8)
+                // The post's title and description are edited and it is tagged.
+                let page0 = try String(
+                    contentsOf: TestSupport.fixtures.appendingPathComponent("imgur/gallery-t-cats-0.json"), encoding: .utf8)
+                var edited = page0.replacingOccurrences(
+                    of: #""title":"Fixture aB3dE5f","description":null"#,
+                    with: #""title":"A new title","description":"Now described\nover two lines""#)
+                // The first entry's tags only: aB3dE5f's.
+                let tags = try #require(edited.range(of: #""tags":[]"#))
+                edited.replaceSubrange(tags, with: #""tags":[{"name":"cats","display_name":"Cats"},{"name":"caturday"}]"#)
+                #expect(edited != page0)
+                server.inject(.respond(status: 200, body: edited), path: "/3/gallery/t/cats/time/all/0")
+                let second = try await runTag(server, into: dir)
+                #expect(second.isComplete, "\(second.line)")
+                let fields = try sidecar(dir, "meta/aB3dE5f.json")
+                #expect(fields["title"] as? String == "A new title")
+                #expect(fields["description"] as? String == "Now described\nover two lines")
+                #expect(fields["tags"] as? [String] == ["cats", "caturday"])
+                #expect(FileManager.default.fileExists(atPath: path))
+                // Unchanged data: the same file, not a rewrite (a rename would give a new inode).
+                let after = try FileManager.default.attributesOfItem(atPath: untouched)[.systemFileNumber] as? Int
+                #expect(before == after, "\(beforeText) → \((try? String(contentsOfFile: untouched, encoding: .utf8)) ?? "")")
+            }
+        }
+    }
+
+    @Test func withoutTheOptionThereAreNone() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await runTag(server, into: dir, metadata: false)
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("meta").path))
+            }
+        }
+    }
+
+    @Test func aPlantedLinkAsTheMetaFolderIsRefused() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let elsewhere = dir.appendingPathComponent("elsewhere")
+                let out = dir.appendingPathComponent("out")
+                try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+                try FileManager.default.createSymbolicLink(atPath: out.appendingPathComponent("meta").path, withDestinationPath: elsewhere.path)
+                let summary = try await runTag(server, into: out)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+                #expect(summary.stoppedBy?.mirrorError != nil || !summary.problems.isEmpty, "\(summary.line)")
+            }
+        }
+    }
+
+    @Test func aFeedEnclosureGetsItsEntry() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let mirror = try FeedMirror(
+                    directory: try MirrorDirectory(root: dir), engine: engine,
+                    settings: .init(feed: .url("\(server.baseURL)/feeds/docsets.atom"), metadata: true),
+                    logger: TestSupport.logger)
+                let summary = await mirror.run()
+                #expect(summary.isComplete, "\(summary.line)")
+                let alpha = try sidecar(dir, "meta/enclosures/Alpha-2.1.docset.xar.json")
+                #expect(alpha["title"] as? String == "Alpha")
+                #expect(alpha["id"] as? String == "org.example.alpha")
+                #expect(alpha["version"] as? String == "2.1")
+                #expect(alpha["updated"] as? String == "2026-11-01T09:00:00+01:00")
+                #expect(alpha["feed_title"] as? String == "Fixture docsets")
+                #expect(alpha["file"] as? String == "enclosures/Alpha-2.1.docset.xar")
+                #expect(alpha["links"] as? [String] == ["\(server.baseURL)/files/Alpha-2.1.docset.xar"])
+                #expect(alpha["page"] as? String == "\(server.baseURL)/docs/alpha.html")
+                let beta = try sidecar(dir, "meta/enclosures/Beta 1.0.xar.json")
+                #expect(beta["title"] as? String == "Beta (relative link, xml:base)")
+            }
+        }
+    }
+}
