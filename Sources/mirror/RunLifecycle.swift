@@ -51,7 +51,7 @@ struct RunLifecycle {
         }
         let (summary, stop) = await Interruption.cancelOnSignal(deadline: settings.deadline) { await mirror.run() }
         watcher.cancel()
-        await watcher.value
+        let metricsProblemReported = await watcher.value
         // No libcurl call may be running once the process starts to exit.
         await engine.shutDown()
         Console.endProgress()
@@ -81,9 +81,9 @@ struct RunLifecycle {
             }
             do {
                 try metrics.write(figures)
-            } catch {
+            } catch where !metricsProblemReported {
                 logger.error("metrics file: \(error)")
-            }
+            } catch {}
         }
         withExtendedLifetime(lock) {}
         Report.print(summary, label: label, quiet: common.quiet, stop: stop, logger: logger)
@@ -108,8 +108,8 @@ struct RunLifecycle {
     }
 
     /// Redraws the progress four times a second and rewrites the metrics file every five seconds,
-    /// until cancelled.
-    private func watch(_ mirror: any MirrorRun, display: Bool, metrics: MetricsFile?, lastSuccess: Date?, logger: Logger) async {
+    /// until cancelled; true when the metrics file could not be written (and that was said).
+    private func watch(_ mirror: any MirrorRun, display: Bool, metrics: MetricsFile?, lastSuccess: Date?, logger: Logger) async -> Bool {
         var lines = ProgressLines(label: label)
         let clock = ContinuousClock()
         let start = clock.now
@@ -131,10 +131,11 @@ struct RunLifecycle {
                 } catch where !metricsFailed {
                     // Once: the file's directory will not come back within the run.
                     metricsFailed = true
-                    logger.warning("metrics file: \(error)")
+                    logger.error("metrics file: \(error)")
                 } catch {}
             }
             try? await Task.sleep(for: .milliseconds(250))
         }
+        return metricsFailed
     }
 }

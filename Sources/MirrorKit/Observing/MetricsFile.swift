@@ -70,7 +70,9 @@ package struct MetricsFile: Sendable {
                 unitName: unit, helpText: help)
             registry.makeGauge(descriptor: descriptor, labels: labels).set(value)
         }
-        func seconds(_ date: Date?) -> Double? { date.map { $0.timeIntervalSince1970.rounded() } }
+        // Whole seconds, cut as the state database keeps them: a last success read back from it
+        // must equal the one written at the end of its run.
+        func seconds(_ date: Date?) -> Double? { date.map { $0.timeIntervalSince1970.rounded(.down) } }
         gauge("run_in_progress", "1 while a run is going, 0 once it has ended.", figures.endedAt == nil ? 1 : 0)
         gauge("last_run_start_timestamp_seconds", "When the last run started.", seconds(figures.startedAt))
         gauge("last_run_end_timestamp_seconds", "When the last run ended.", seconds(figures.endedAt))

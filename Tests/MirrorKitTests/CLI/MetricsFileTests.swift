@@ -1,0 +1,118 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("The Prometheus metrics file", .timeLimit(.minutes(2)))
+struct MetricsFileTests {
+    /// `promtool check metrics` on `text`: its complaints, empty when it has none. The tests need
+    /// Debian's prometheus package (scripts/setup installs it).
+    private func promtoolProblems(_ text: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+        process.arguments = ["check", "metrics"]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(text.utf8))
+        try input.fileHandleForWriting.close()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? said.trimmingCharacters(in: .whitespacesAndNewlines) : "exit \(process.terminationStatus): \(said)"
+    }
+
+    /// The value of `name` in exposition `text` (its one series).
+    private func value(_ name: String, in text: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + "{") }
+            .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+    }
+
+    @Test func aRunWritesAFileThatPromtoolAccepts() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let metrics = dir.appendingPathComponent("textfile/mirror.prom").path
+                try FileManager.default.createDirectory(atPath: dir.appendingPathComponent("textfile").path, withIntermediateDirectories: true)
+                let arguments = [
+                    "cats", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile,
+                    "--api-base", server.baseURL, "--media-base", server.baseURL, "--metrics-file", metrics, "--retries", "1",
+                ]
+                let started = Date().timeIntervalSince1970.rounded(.down)
+                let first = try await MirrorProcess.run(arguments)
+                #expect(first.status == 0, "\(first.stderr)")
+                let text = try String(contentsOfFile: metrics, encoding: .utf8)
+                #expect(try promtoolProblems(text) == "", "\(text)")
+                #expect(text.contains(#"mirror_last_run_exit_status{source="tag cats"} 0"#), "\(text)")
+                #expect(value("mirror_run_in_progress", in: text) == 0)
+                #expect(value("mirror_last_run_files_downloaded", in: text) == 26)
+                #expect(value("mirror_last_run_files_failed", in: text) == 0)
+                let bytes = try #require(value("mirror_last_run_bytes_downloaded", in: text))
+                #expect(bytes > 100_000)
+                #expect(value("mirror_last_run_api_calls", in: text) ?? 0 >= 3)
+                #expect(value("mirror_api_calls_left", in: text) != nil)
+                let success = try #require(value("mirror_last_success_timestamp_seconds", in: text))
+                #expect(success >= started)
+                #expect(value("mirror_last_run_end_timestamp_seconds", in: text) == success)
+                #expect(text.contains("# HELP mirror_last_success_timestamp_seconds"))
+
+                // A failing run: its status shows, and the last success stays the first run's.
+                server.inject(.respond(status: 500), path: "/3/gallery/t/cats/time/all/0", times: 100)
+                let failing = try await MirrorProcess.run(arguments)
+                #expect(failing.status == 75, "\(failing.stderr)")
+                let after = try String(contentsOfFile: metrics, encoding: .utf8)
+                #expect(try promtoolProblems(after) == "")
+                #expect(value("mirror_last_run_exit_status", in: after) == 75)
+                #expect(value("mirror_last_success_timestamp_seconds", in: after) == success)
+                // Written whole: no temporary file is left beside it.
+                #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("textfile").path) == ["mirror.prom"])
+            }
+        }
+    }
+
+    @Test func theFileIsRewrittenWhileARunGoes() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.throttle(bytesPerSecond: 8 << 20), path: "/B1gF1le.jpg")
+            try await MirrorProcess.withClientID { dir, idFile in
+                let metrics = dir.appendingPathComponent("mirror.prom").path
+                let run = Task {
+                    try await MirrorProcess.run([
+                        "bigfile", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile,
+                        "--api-base", server.baseURL, "--media-base", server.baseURL, "--metrics-file", metrics,
+                    ])
+                }
+                var during: String?
+                for _ in 0..<80 {
+                    try await Task.sleep(for: .milliseconds(100))
+                    if let text = try? String(contentsOfFile: metrics, encoding: .utf8), value("mirror_run_in_progress", in: text) == 1 {
+                        during = text
+                        break
+                    }
+                }
+                let finished = try await run.value
+                #expect(finished.status == 0, "\(finished.stderr)")
+                let text = try #require(during, "no metrics file while the run went on")
+                #expect(try promtoolProblems(text) == "", "\(text)")
+                #expect(value("mirror_last_run_exit_status", in: text) == nil)
+                #expect(value("mirror_last_run_start_timestamp_seconds", in: text) != nil)
+            }
+        }
+    }
+
+    @Test func aBadMetricsPathIsAClearError() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let run = try await MirrorProcess.run([
+                    "cats", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile,
+                    "--api-base", server.baseURL, "--media-base", server.baseURL, "--metrics-file", "/nonexistent/dir/m.prom",
+                ])
+                // The mirror is made all the same; the metrics file's trouble is named, once.
+                #expect(run.status == 0)
+                #expect(run.stderr.hasPrefix("mirror: metrics file: /nonexistent/dir/"), "\(run.stderr)")
+                #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+                #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/full/aB3dE5f.jpg").path))
+            }
+        }
+    }
+}
