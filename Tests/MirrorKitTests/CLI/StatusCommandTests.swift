@@ -1,0 +1,80 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("mirror status: the run going on, or the last one, and what the next will retry", .timeLimit(.minutes(2)))
+struct StatusCommandTests {
+    @Test func duringTheCrawlItSaysTheCrawlIsRunning() async throws {
+        try await TestSupport.withServer { server in
+            // Page 0 takes seconds to come: no download has started yet.
+            server.inject(.stall(afterBytes: 0, seconds: 4), path: "/3/gallery/t/cats/time/all/0")
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let run = Task {
+                    try await MirrorProcess.run([
+                        "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                    ])
+                }
+                var seen: MirrorProcess.Run?
+                for _ in 0..<30 {
+                    try await Task.sleep(for: .milliseconds(100))
+                    guard FileManager.default.fileExists(atPath: out + "/.mirror") else { continue }
+                    let status = try await MirrorProcess.run(["status", "--out", out])
+                    if status.stdout.hasPrefix("running:") {
+                        seen = status
+                        break
+                    }
+                }
+                let status = try #require(seen, "status never said a run was going on")
+                #expect(status.stdout.contains("running: tag cats, pid "), "\(status.stdout)")
+                #expect(status.stdout.contains("phase: crawling, page 0"), "\(status.stdout)")
+                #expect(server.requestCount(path: "/aB3dE5f.jpg") == 0)
+                let json = try await MirrorProcess.run(["status", "--out", out, "--json"])
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+                let running = try #require(object["running"] as? [String: Any])
+                #expect((running["progress"] as? [String: Any])?["phase"] as? String == "crawling")
+                #expect(try await run.value.status == 0)
+            }
+        }
+    }
+
+    @Test func afterARunItShowsTheLastRunAndTheFailuresToRetry() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 500), path: "/Gh7iJ9k.png")
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let run = try await MirrorProcess.run([
+                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                    "--retries", "1",
+                ])
+                #expect(run.status == 1)
+                let status = try await MirrorProcess.run(["status", "--out", out])
+                #expect(status.status == 0)
+                let lines = status.stdout.split(separator: "\n").map(String.init)
+                #expect(lines.first == "no run in progress")
+                #expect(lines.contains { $0.hasPrefix("last run: tag cats, ") && $0.hasSuffix("exit status 1") }, "\(lines)")
+                #expect(lines.contains("  " + run.stdout.trimmingCharacters(in: .newlines).dropFirst("cats: ".count)), "\(lines)")
+                #expect(lines.contains("  failed, to be tried again by the next run:"), "\(lines)")
+                #expect(lines.contains("    \(server.baseURL)/Gh7iJ9k.png: HTTP 500"), "\(lines)")
+                #expect(lines.contains { $0.hasPrefix("imgur tag cats time all:") }, "\(lines)")
+                #expect(lines.contains { $0.hasPrefix("Imgur API budget at the last call") }, "\(lines)")
+
+                let json = try await MirrorProcess.run(["status", "--out", out, "--json"])
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+                #expect(object["running"] is NSNull)
+                let last = try #require(object["lastRun"] as? [String: Any])
+                #expect(last["exitStatus"] as? Int == 1)
+                #expect(last["filesFailed"] as? Int == 1)
+                let retry = try #require(object["failuresToRetry"] as? [[String: String]])
+                #expect(retry.map { $0["url"] } == ["\(server.baseURL)/Gh7iJ9k.png"])
+                // The image whose file failed is still pending: the next run tries it first.
+                #expect(object["imagesPending"] as? Int == 1)
+                let crawls = try #require(object["crawls"] as? [[String: Any]])
+                #expect(crawls.first?["source"] as? String == "imgur tag cats time all")
+                #expect((object["budget"] as? [String: Any])?["userRemaining"] != nil)
+                #expect((object["files"] as? [String: Int])?["files"] == 25)
+            }
+        }
+    }
+}
