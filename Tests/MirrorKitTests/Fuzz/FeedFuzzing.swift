@@ -67,7 +67,8 @@ enum FeedFuzzing {
     }
 
     /// An Atom, RSS or Dash feed made of random entries, with what the reader must find in it:
-    /// every link, in order, with its title, its length when positive and, in Dash, its mirrors.
+    /// every link, in order, with its title, its length when positive, in Atom its web page (the
+    /// alternate link, resolved), and in Dash its mirrors.
     @Sendable static func generate(_ random: inout FuzzRandom) -> FuzzCase {
         let kind = [Feed.Kind.atom, .rss, .dash][random.below(3)]
         let count = kind == .dash ? 1 : random.below(5)
@@ -84,7 +85,8 @@ enum FeedFuzzing {
                 url: entry.url, mirrors: entry.mirrors,
                 length: kind == .dash ? nil : length.flatMap { $0 > 0 ? $0 : nil },
                 type: kind == .dash ? nil : "application/octet-stream",
-                entryTitle: kind == .dash ? nil : trimmed(entry.title), version: kind == .dash ? trimmed(entry.title) : nil)
+                entryTitle: kind == .dash ? nil : trimmed(entry.title), version: kind == .dash ? trimmed(entry.title) : nil,
+                entryPage: kind == .atom ? "https://fuzz.example/page" : nil)
         }
         let input = Array(xml.utf8)
         return FuzzCase(input: input) {

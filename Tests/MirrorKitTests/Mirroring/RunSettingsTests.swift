@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("Settings resolved once: the config file, the flags over it, the defaults")
+struct RunSettingsTests {
+    @Test func aFlagWinsOverTheFileAndTheDefaultsFillTheRest() throws {
+        var file = MirrorConfiguration()
+        file.concurrency = 3
+        file.maxWait = 60
+        file.mode = .newFile
+        file.metricsFile = "~/mirror.prom"
+        var flags = MirrorConfiguration()
+        flags.concurrency = 9
+        flags.metadata = true
+        let settings = try RunSettings(file: file, flags: flags)
+        #expect(settings.concurrency == 9)
+        #expect(settings.maxWait == .seconds(60))
+        #expect(settings.mode == .newFile)
+        #expect(settings.metadata)
+        #expect(settings.metricsFile == NSString(string: "~/mirror.prom").expandingTildeInPath)
+        #expect(settings.retry.maxAttempts == RunSettings.Defaults.retries)
+        #expect(settings.apiBase == RunSettings.Defaults.apiBase)
+        #expect(settings.progress == .auto && settings.logFormat == .text)
+        #expect(settings.deadline == nil)
+    }
+
+    @Test func theDefaultsStandInOnePlace() throws {
+        let settings = try RunSettings()
+        let tag = settings.tag("cats")
+        // What a library user gets without RunSettings is what the command line gets.
+        let plain = TagMirror.Settings(crawl: tag.crawl, urls: tag.urls)
+        #expect(plain.concurrency == settings.concurrency && settings.concurrency == RunSettings.Defaults.concurrency)
+        #expect(plain.mode == settings.mode)
+        #expect(plain.retry.maxAttempts == settings.retry.maxAttempts)
+        #expect(ImgurClient.Politeness().maxWait == settings.maxWait)
+        #expect(DownloadScheduler.Configuration().maxConcurrent == settings.concurrency)
+    }
+
+    @Test func aBadValueIsNamedAsItWasGiven() throws {
+        var flags = MirrorConfiguration()
+        flags.maxWait = -1
+        #expect(throws: MirrorError.configuration("--max-wait must be 0 or more seconds")) { try RunSettings(flags: flags) }
+        flags = MirrorConfiguration()
+        flags.maxApiRate = 0
+        #expect(throws: MirrorError.configuration("--max-api-rate must be above 0")) { try RunSettings(flags: flags) }
+        var file = MirrorConfiguration()
+        file.maxWait = -1
+        #expect(throws: MirrorError.configuration("config file c.json: 'maxWait' must be 0 or more seconds")) {
+            try file.validate(origin: .file("c.json"))
+        }
+        flags = MirrorConfiguration()
+        flags.metricsFile = "/var/lib/textfile/"
+        #expect(throws: MirrorError.configuration("--metrics-file must name a file, got '/var/lib/textfile/'")) {
+            try RunSettings(flags: flags)
+        }
+    }
+
+    @Test func theNewKeysLoadFromAConfigFile() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent("c.json").path
+            try TestSupport.write(Array(#"{"progress":"never","logFormat":"json","metadata":true,"metricsFile":"/tmp/m.prom"}"#.utf8), to: path)
+            let settings = try RunSettings(file: try MirrorConfiguration.load(from: path))
+            #expect(settings.progress == .never && settings.logFormat == .json && settings.metadata)
+            #expect(settings.metricsFile == "/tmp/m.prom")
+            try TestSupport.write(Array(#"{"logFormat":"xml"}"#.utf8), to: path)
+            #expect(throws: MirrorError.self) { try MirrorConfiguration.load(from: path) }
+        }
+    }
+}
