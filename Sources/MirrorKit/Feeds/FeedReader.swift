@@ -2,42 +2,42 @@ import CLibXML2
 import Foundation
 
 /// A file a feed offers for download.
-package struct FeedEnclosure: Sendable, Equatable {
+struct FeedEnclosure: Sendable, Equatable {
     /// The URL to fetch, resolved against `xml:base` and the feed's own URL.
-    package var url: String
+    var url: String
     /// Other URLs of the same file (a Dash feed lists mirrors).
-    package var mirrors: [String] = []
+    var mirrors: [String] = []
     /// The size the feed states. Advisory only (RFC 4287 §4.2.7.6); RSS feeds write 0 for unknown.
-    package var length: Int64?
-    package var type: String?
-    package var entryTitle: String?
+    var length: Int64?
+    var type: String?
+    var entryTitle: String?
     /// The entry's release: a docset's `version`, and Atom's `updated` or RSS's `pubDate`.
-    package var version: String?
-    package var updated: String?
+    var version: String?
+    var updated: String?
     /// What names the entry across its releases: a docset's `identifier`, else the Atom `id` or
     /// RSS `guid` (with `#type`, or `#n` by position, when the entry has several); nil for none.
-    package var entryID: String?
+    var entryID: String?
     /// The entry's web page (Atom's alternate link, RSS's `link`), where it has one.
-    package var entryPage: String?
+    var entryPage: String?
 }
 
 /// A parsed feed: its kind and every enclosure in document order.
-package struct Feed: Sendable, Equatable {
-    package enum Kind: String, Sendable {
+struct Feed: Sendable, Equatable {
+    enum Kind: String, Sendable {
         case atom, rss, dash
     }
 
-    package var kind: Kind
-    package var title: String?
-    package var enclosures: [FeedEnclosure]
+    var kind: Kind
+    var title: String?
+    var enclosures: [FeedEnclosure]
     /// Enclosures that could not be used (a link that is no URL even once escaped).
-    package var problems: [String] = []
+    var problems: [String] = []
 }
 
 /// Why a feed could not be read.
 package struct FeedError: Error, Sendable, Equatable, CustomStringConvertible {
-    package var url: String
-    package var problem: String
+    var url: String
+    var problem: String
     /// The feed could not be fetched at all (as opposed to fetched and found wrong).
     package var isFetchFailure = false
 
@@ -52,18 +52,18 @@ package struct FeedError: Error, Sendable, Equatable, CustomStringConvertible {
 /// `DTDLOAD` or `HUGE` all the same. Elements are matched by namespace URI, never by prefix.
 /// Nothing is returned unless the whole document parsed: libxml2 streams nodes before it notices
 /// a document is malformed.
-package enum FeedReader {
+enum FeedReader {
     static let atomNamespace = "http://www.w3.org/2005/Atom"
     static let docsetNamespace = "http://developer.apple.com/rss/docset_extensions"
 
     /// Parses a feed fetched from `url`; relative links resolve against it (and `xml:base`).
-    package static func parse(_ bytes: [UInt8], url: String) throws(FeedError) -> Feed {
+    static func parse(_ bytes: [UInt8], url: String) throws(FeedError) -> Feed {
         try parse(bytes, url: url, base: url)
     }
 
     /// Parses the feed read from `url` (a URL, or a file's name, for messages); relative links
     /// resolve against `base` and `xml:base`, and are reported as problems without either.
-    package static func parse(_ bytes: [UInt8], url: String, base: String?) throws(FeedError) -> Feed {
+    static func parse(_ bytes: [UInt8], url: String, base: String?) throws(FeedError) -> Feed {
         guard !bytes.isEmpty else { throw FeedError(url: url, problem: "empty document") }
         guard bytes.count < Int(Int32.max) else { throw FeedError(url: url, problem: "larger than 2 GiB") }
         var prolog = FeedProlog()

@@ -11,11 +11,11 @@ package struct APIBudget: Sendable, Equatable, Codable {
     /// Calls left today for the application (`X-RateLimit-ClientRemaining`).
     package var clientRemaining: Int?
     /// When the daily budget refills, if the API said.
-    package var clientResetAt: Date?
+    var clientResetAt: Date?
     /// When these figures were read.
     package var observedAt: Date
 
-    package init(
+    init(
         userRemaining: Int? = nil, userLimit: Int? = nil, userResetAt: Date? = nil, clientRemaining: Int? = nil,
         clientResetAt: Date? = nil, observedAt: Date = Date()
     ) {

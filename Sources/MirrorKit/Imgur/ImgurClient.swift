@@ -16,20 +16,20 @@ package struct ImgurClient: Sendable {
     /// How politely to use the API.
     package struct Politeness: Sendable, Equatable {
         /// Most API calls per second; nil for no spacing.
-        package var maxRequestsPerSecond: Double?
+        var maxRequestsPerSecond: Double?
         /// The longest wait for a rate limit or an overloaded API before stopping (exit 75).
-        package var maxWait: Duration
+        var maxWait: Duration
         /// Retries of one call after a server error or a dropped connection.
-        package var retry: RetryPolicy
+        var retry: RetryPolicy
 
-        package init(maxRequestsPerSecond: Double? = nil, maxWait: Duration = .seconds(RunSettings.Defaults.maxWaitSeconds), retry: RetryPolicy = RetryPolicy(maxAttempts: 4)) {
+        init(maxRequestsPerSecond: Double? = nil, maxWait: Duration = .seconds(RunSettings.Defaults.maxWaitSeconds), retry: RetryPolicy = RetryPolicy(maxAttempts: 4)) {
             self.maxRequestsPerSecond = maxRequestsPerSecond
             self.maxWait = maxWait
             self.retry = retry
         }
     }
 
-    package var apiBase: String
+    var apiBase: String
     private let clientID: String
     private let engine: TransferEngine
     private let logger: Logger
@@ -55,28 +55,28 @@ package struct ImgurClient: Sendable {
     }
 
     /// The API budget as the last answer reported it.
-    package func budget() async -> APIBudget {
+    func budget() async -> APIBudget {
         await limiter.current
     }
 
     /// Starts from the budget an earlier run saw (kept while its reset has not passed), so that a
     /// spent budget costs no call to find out.
-    package func adopt(_ budget: APIBudget) async {
+    func adopt(_ budget: APIBudget) async {
         await limiter.adopt(budget)
     }
 
     /// Calls this run may still make before the reset, the reserve kept; nil until an answer says.
-    package func callsLeft() async -> Int? {
+    func callsLeft() async -> Int? {
         await limiter.callsLeft
     }
 
     /// API calls made so far through this client.
-    package func callsMade() async -> Int {
+    func callsMade() async -> Int {
         await limiter.callsMade
     }
 
     /// One page of the tag's gallery; no items marks the end of the listing.
-    package func tagListing(
+    func tagListing(
         _ tag: String, sort: GallerySort, window: GalleryWindow, page: Int
     ) async throws(ImgurError) -> TagPage {
         let path = "/3/gallery/t/\(Self.pathSegment(tag))/\(sort.rawValue)/\(window.rawValue)/\(page)"
@@ -85,14 +85,14 @@ package struct ImgurClient: Sendable {
     }
 
     /// The entries of one page of the tag's gallery; an empty array marks the end of the listing.
-    package func tagPage(
+    func tagPage(
         _ tag: String, sort: GallerySort, window: GalleryWindow, page: Int
     ) async throws(ImgurError) -> [GalleryItem] {
         try await tagListing(tag, sort: sort, window: window, page: page).items
     }
 
     /// Every image of an album (the endpoint is not paged).
-    package func albumImages(_ albumID: String) async throws(ImgurError) -> [ImgurImage] {
+    func albumImages(_ albumID: String) async throws(ImgurError) -> [ImgurImage] {
         let envelope: ImgurEnvelope<[ImgurImage]> = try await get("/3/album/\(Self.pathSegment(albumID))/images")
         return envelope.data
     }

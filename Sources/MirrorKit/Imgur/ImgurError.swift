@@ -16,18 +16,18 @@ package struct ImgurError: Error, Sendable, CustomStringConvertible {
 
     package var kind: Kind
     /// The API path or URL concerned.
-    package var url: String
+    var url: String
     /// The API's own words, or what was wrong with its answer.
-    package var message: String
+    var message: String
     /// Seconds the API asked us to wait (Retry-After), if it did.
-    package var retryAfter: Int?
+    var retryAfter: Int?
     /// For ``Kind/rateLimited``: the status the API kept answering (429, 503, …); nil when the
     /// budget itself is spent and no call was made.
-    package var lastStatus: Int? = nil
+    var lastStatus: Int? = nil
 
     /// The API said "not now" to every call (the budget, a 429, "over capacity", no answer at
     /// all), not only to one album or page.
-    package var isAPIWide: Bool {
+    var isAPIWide: Bool {
         guard kind == .rateLimited else { return kind == .unreachable }
         guard let lastStatus else { return true }
         return lastStatus == 429 || lastStatus == 403 || lastStatus == 1203

@@ -3,24 +3,24 @@
 /// Only the fields mirror needs are decoded (to mirror it, and for its metadata sidecar), each
 /// leniently: the API has changed shapes over the years (`nsfw` null, `edited` a string, tags as
 /// objects), and one odd field must not lose a whole page.
-package struct ImgurImage: Sendable, Hashable, Codable {
-    package var id: String
-    package var type: String?
-    package var animated: Bool
-    package var size: Int64?
-    package var mp4Size: Int64?
-    package var link: String?
-    package var datetime: Int64?
-    package var title: String?
-    package var description: String?
-    package var width: Int?
-    package var height: Int?
+struct ImgurImage: Sendable, Hashable, Codable {
+    var id: String
+    var type: String?
+    var animated: Bool
+    var size: Int64?
+    var mp4Size: Int64?
+    var link: String?
+    var datetime: Int64?
+    var title: String?
+    var description: String?
+    var width: Int?
+    var height: Int?
     /// The tags' names: the image's own, else its album's.
-    package var tags: [String]?
+    var tags: [String]?
     /// The album the image came from, when it came from one.
-    package var album: ImgurAlbumContext?
+    var album: ImgurAlbumContext?
 
-    package init(
+    init(
         id: String, type: String? = nil, animated: Bool = false, size: Int64? = nil, mp4Size: Int64? = nil,
         link: String? = nil, datetime: Int64? = nil, title: String? = nil, description: String? = nil,
         width: Int? = nil, height: Int? = nil, tags: [String]? = nil, album: ImgurAlbumContext? = nil
@@ -47,7 +47,7 @@ package struct ImgurImage: Sendable, Hashable, Codable {
         case album = "mirror_album"
     }
 
-    package init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
         type = try? container.decodeIfPresent(String.self, forKey: .type)
@@ -64,7 +64,7 @@ package struct ImgurImage: Sendable, Hashable, Codable {
         album = try? container.decodeIfPresent(ImgurAlbumContext.self, forKey: .album)
     }
 
-    package func encode(to encoder: any Encoder) throws {
+    func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encodeIfPresent(type, forKey: .type)
@@ -90,18 +90,18 @@ package struct ImgurImage: Sendable, Hashable, Codable {
     }
 
     /// The post on Imgur's site: the album's, for an album's image.
-    package var galleryLink: String {
+    var galleryLink: String {
         "https://imgur.com/gallery/\(album?.id ?? id)"
     }
 }
 
 /// The album an image came from, as its metadata names it.
-package struct ImgurAlbumContext: Sendable, Hashable, Codable {
-    package var id: String
-    package var title: String?
-    package var tags: [String]?
+struct ImgurAlbumContext: Sendable, Hashable, Codable {
+    var id: String
+    var title: String?
+    var tags: [String]?
 
-    package init(id: String, title: String? = nil, tags: [String]? = nil) {
+    init(id: String, title: String? = nil, tags: [String]? = nil) {
         self.id = id
         self.title = title
         self.tags = tags
@@ -132,20 +132,20 @@ enum ImgurTagNames {
 
 /// An album in a tag page. `images` is absent in older responses and may hold fewer than
 /// `imagesCount` entries in newer ones.
-package struct ImgurAlbum: Sendable, Hashable, Decodable {
-    package var id: String
-    package var cover: String?
-    package var imagesCount: Int?
-    package var images: [ImgurImage]?
-    package var title: String?
-    package var tags: [String]?
+struct ImgurAlbum: Sendable, Hashable, Decodable {
+    var id: String
+    var cover: String?
+    var imagesCount: Int?
+    var images: [ImgurImage]?
+    var title: String?
+    var tags: [String]?
 
     enum CodingKeys: String, CodingKey {
         case id, cover, images, title, tags
         case imagesCount = "images_count"
     }
 
-    package init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
         cover = try? container.decodeIfPresent(String.self, forKey: .cover)
@@ -156,19 +156,19 @@ package struct ImgurAlbum: Sendable, Hashable, Decodable {
     }
 
     /// What an image of this album carries of it.
-    package var context: ImgurAlbumContext {
+    var context: ImgurAlbumContext {
         ImgurAlbumContext(id: id, title: title, tags: tags)
     }
 
     /// The embedded images, when they are all there.
-    package var completeImages: [ImgurImage]? {
+    var completeImages: [ImgurImage]? {
         guard let images, images.count >= (imagesCount ?? 0) else { return nil }
         return images
     }
 }
 
 /// One entry of a gallery listing.
-package enum GalleryItem: Sendable, Hashable, Decodable {
+enum GalleryItem: Sendable, Hashable, Decodable {
     case image(ImgurImage)
     case album(ImgurAlbum)
 
@@ -176,7 +176,7 @@ package enum GalleryItem: Sendable, Hashable, Decodable {
         case isAlbum = "is_album"
     }
 
-    package init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         if try container.decodeIfPresent(Bool.self, forKey: .isAlbum) == true {
             self = .album(try ImgurAlbum(from: decoder))
@@ -185,7 +185,7 @@ package enum GalleryItem: Sendable, Hashable, Decodable {
         }
     }
 
-    package var id: String {
+    var id: String {
         switch self {
         case .image(let image): image.id
         case .album(let album): album.id
@@ -199,17 +199,17 @@ struct ImgurEnvelope<Payload: Decodable>: Decodable {
 }
 
 /// The `data` of a tag page: its entries, and how many the whole tag holds.
-package struct TagPage: Sendable, Decodable {
-    package var items: [GalleryItem]
+struct TagPage: Sendable, Decodable {
+    var items: [GalleryItem]
     /// The tag's size as the API states it (`total_items`), for "page N of about M".
-    package var totalItems: Int?
+    var totalItems: Int?
 
     enum CodingKeys: String, CodingKey {
         case items
         case totalItems = "total_items"
     }
 
-    package init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         items = try container.decode([GalleryItem].self, forKey: .items)
         totalItems = try? container.decodeIfPresent(Int.self, forKey: .totalItems)

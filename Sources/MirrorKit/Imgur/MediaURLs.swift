@@ -15,22 +15,22 @@ package enum ThumbnailSize: String, Sendable, CaseIterable, Codable {
 }
 
 /// One image to mirror: its thumbnail and its full-size file.
-package struct MediaItem: Sendable, Hashable {
-    package var id: String
-    package var previewURL: String
-    package var previewFileName: String
-    package var fullURL: String
-    package var fullFileName: String
+struct MediaItem: Sendable, Hashable {
+    var id: String
+    var previewURL: String
+    var previewFileName: String
+    var fullURL: String
+    var fullFileName: String
     /// The full-size file's size as the API states it, when it states it for that file.
-    package var expectedSize: Int64?
+    var expectedSize: Int64?
 }
 
 /// Builds media URLs from image ids, the way Imgur's CDN names files.
-package struct MediaURLBuilder: Sendable {
-    package var mediaBase: String
-    package var thumbnail: ThumbnailSize
+struct MediaURLBuilder: Sendable {
+    var mediaBase: String
+    var thumbnail: ThumbnailSize
 
-    package init(mediaBase: String = "https://i.imgur.com", thumbnail: ThumbnailSize = .medium) {
+    init(mediaBase: String = "https://i.imgur.com", thumbnail: ThumbnailSize = .medium) {
         self.mediaBase = mediaBase.hasSuffix("/") ? String(mediaBase.dropLast()) : mediaBase
         self.thumbnail = thumbnail
     }
@@ -40,7 +40,7 @@ package struct MediaURLBuilder: Sendable {
     ///
     /// The full-size URL comes from the id, never from `link`: for large GIFs the API points
     /// `link` at a thumbnail. Animated images are fetched as `.mp4` (`.gifv` is an HTML page).
-    package func item(for image: ImgurImage) -> MediaItem? {
+    func item(for image: ImgurImage) -> MediaItem? {
         guard Self.isPlainID(image.id) else { return nil }
         let ext: String
         let expectedSize: Int64?

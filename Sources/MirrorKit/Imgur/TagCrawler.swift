@@ -9,15 +9,15 @@ import Logging
 /// unexpanded first, and never asks for an album twice: its image list is cached. Once a pass of
 /// a newest-first (`time`) listing has completed, later passes stop at the first page that shows
 /// an entry an earlier pass saw. A source: it writes the ``CrawlStore``, never the mirror's files.
-package struct TagCrawler: Sendable {
-    package struct Options: Sendable {
-        package var tag: String
-        package var sort: GallerySort
-        package var window: GalleryWindow
+struct TagCrawler: Sendable {
+    struct Options: Sendable {
+        var tag: String
+        var sort: GallerySort
+        var window: GalleryWindow
         /// Treat the listing as ending after this many pages; nil reads to its end.
-        package var maxPages: Int?
+        var maxPages: Int?
 
-        package init(tag: String, sort: GallerySort = .time, window: GalleryWindow = .all, maxPages: Int? = nil) {
+        init(tag: String, sort: GallerySort = .time, window: GalleryWindow = .all, maxPages: Int? = nil) {
             self.tag = tag
             self.sort = sort
             self.window = window
@@ -25,21 +25,21 @@ package struct TagCrawler: Sendable {
         }
 
         /// The key of this listing's cursor and entries in the store.
-        package var source: String { "imgur tag \(tag) \(sort.rawValue) \(window.rawValue)" }
+        var source: String { "imgur tag \(tag) \(sort.rawValue) \(window.rawValue)" }
     }
 
     /// What a crawl did this run, and what went wrong on the way.
-    package struct Result: Sendable {
-        package var pagesRead = 0
-        package var albumsFetched = 0
+    struct Result: Sendable {
+        var pagesRead = 0
+        var albumsFetched = 0
         /// Albums or images that could not be listed; the crawl went on without them.
-        package var problems: [String] = []
+        var problems: [String] = []
         /// Albums the API no longer has (404, 410): reported once, not asked for again.
-        package var removedAlbums: [String] = []
+        var removedAlbums: [String] = []
         /// The error that stopped the listing early, if one did: the next run carries on.
-        package var stoppedBy: RunStopReason?
+        var stoppedBy: RunStopReason?
         /// The cursor as this run left it.
-        package var cursor: CrawlCursor?
+        var cursor: CrawlCursor?
         /// Albums that failed this run, not yet counted against them.
         var albumFailures: [(id: String, problem: String)] = []
         /// Some API call answered this run (a page, an album).
@@ -49,7 +49,7 @@ package struct TagCrawler: Sendable {
     }
 
     /// The API whose budget the store keeps for this crawler.
-    package static let budgetKey = "imgur"
+    static let budgetKey = "imgur"
     /// Runs in which an album may fail on its own before it is given up.
     static let albumAttempts = 3
 
@@ -59,7 +59,7 @@ package struct TagCrawler: Sendable {
     /// Where the crawl's page and budget are shown as it goes.
     let progress: RunProgress?
 
-    package init(client: ImgurClient, store: any CrawlStore, progress: RunProgress? = nil, logger: Logger) {
+    init(client: ImgurClient, store: any CrawlStore, progress: RunProgress? = nil, logger: Logger) {
         self.client = client
         self.store = store
         self.progress = progress
@@ -71,7 +71,7 @@ package struct TagCrawler: Sendable {
     ///
     /// `seenAgain` gets the images of entries earlier runs recorded when a page shows them again,
     /// as the API describes them now.
-    package func crawl(
+    func crawl(
         _ options: Options,
         found: @Sendable ([ImgurImage]) async -> Void,
         seenAgain: @Sendable ([ImgurImage]) async -> Void = { _ in },

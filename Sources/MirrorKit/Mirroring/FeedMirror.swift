@@ -5,17 +5,17 @@ import Logging
 /// a time: feed files are large (docsets run to hundreds of MB), so each gets the bandwidth.
 package struct FeedMirror: Sendable {
     package struct Settings: Sendable {
-        package var feed: FeedLocation
+        var feed: FeedLocation
         /// What relative links resolve against in a feed read from a file or standard input.
-        package var baseURL: String?
-        package var mode: DownloadMode
-        package var retry: RetryPolicy
+        var baseURL: String?
+        var mode: DownloadMode
+        var retry: RetryPolicy
         /// The most bytes an enclosure may have, whatever its server claims.
-        package var maxFileSize: Int64
+        var maxFileSize: Int64
         /// Write each enclosure's metadata sidecar (see ``MetadataSidecars``).
-        package var metadata: Bool
+        var metadata: Bool
 
-        package init(
+        init(
             feed: FeedLocation, baseURL: String? = nil, mode: DownloadMode = RunSettings.Defaults.mode,
             retry: RetryPolicy = RetryPolicy(), maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false
         ) {
@@ -27,7 +27,7 @@ package struct FeedMirror: Sendable {
             self.retry = retry
         }
 
-        package init(
+        init(
             feedURL: String, mode: DownloadMode = .skipIfExists, retry: RetryPolicy = RetryPolicy(),
             maxFileSize: Int64 = Downloader.defaultMaxFileSize
         ) {
@@ -191,7 +191,7 @@ package struct FeedMirror: Sendable {
 
     /// The most a feed body may hold, once decompressed. The largest real feeds (a podcast's whole
     /// history) run to a few MB; the body is held in memory whole, to be parsed.
-    package static let maximumFeedBytes = 64 << 20
+    static let maximumFeedBytes = 64 << 20
 
     /// Fetches and parses the feed, waiting out network faults, 408, 429 and 5xx as downloads do.
     /// The download ends at the first sign of a DOCTYPE, or once it grows past ``maximumFeedBytes``.

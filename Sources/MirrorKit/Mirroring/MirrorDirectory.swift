@@ -19,7 +19,7 @@ package enum DownloadMode: String, Sendable, CaseIterable, Codable {
     }
 
     /// The name the design gives the mode: `newFile`, `skipIfExists`.
-    package var designName: String {
+    var designName: String {
         switch self {
         case .newFile: "newFile"
         case .skipIfExists: "skipIfExists"
@@ -55,7 +55,7 @@ package enum DownloadMode: String, Sendable, CaseIterable, Codable {
 /// synced in batches (``syncDirectories()``): a power cut may lose a name given just before it,
 /// never a file's contents, and the next run fetches what it finds missing.
 package struct MirrorDirectory: Sendable {
-    package let root: URL
+    let root: URL
     /// `root`'s path, kept as a string: building URLs cost more than a download's other work.
     private let rootPath: String
     let rootFolder: Directory
@@ -78,7 +78,7 @@ package struct MirrorDirectory: Sendable {
     static let commitsPerDirectorySync = 128
 
     /// Where mirror keeps partial downloads, the state database and the run lock.
-    package var stateDirectory: URL { root.appendingPathComponent(".mirror", isDirectory: true) }
+    var stateDirectory: URL { root.appendingPathComponent(".mirror", isDirectory: true) }
 
     /// Opens (making it if needed) the mirror at `root` and its `.mirror` folder; throws when
     /// `.mirror` is a link, not the user's, or writable by others.
@@ -115,13 +115,13 @@ package struct MirrorDirectory: Sendable {
 
     /// The partial downloads in `.mirror/partials`, to be listed: nil when there is no such
     /// folder. Nothing is made or tidied.
-    package func partialsForReading() -> PartialStore? {
+    func partialsForReading() -> PartialStore? {
         guard let folder = try? stateFolder.folderForReading("partials") else { return nil }
         return PartialStore(inspecting: folder)
     }
 
     /// The store of partial downloads, in `.mirror/partials`.
-    package func partialStore() throws(MirrorError) -> PartialStore {
+    func partialStore() throws(MirrorError) -> PartialStore {
         do {
             return PartialStore(folder: try stateFolder.folder("partials"))
         } catch {
@@ -131,7 +131,7 @@ package struct MirrorDirectory: Sendable {
 
     /// The absolute path of `relativePath`, which must be a plain relative path (no `..`, no
     /// leading `/`): nothing is ever written outside the mirror directory.
-    package func path(of relativePath: String) throws(MirrorError) -> URL {
+    func path(of relativePath: String) throws(MirrorError) -> URL {
         URL(fileURLWithPath: try absolutePath(of: relativePath))
     }
 
@@ -190,7 +190,7 @@ package struct MirrorDirectory: Sendable {
     }
 
     /// Whether anything has the name `relativePath` (a link counts: the name is taken).
-    package func fileExists(_ relativePath: String) throws(MirrorError) -> Bool {
+    func fileExists(_ relativePath: String) throws(MirrorError) -> Bool {
         let (folderPath, name) = try split(relativePath)
         return try folder(folderPath, create: false)?.contains(name) ?? false
     }
@@ -233,7 +233,7 @@ package struct MirrorDirectory: Sendable {
     ///   download is then discarded.
     ///
     /// `afterRename` gets the folder and file name the file has under its final name.
-    package func commit(
+    func commit(
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
         afterRename: (Directory, String) -> Void = { _, _ in }
     ) throws(MirrorError) -> String? {
@@ -275,7 +275,7 @@ package struct MirrorDirectory: Sendable {
     /// Moves the file just committed as `relativePath` back to `partName` in `partials`: what
     /// vouches for it (the state database) could not be written, and a file nobody records would
     /// be fetched again under a second name. It stays a complete partial for the next run.
-    package func uncommit(_ relativePath: String, backTo partials: Directory, as partName: String) throws(MirrorError) {
+    func uncommit(_ relativePath: String, backTo partials: Directory, as partName: String) throws(MirrorError) {
         let (folderPath, name) = try split(relativePath)
         guard let folder = try folder(folderPath, create: false) else { return }
         do throws(FileSystemError) {
@@ -289,14 +289,14 @@ package struct MirrorDirectory: Sendable {
     }
 
     /// Takes the extended attribute `attribute` off the mirrored file `relativePath`.
-    package func removeAttribute(_ attribute: String, of relativePath: String) {
+    func removeAttribute(_ attribute: String, of relativePath: String) {
         guard let (folderPath, name) = try? split(relativePath), let folder = try? folder(folderPath, create: false) else { return }
         folder.removeAttribute(attribute, of: name)
     }
 
     /// Syncs every directory that gained a name since the last sync. Those it could not sync stay
     /// due, for the next call.
-    package func syncDirectories() throws(MirrorError) {
+    func syncDirectories() throws(MirrorError) {
         var folders = bookkeeping.state.withLock { state in
             defer {
                 state.unsynced = [:]
@@ -327,7 +327,7 @@ package struct MirrorDirectory: Sendable {
     }
 
     /// Sets a mirrored file's modification time (best effort: a failure changes nothing else).
-    package func setModificationDate(_ date: Date, of relativePath: String) {
+    func setModificationDate(_ date: Date, of relativePath: String) {
         guard let (folderPath, name) = try? split(relativePath),
               let folder = try? folder(folderPath, create: false)
         else { return }

@@ -14,7 +14,7 @@ package enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
 
     /// Whether the failure is the mirror's as a whole (see ``FileSystemError/stopsTheRun``),
     /// not one file name's: an unsafe name, or a name the file system refuses, fails one file.
-    package var stopsTheRun: Bool {
+    var stopsTheRun: Bool {
         switch self {
         case .unsafePath: false
         case .fileSystem(let error): error.stopsTheRun

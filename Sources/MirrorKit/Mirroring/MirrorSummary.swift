@@ -3,11 +3,11 @@ package struct MirrorSummary: Sendable {
     /// Files the run set out to have (previews and full-size files).
     package var wanted = 0
     package var downloaded = 0
-    package var alreadyPresent = 0
+    var alreadyPresent = 0
     /// Files a `new-file` run asked after and found as the mirror holds them (a 304, or the same bytes).
-    package var unchanged = 0
+    var unchanged = 0
     /// Files saved beside an older version of themselves (`new-file` mode).
-    package var newVersions = 0
+    var newVersions = 0
     /// New releases a feed names that `skip-if-exists` mode left alone, one line each.
     package var skippedReleases: [String] = []
     package var bytesDownloaded: Int64 = 0
@@ -25,11 +25,11 @@ package struct MirrorSummary: Sendable {
     /// The error that ended the listing early, if any.
     package var stoppedBy: RunStopReason?
     /// The run was cancelled (a signal, a deadline) before it finished; partial downloads are kept.
-    package var interrupted = false
+    var interrupted = false
     /// Where the listing's crawl stands after this run, for tag mirrors.
     package var listing: ListingProgress?
 
-    package init() {}
+    init() {}
 
     /// True when every wanted file is in the mirror and the whole listing was read.
     package var isComplete: Bool {
@@ -84,12 +84,12 @@ package struct MirrorSummary: Sendable {
 /// Where a crawl stands: for the summary line and `mirror status`.
 package struct ListingProgress: Sendable, Equatable {
     /// Pages read this run.
-    package var pagesRead: Int
+    var pagesRead: Int
     /// The open pass's next page, nil when the last pass is complete.
     package var nextPage: Int?
     package var estimatedPages: Int?
 
-    package var line: String {
+    var line: String {
         let pages = pagesRead == 1 ? "1 page" : "\(pagesRead) pages"
         guard let nextPage else { return "listing read (\(pages) this run)" }
         let of = estimatedPages.map { " of about \($0)" } ?? ""

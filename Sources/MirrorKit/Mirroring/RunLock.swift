@@ -5,7 +5,7 @@ import Foundation
 /// a killed run never leaves a stale lock behind.
 package final class RunLock: Sendable {
     private let descriptor: Int32
-    package let path: String
+    let path: String
 
     /// Takes the lock or throws ``MirrorError/locked(path:)`` at once if another process holds it.
     /// The lock file is opened in `.mirror` and never through a link: a link planted as

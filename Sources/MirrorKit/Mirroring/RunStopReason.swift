@@ -8,15 +8,15 @@ package enum RunStopReason: Error, Sendable, CustomStringConvertible {
     /// The mirror as a whole: its directory, its state database, the disk.
     case mirror(MirrorError)
 
-    package var imgurError: ImgurError? {
+    var imgurError: ImgurError? {
         if case .api(let error) = self { error } else { nil }
     }
 
-    package var feedError: FeedError? {
+    var feedError: FeedError? {
         if case .feed(let error) = self { error } else { nil }
     }
 
-    package var mirrorError: MirrorError? {
+    var mirrorError: MirrorError? {
         if case .mirror(let error) = self { error } else { nil }
     }
 

@@ -6,19 +6,19 @@ import Synchronization
 /// full-size file under `full/`, each named by the image id.
 package struct TagMirror: Sendable {
     package struct Settings: Sendable {
-        package var crawl: TagCrawler.Options
-        package var urls: MediaURLBuilder
-        package var mode: DownloadMode
+        var crawl: TagCrawler.Options
+        var urls: MediaURLBuilder
+        var mode: DownloadMode
         /// Downloads running at once.
-        package var concurrency: Int
+        var concurrency: Int
         /// Attempts and backoff for each file.
-        package var retry: RetryPolicy
+        var retry: RetryPolicy
         /// The most bytes any file may have, whatever the API or its server claims.
-        package var maxFileSize: Int64
+        var maxFileSize: Int64
         /// Write each image's metadata sidecar (see ``MetadataSidecars``).
-        package var metadata: Bool
+        var metadata: Bool
 
-        package init(
+        init(
             crawl: TagCrawler.Options, urls: MediaURLBuilder, mode: DownloadMode = RunSettings.Defaults.mode,
             concurrency: Int = RunSettings.Defaults.concurrency, retry: RetryPolicy = RetryPolicy(),
             maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false

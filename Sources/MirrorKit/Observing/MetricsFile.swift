@@ -11,25 +11,25 @@ import Prometheus
 package struct MetricsFile: Sendable {
     /// One moment of a run, or its end.
     package struct Figures: Sendable, Equatable {
-        package var source: String
-        package var startedAt: Date
+        var source: String
+        var startedAt: Date
         /// Nil while the run goes on.
         package var endedAt: Date?
         package var exitStatus: Int32?
         /// The last run (of the same source) that ended with status 0.
-        package var lastSuccess: Date?
+        var lastSuccess: Date?
         package var filesDownloaded = 0
         package var bytesDownloaded: Int64 = 0
         package var filesFailed = 0
         package var filesRemoved = 0
-        package var apiCallsMade: Int?
-        package var apiCallsLeft: Int?
+        var apiCallsMade: Int?
+        var apiCallsLeft: Int?
         /// The crawl's next page; nil for a feed, or a listing read to its end.
         package var crawlNextPage: Int?
         package var crawlEstimatedPages: Int?
         package var bytesPerSecond: Double = 0
 
-        package init(source: String, startedAt: Date) {
+        init(source: String, startedAt: Date) {
             self.source = source
             self.startedAt = startedAt
         }
@@ -51,14 +51,14 @@ package struct MetricsFile: Sendable {
         }
     }
 
-    package let path: String
+    let path: String
 
     package init(path: String) {
         self.path = path
     }
 
     /// The exposition text of `figures`.
-    package static func render(_ figures: Figures) -> [UInt8] {
+    static func render(_ figures: Figures) -> [UInt8] {
         let registry = PrometheusCollectorRegistry()
         let labels = [("source", figures.source)]
         func gauge(_ name: String, _ help: String, _ value: Double?) {

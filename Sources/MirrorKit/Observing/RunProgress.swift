@@ -25,7 +25,7 @@ package final class RunProgress: Sendable {
         package var page = 0
         package var pagesRead = 0
         package var estimatedPages: Int?
-        package var apiCallsMade = 0
+        var apiCallsMade = 0
         /// Calls left this hour, as the API last said.
         package var apiCallsLeft: Int?
     }
@@ -39,9 +39,9 @@ package final class RunProgress: Sendable {
         package var filesDone = 0
         package var filesDownloaded = 0
         package var filesFailed = 0
-        package var filesRemoved = 0
+        var filesRemoved = 0
         /// Bytes of the files downloaded and finished.
-        package var bytesDownloaded: Int64 = 0
+        var bytesDownloaded: Int64 = 0
         package var crawl: Crawl?
         /// The scheduler as it was last looked at.
         package var scheduler: SchedulerStatus?
@@ -55,7 +55,7 @@ package final class RunProgress: Sendable {
         package var allFilesKnown: Bool { phase == .downloading || phase == .finished }
 
         /// The forced transfers under way (full-size files, feed enclosures).
-        package var forcedInFlight: [SchedulerStatus.Item] {
+        var forcedInFlight: [SchedulerStatus.Item] {
             scheduler?.items.filter { $0.isForced && ($0.state == .downloading || $0.state == .paused) } ?? []
         }
     }
@@ -63,15 +63,15 @@ package final class RunProgress: Sendable {
     private let state = Mutex(Snapshot())
     private let scheduler = Mutex<DownloadScheduler?>(nil)
 
-    package init() {}
+    init() {}
 
     package var snapshot: Snapshot { state.withLock { $0 } }
 
-    package func update(_ change: (inout Snapshot) -> Void) {
+    func update(_ change: (inout Snapshot) -> Void) {
         state.withLock { change(&$0) }
     }
 
-    package func enter(_ phase: Phase) {
+    func enter(_ phase: Phase) {
         update { $0.phase = phase }
     }
 

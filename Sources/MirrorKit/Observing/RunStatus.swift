@@ -7,14 +7,14 @@ package struct RunStatus: Codable, Sendable, Equatable {
     package var source: String
     package var pid: Int32
     package var startedAt: Date
-    package var updatedAt: Date
+    var updatedAt: Date
     /// What the run has done so far, and the transfers in flight.
     package var progress: RunProgress.Snapshot
 
     static let fileName = "status.json"
 
     /// The status the running mirror last wrote, if one is running and wrote one.
-    package static func read(in directory: MirrorDirectory) -> RunStatus? {
+    static func read(in directory: MirrorDirectory) -> RunStatus? {
         guard let bytes = directory.stateFolder.contents(of: fileName) else { return nil }
         let data = Data(bytes)
         let decoder = JSONDecoder()

@@ -27,13 +27,13 @@ package struct StatusReport: Sendable, Codable {
     package var files: VersionFigures?
     package var partials: [Partial] = []
     /// Images found by a crawl and not yet in the mirror: the next run tries them first.
-    package var imagesPending: Int {
+    var imagesPending: Int {
         // Every crawl counts the directory's pending images (see ``CrawlFigures/imagesPending``).
         crawls.map(\.figures.imagesPending).max() ?? 0
     }
 
     /// The failures of the last run: the next run tries each again.
-    package var failuresToRetry: [RunRecord.Failure] { lastRun?.failures ?? [] }
+    var failuresToRetry: [RunRecord.Failure] { lastRun?.failures ?? [] }
 
     /// Reads what `directory` holds. `isAlive` tells whether the process that wrote a status file is
     /// still running (a status file a killed run left says nothing).
@@ -66,7 +66,7 @@ package struct StatusReport: Sendable, Codable {
         case running, lastRun, crawls, budget, files, partials, imagesPending, failuresToRetry
     }
 
-    package init() {}
+    init() {}
 
     package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

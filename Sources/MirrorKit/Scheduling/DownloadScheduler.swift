@@ -18,14 +18,14 @@ import Synchronization
 /// The decisions are ``SchedulerCore``'s; this actor performs them.
 package actor DownloadScheduler {
     package struct Configuration: Sendable, Equatable {
-        package var maxConcurrent: Int
-        package var maxPerHost: Int
+        var maxConcurrent: Int
+        var maxPerHost: Int
         /// How long a transfer stays paused for a forced item before it is stopped instead:
         /// a server drops a connection it cannot send on after a while (nginx: 60 s).
-        package var pauseGrace: Duration
+        var pauseGrace: Duration
         /// Suspended partials kept at most, in bytes and in number.
-        package var suspendedBytesBudget: Int64
-        package var suspendedCountBudget: Int
+        var suspendedBytesBudget: Int64
+        var suspendedCountBudget: Int
 
         package init(
             maxConcurrent: Int = RunSettings.Defaults.concurrency, maxPerHost: Int = RunSettings.Defaults.concurrency, pauseGrace: Duration = .seconds(10),
@@ -41,7 +41,7 @@ package actor DownloadScheduler {
 
     private typealias Continuation = CheckedContinuation<FetchedFile, any Error>
 
-    package let configuration: Configuration
+    let configuration: Configuration
     private let transport: any DownloadTransport
     private let hub = EventHub()
     private var core: SchedulerCore
@@ -71,12 +71,12 @@ package actor DownloadScheduler {
     }
 
     /// A new stream of everything that happens from now on; any number of observers may listen.
-    package nonisolated func events() -> AsyncStream<SchedulerEvent> {
+    nonisolated func events() -> AsyncStream<SchedulerEvent> {
         hub.stream()
     }
 
     /// Ends every event stream.
-    package nonisolated func finishEvents() {
+    nonisolated func finishEvents() {
         hub.finish()
     }
 
@@ -117,7 +117,7 @@ package actor DownloadScheduler {
 
     /// Soft-cancels `url`: its callers get a cancellation error, its partial data is kept, and it
     /// waits, suspended, until scheduled again.
-    package func cancel(_ url: String) {
+    func cancel(_ url: String) {
         handle(.cancel(url: url))
     }
 

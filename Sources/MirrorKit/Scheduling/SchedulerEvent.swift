@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Something that happened to a scheduled download.
-package enum SchedulerEvent: Sendable, Equatable {
+enum SchedulerEvent: Sendable, Equatable {
     case queued(url: String, forced: Bool)
     /// A transfer began; `offset` bytes were already held from an earlier attempt.
     case started(url: String, forced: Bool, offset: Int64)
@@ -17,7 +17,7 @@ package enum SchedulerEvent: Sendable, Equatable {
     case completed(url: String, bytes: Int64)
     case failed(url: String, message: String)
 
-    package var url: String {
+    var url: String {
         switch self {
         case .queued(let url, _), .started(let url, _, _), .progress(let url, _, _), .paused(let url),
              .resumed(let url), .coalesced(let url, _, _), .suspended(let url, _),

@@ -4,8 +4,8 @@ package struct SchedulerStatus: Sendable, Codable, Equatable {
         package var url: String
         package var state: DownloadState
         package var isForced: Bool
-        package var completedBytes: Int64
-        package var totalBytes: Int64?
+        var completedBytes: Int64
+        var totalBytes: Int64?
 
         /// 0–100, when the size is known.
         package var percent: Double? {

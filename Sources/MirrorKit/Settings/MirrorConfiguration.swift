@@ -114,7 +114,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     }
 
     /// The flags' values over this file's: a flag given wins.
-    package func overridden(by flags: MirrorConfiguration) -> MirrorConfiguration {
+    func overridden(by flags: MirrorConfiguration) -> MirrorConfiguration {
         var merged = self
         for key in CodingKeys.allCases { merged.take(key, from: flags) }
         return merged

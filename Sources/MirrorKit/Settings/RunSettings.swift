@@ -21,36 +21,36 @@ package enum LogFormat: String, Sendable, CaseIterable, Codable {
 package struct RunSettings: Sendable {
     /// The values used where neither the flags nor the config file give one.
     package enum Defaults {
-        package static let apiBase = "https://api.imgur.com"
-        package static let mediaBase = "https://i.imgur.com"
+        static let apiBase = "https://api.imgur.com"
+        static let mediaBase = "https://i.imgur.com"
         package static let concurrency = 6
         package static let maxWaitSeconds = 300
         package static let retries = 6
-        package static let sort = GallerySort.time
-        package static let window = GalleryWindow.all
-        package static let thumbnail = ThumbnailSize.medium
-        package static let mode = DownloadMode.skipIfExists
+        static let sort = GallerySort.time
+        static let window = GalleryWindow.all
+        static let thumbnail = ThumbnailSize.medium
+        static let mode = DownloadMode.skipIfExists
     }
 
     package var apiBase: String
-    package var mediaBase: String
+    var mediaBase: String
     package var clientIDFile: String
-    package var sort: GallerySort
-    package var window: GalleryWindow
+    var sort: GallerySort
+    var window: GalleryWindow
     /// Listing pages to read at most; nil reads to the end.
-    package var pages: Int?
-    package var thumbnail: ThumbnailSize
-    package var mode: DownloadMode
-    package var concurrency: Int
-    package var maxAPIRate: Double?
-    package var maxBytesPerSecond: Int64?
-    package var maxWait: Duration
-    package var retry: RetryPolicy
+    var pages: Int?
+    var thumbnail: ThumbnailSize
+    var mode: DownloadMode
+    var concurrency: Int
+    var maxAPIRate: Double?
+    var maxBytesPerSecond: Int64?
+    var maxWait: Duration
+    var retry: RetryPolicy
     package var deadline: Duration?
-    package var maxFileSize: Int64
+    var maxFileSize: Int64
     package var progress: ProgressDisplay
     package var logFormat: LogFormat
-    package var metadata: Bool
+    var metadata: Bool
     package var metricsFile: String?
 
     /// Merges `file` and `flags` (a flag given wins) and checks both, naming a wrong value as it

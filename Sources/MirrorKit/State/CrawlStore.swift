@@ -7,7 +7,7 @@ import Foundation
 /// below it is older. A pass cut short (the API budget, a signal, a deadline, an error) resumes at
 /// ``nextPage`` in the next run.
 package struct CrawlCursor: Sendable, Equatable, Codable {
-    package var source: String
+    var source: String
     /// Passes completed so far; the open pass, if any, is number `pass`.
     package var pass: Int
     /// The next page of the open pass; nil when no pass is open (the next run opens one at page 0).
@@ -15,28 +15,28 @@ package struct CrawlCursor: Sendable, Equatable, Codable {
     /// The newest entry at the head of the listing, as the last read of page 0 showed it.
     package var headID: String?
     /// The listing's size as the API last stated it.
-    package var totalItems: Int?
+    var totalItems: Int?
     /// Entries per page, as page 0 showed it.
-    package var pageSize: Int?
+    var pageSize: Int?
     /// Pages read over all runs.
     package var pagesRead: Int
     /// The last pass that read the listing to its real end, or down to what such a pass saw (not
     /// only to `--pages`): everything below an entry it saw is known, so a later pass of a
     /// newest-first listing stops at the first such entry.
-    package var lastFullPass: Int?
+    var lastFullPass: Int?
 
     /// A page that came back empty well before the listing's stated size: believed to be the end
     /// only when a later run finds it empty again.
-    package var suspectedEnd: Int?
+    var suspectedEnd: Int?
 
     /// Some pass has read the listing to its end.
     package var reachedEnd: Bool { lastFullPass != nil }
 
     /// The last completed pass was cut short by `--pages`: a run without it reads on to the gap.
     package var lastPassWasCut: Bool { pass > 0 && lastFullPass != pass - 1 }
-    package var updatedAt: Date?
+    var updatedAt: Date?
 
-    package init(source: String) {
+    init(source: String) {
         self.source = source
         pass = 0
         pagesRead = 0
@@ -52,18 +52,18 @@ package struct CrawlCursor: Sendable, Equatable, Codable {
 
 /// What one page of a listing added, written in one step with the cursor that follows it, so a
 /// run killed at any point neither loses found images nor reads a page it has recorded.
-package struct ListedPage: Sendable {
+struct ListedPage: Sendable {
     /// Entries (images and albums) first seen on this page.
-    package var newEntryIDs: [String]
+    var newEntryIDs: [String]
     /// Images to mirror, with the album each came from, if any.
-    package var images: [(image: ImgurImage, albumID: String?)]
+    var images: [(image: ImgurImage, albumID: String?)]
     /// Albums whose images must still be asked for.
-    package var pendingAlbumIDs: [String]
+    var pendingAlbumIDs: [String]
     /// What the page said of those albums (title, tags), for their images' metadata.
-    package var pendingAlbumContexts: [String: ImgurAlbumContext]
-    package var cursor: CrawlCursor
+    var pendingAlbumContexts: [String: ImgurAlbumContext]
+    var cursor: CrawlCursor
 
-    package init(
+    init(
         newEntryIDs: [String], images: [(image: ImgurImage, albumID: String?)], pendingAlbumIDs: [String],
         pendingAlbumContexts: [String: ImgurAlbumContext] = [:], cursor: CrawlCursor
     ) {
@@ -92,7 +92,7 @@ package struct CrawlFigures: Sendable, Equatable, Codable {
 /// The durable side of a tag crawl: its cursor, the listing entries it has seen, the album cache,
 /// the images found and not yet mirrored, and the API budget. A source reads and writes only this;
 /// files are the mirror's business.
-package protocol CrawlStore: Sendable {
+protocol CrawlStore: Sendable {
     func cursor(for source: String) async throws(MirrorError) -> CrawlCursor
     func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError)
     /// Records a page; returns the images that were new to the store (the others are queued already).

@@ -1,7 +1,7 @@
 import Foundation
 
 extension StateDatabase: CrawlStore {
-    package func cursor(for source: String) throws(MirrorError) -> CrawlCursor {
+    func cursor(for source: String) throws(MirrorError) -> CrawlCursor {
         let rows = try read(
             "SELECT pass, next_page, head_id, total_items, page_size, pages_read, updated_at, last_full_pass, suspected_end FROM crawl_cursors WHERE source = ?1",
             [.text(source)])
@@ -19,11 +19,11 @@ extension StateDatabase: CrawlStore {
         return cursor
     }
 
-    package func saveCursor(_ cursor: CrawlCursor) throws(MirrorError) {
+    func saveCursor(_ cursor: CrawlCursor) throws(MirrorError) {
         try write(Self.saveCursorSQL, Self.arguments(of: cursor))
     }
 
-    package func recordPage(_ page: ListedPage, source: String) throws(MirrorError) -> [ImgurImage] {
+    func recordPage(_ page: ListedPage, source: String) throws(MirrorError) -> [ImgurImage] {
         try inTransaction { () throws(SQLiteError) in
             for id in page.newEntryIDs {
                 try db.execute(
@@ -42,7 +42,7 @@ extension StateDatabase: CrawlStore {
         }
     }
 
-    package func knownEntries(_ entryIDs: [String], source: String) throws(MirrorError) -> [String: Int] {
+    func knownEntries(_ entryIDs: [String], source: String) throws(MirrorError) -> [String: Int] {
         var known: [String: Int] = [:]
         for id in Set(entryIDs) {
             let rows = try read(
@@ -52,30 +52,30 @@ extension StateDatabase: CrawlStore {
         return known
     }
 
-    package func cachedAlbum(_ albumID: String) throws(MirrorError) -> [ImgurImage]? {
+    func cachedAlbum(_ albumID: String) throws(MirrorError) -> [ImgurImage]? {
         let rows = try read("SELECT images FROM albums WHERE id = ?1 AND state = 'cached'", [.text(albumID)])
         guard let json = rows.first?.first?.text else { return nil }
         return try? JSONDecoder().decode([ImgurImage].self, from: Data(json.utf8))
     }
 
-    package func albumContext(_ albumID: String) throws(MirrorError) -> ImgurAlbumContext? {
+    func albumContext(_ albumID: String) throws(MirrorError) -> ImgurAlbumContext? {
         let rows = try read("SELECT context FROM albums WHERE id = ?1", [.text(albumID)])
         guard let json = rows.first?.first?.text else { return nil }
         return try? JSONDecoder().decode(ImgurAlbumContext.self, from: Data(json.utf8))
     }
 
-    package func pendingAlbums() throws(MirrorError) -> [String] {
+    func pendingAlbums() throws(MirrorError) -> [String] {
         try read("SELECT id FROM albums WHERE state = 'pending' ORDER BY rowid").compactMap { $0.first?.text }
     }
 
-    package func recordAlbumFailure(_ albumID: String, problem: String) throws(MirrorError) -> Int {
+    func recordAlbumFailure(_ albumID: String, problem: String) throws(MirrorError) -> Int {
         try write(
             "UPDATE albums SET failures = failures + 1, problem = ?2, updated_at = ?3 WHERE id = ?1",
             [.text(albumID), .text(problem), .text(Self.now())])
         return Int(try read("SELECT failures FROM albums WHERE id = ?1", [.text(albumID)]).first?.first?.integer ?? 0)
     }
 
-    package func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) throws(MirrorError) -> [ImgurImage] {
+    func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) throws(MirrorError) -> [ImgurImage] {
         let json = (try? JSONEncoder().encode(images)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
         return try inTransaction { () throws(SQLiteError) in
             try db.execute(
@@ -86,7 +86,7 @@ extension StateDatabase: CrawlStore {
         }
     }
 
-    package func recordAlbumGone(_ albumID: String, problem: String, source: String) throws(MirrorError) {
+    func recordAlbumGone(_ albumID: String, problem: String, source: String) throws(MirrorError) {
         try write(
             "INSERT INTO albums (id, source, state, problem, updated_at) VALUES (?1, ?2, 'gone', ?3, ?4) "
                 + "ON CONFLICT(id) DO UPDATE SET state = 'gone', problem = excluded.problem, updated_at = excluded.updated_at",
@@ -96,7 +96,7 @@ extension StateDatabase: CrawlStore {
     /// Images found but not mirrored yet, in the order found, `limit` at a time: pass the last
     /// page's `next` as `after` for the next page; `next` is nil after the last one. Paged, so
     /// that resuming a big tag does not hold every pending image at once.
-    package func pendingImages(
+    func pendingImages(
         after position: Int64 = 0, limit: Int = 1000
     ) throws(MirrorError) -> (images: [ImgurImage], next: Int64?) {
         let decoder = JSONDecoder()
@@ -109,14 +109,14 @@ extension StateDatabase: CrawlStore {
         return (images, rows.count == limit ? rows.last?.first?.integer : nil)
     }
 
-    package func markImagesDone(_ imageIDs: [String]) throws(MirrorError) {
+    func markImagesDone(_ imageIDs: [String]) throws(MirrorError) {
         guard !imageIDs.isEmpty else { return }
         try inTransaction { () throws(SQLiteError) in
             for id in imageIDs { try db.execute("UPDATE images SET done = 1 WHERE id = ?1", [.text(id)]) }
         }
     }
 
-    package func budget(api: String) throws(MirrorError) -> APIBudget? {
+    func budget(api: String) throws(MirrorError) -> APIBudget? {
         let rows = try read("SELECT budget FROM api_budgets WHERE api = ?1", [.text(api)])
         guard let json = rows.first?.first?.text else { return nil }
         let decoder = JSONDecoder()
@@ -124,7 +124,7 @@ extension StateDatabase: CrawlStore {
         return try? decoder.decode(APIBudget.self, from: Data(json.utf8))
     }
 
-    package func saveBudget(_ budget: APIBudget, api: String) throws(MirrorError) {
+    func saveBudget(_ budget: APIBudget, api: String) throws(MirrorError) {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         guard let data = try? encoder.encode(budget) else { return }
@@ -133,7 +133,7 @@ extension StateDatabase: CrawlStore {
             [.text(api), .text(String(decoding: data, as: UTF8.self))])
     }
 
-    package func figures(source: String) throws(MirrorError) -> CrawlFigures {
+    func figures(source: String) throws(MirrorError) -> CrawlFigures {
         func count(_ sql: String, _ arguments: [SQLiteValue] = [.text(source)]) throws(MirrorError) -> Int {
             Int(try read(sql, arguments).first?.first?.integer ?? 0)
         }
@@ -147,7 +147,7 @@ extension StateDatabase: CrawlStore {
             albumsGone: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'gone'"))
     }
 
-    package func crawlSources() throws(MirrorError) -> [String] {
+    func crawlSources() throws(MirrorError) -> [String] {
         try read("SELECT source FROM crawl_cursors ORDER BY source").compactMap { $0.first?.text }
     }
 

@@ -4,13 +4,13 @@ package struct MirroredFile: Sendable, Equatable {
     package var path: String
     /// What the file is a version of: the media URL for a tag's files, the entry for a feed's
     /// (so a release served from a feed's second mirror is the same item, not a new file).
-    package var item: String
+    var item: String
     /// The tag or feed that mirrored it, whose `new-file` runs revalidate it.
-    package var source: String?
+    var source: String?
     /// The URL that served these bytes.
     package var url: String
     package var etag: String?
-    package var lastModified: String?
+    var lastModified: String?
     package var bytes: Int64
     /// The MD5 of the bytes, once known (from an MD5 ETag, or hashed when versions were compared).
     package var md5: String?
@@ -21,7 +21,7 @@ package struct MirroredFile: Sendable, Equatable {
     /// When the server last said this is still the item's current content (or when mirrored).
     package var checkedAt: String
 
-    package init(
+    init(
         path: String, item: String, source: String?, url: String, etag: String?, lastModified: String?, bytes: Int64,
         md5: String?, version: String? = nil, updated: String? = nil, mirroredAt: String = "", checkedAt: String = ""
     ) {
@@ -41,12 +41,12 @@ package struct MirroredFile: Sendable, Equatable {
 }
 
 /// The release of a feed entry a file came from.
-package struct FeedRelease: Sendable, Equatable {
-    package var version: String?
+struct FeedRelease: Sendable, Equatable {
+    var version: String?
     /// Atom's `updated`, RSS's `pubDate`, as the feed writes it.
-    package var updated: String?
+    var updated: String?
 
-    package init(version: String?, updated: String?) {
+    init(version: String?, updated: String?) {
         self.version = version
         self.updated = updated
     }
@@ -65,7 +65,7 @@ extension StateDatabase {
         "path, item, source, url, etag, last_modified, bytes, md5, version, updated, mirrored_at, checked_at"
 
     /// The item's newest version: the file recorded last.
-    package func latestFile(of item: String) throws(MirrorError) -> MirroredFile? {
+    func latestFile(of item: String) throws(MirrorError) -> MirroredFile? {
         try files("WHERE item = ?1 ORDER BY rowid DESC LIMIT 1", [.text(item)]).first
     }
 
@@ -87,12 +87,12 @@ extension StateDatabase {
     }
 
     /// The item whose version `path` is, if any.
-    package func item(owning path: String) throws(MirrorError) -> String? {
+    func item(owning path: String) throws(MirrorError) -> String? {
         try read("SELECT item FROM files WHERE path = ?1", [.text(path)]).first?.first?.text
     }
 
     /// Records `file` as its item's newest version (replacing whatever was recorded for its path).
-    package func record(_ file: MirroredFile) throws(MirrorError) {
+    func record(_ file: MirroredFile) throws(MirrorError) {
         // REPLACE deletes a row of the same path and inserts anew, not in place: the row's place
         // in the table (its rowid) is its age. One statement, and one index beside the key: a
         // small file's record costs what its name does.
@@ -107,7 +107,7 @@ extension StateDatabase {
     /// feed now names for it (the same bytes), and the validators the server sent, which replace
     /// the stored ones when `replacingValidators` (a whole answer, or another URL's), else only
     /// fill in what a 304 repeated.
-    package func confirm(
+    func confirm(
         _ path: String, url: String, etag: String?, lastModified: String?, release: FeedRelease?,
         replacingValidators: Bool = false
     ) throws(MirrorError) {
@@ -124,7 +124,7 @@ extension StateDatabase {
     /// Takes over the files recorded under `item` (an earlier version of mirror named items by
     /// URL) for `newItem`, as the release `release`, in one step: a kill between the two would
     /// leave them without the release, and reported as an old one forever.
-    package func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) throws(MirrorError) {
+    func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) throws(MirrorError) {
         try inTransaction { () throws(SQLiteError) in
             try db.execute(
                 "UPDATE files SET item = ?2, source = coalesce(source, ?3), version = ?4, updated = ?5 WHERE item = ?1",
@@ -133,7 +133,7 @@ extension StateDatabase {
     }
 
     /// Records the MD5 of `path`, computed once it was needed.
-    package func setMD5(_ md5: String, of path: String) throws(MirrorError) {
+    func setMD5(_ md5: String, of path: String) throws(MirrorError) {
         try write("UPDATE files SET md5 = ?2 WHERE path = ?1", [.text(path), .text(md5)])
     }
 
@@ -141,7 +141,7 @@ extension StateDatabase {
     /// least recently confirmed first, but not those of URLs known removed: what a `new-file` run
     /// revalidates. Files an earlier version of mirror recorded without a source, in `folders`
     /// (`full/`, `enclosures/`), become `source`'s first.
-    package func filesToRevalidate(
+    func filesToRevalidate(
         source: String, claiming folders: [String] = []
     ) throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
         for folder in folders {
@@ -167,7 +167,7 @@ extension StateDatabase {
             [.text(name), .text("/" + name)]).first?.first?.text
     }
 
-    package func versionFigures() throws(MirrorError) -> VersionFigures {
+    func versionFigures() throws(MirrorError) -> VersionFigures {
         let row = try read(
             "SELECT count(DISTINCT item), count(*), "
                 + "(SELECT count(*) FROM (SELECT item FROM files GROUP BY item HAVING count(*) > 1)) FROM files").first

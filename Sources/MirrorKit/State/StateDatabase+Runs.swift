@@ -6,7 +6,7 @@ import Foundation
 package struct RunRecord: Sendable, Codable, Equatable {
     /// A file the run could not mirror; the next run tries it again.
     package struct Failure: Sendable, Codable, Equatable {
-        package var url: String
+        var url: String
         package var problem: String
     }
 
@@ -16,19 +16,19 @@ package struct RunRecord: Sendable, Codable, Equatable {
     package var exitStatus: Int32
     /// The summary line the run printed.
     package var line: String
-    package var filesWanted: Int
-    package var filesDownloaded: Int
-    package var bytesDownloaded: Int64
-    package var filesPresent: Int
-    package var filesUnchanged: Int
-    package var filesRemoved: Int
+    var filesWanted: Int
+    var filesDownloaded: Int
+    var bytesDownloaded: Int64
+    var filesPresent: Int
+    var filesUnchanged: Int
+    var filesRemoved: Int
     package var filesDeferred: Int
     package var filesFailed: Int
     /// The first ``maxFailuresKept`` failures.
     package var failures: [Failure]
     /// What stopped the listing or feed early, if anything did.
     package var stoppedBy: String?
-    package var interrupted: Bool
+    var interrupted: Bool
 
     static let maxFailuresKept = 100
 
@@ -76,7 +76,7 @@ extension StateDatabase {
     }
 
     /// The last run that finished, of any source.
-    package func lastRun() throws(MirrorError) -> RunRecord? {
+    func lastRun() throws(MirrorError) -> RunRecord? {
         guard let text = try read("SELECT record FROM runs ORDER BY id DESC LIMIT 1").first?.first?.text else { return nil }
         return try? Self.runDecoder.decode(RunRecord.self, from: Data(text.utf8))
     }

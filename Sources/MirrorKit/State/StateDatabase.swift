@@ -12,7 +12,7 @@ import Foundation
 /// that fails is an error for the caller.
 package actor StateDatabase {
     let db: SQLiteConnection
-    package nonisolated let path: String
+    nonisolated let path: String
 
     /// Opens (or creates) the database of `directory`. An unreadable one is renamed
     /// `state.sqlite3.damaged-<time>` and replaced; `onDamage` hears about it.
@@ -20,7 +20,7 @@ package actor StateDatabase {
     /// SQLite opens files by path, so the files are checked through `.mirror`'s descriptor first
     /// (each a regular file with one name, no link) and the database is checked to be the file
     /// that was checked once open: a link planted as `state.sqlite3` is refused, not written.
-    package init(directory: MirrorDirectory, onDamage: (String) -> Void = { _ in }) throws(MirrorError) {
+    init(directory: MirrorDirectory, onDamage: (String) -> Void = { _ in }) throws(MirrorError) {
         let folder = directory.stateFolder
         path = folder.path(of: Self.fileName)
         try Self.checkFiles(in: folder)
@@ -97,7 +97,7 @@ package actor StateDatabase {
 
     // MARK: - Removed media
 
-    package func recordRemoved(_ url: String) throws(MirrorError) {
+    func recordRemoved(_ url: String) throws(MirrorError) {
         try write("INSERT OR IGNORE INTO removed (url, seen_at) VALUES (?1, ?2)", [.text(url), .text(Self.now())])
     }
 

@@ -2,8 +2,8 @@ import Foundation
 
 /// Parses byte counts and rates as people write them: `500000`, `500k`, `2M`, `1.5G` (powers of
 /// 1024, case-insensitive, an optional trailing `B` or `/s`).
-package enum ByteCount {
-    package static func parse(_ text: String) -> Int64? {
+enum ByteCount {
+    static func parse(_ text: String) -> Int64? {
         var body = text.trimmingCharacters(in: .whitespaces).lowercased()
         if body.hasSuffix("/s") { body.removeLast(2) }
         if body.hasSuffix("b") { body.removeLast() }

@@ -8,7 +8,7 @@ extension Directory {
     /// systems (`target` is a mount of its own) the file is copied once into a new file in
     /// `target`, with its `user.` attributes, synced, and renamed there in the same one step;
     /// the source goes once the copy has its name.
-    package func move(_ name: String, to target: Directory, firstFreeOf newNames: some Sequence<String>) throws(FileSystemError) -> String? {
+    func move(_ name: String, to target: Directory, firstFreeOf newNames: some Sequence<String>) throws(FileSystemError) -> String? {
         try checkName(name)
         var copy: String?
         defer { if let copy { target.remove(copy) } }
@@ -38,7 +38,7 @@ extension Directory {
     }
 
     /// ``move(_:to:firstFreeOf:)`` to the one name `newName`: false when it is taken.
-    package func move(_ name: String, to target: Directory, as newName: String) throws(FileSystemError) -> Bool {
+    func move(_ name: String, to target: Directory, as newName: String) throws(FileSystemError) -> Bool {
         try move(name, to: target, firstFreeOf: CollectionOfOne(newName)) != nil
     }
 
@@ -125,7 +125,7 @@ extension Directory {
     }
 
     /// Removes the extended attribute `attribute` of the file `name`, if it is one of ours.
-    package func removeAttribute(_ attribute: String, of name: String) {
+    func removeAttribute(_ attribute: String, of name: String) {
         guard let fd = try? openFile(name, .read) else { return }
         Self.removeAttribute(attribute, fromFile: fd)
         close(fd)
@@ -133,7 +133,7 @@ extension Directory {
 
     /// Sets the modification time of the file `name` itself (never of a link's target); best
     /// effort.
-    package func setModificationDate(_ date: Date, of name: String) {
+    func setModificationDate(_ date: Date, of name: String) {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         let nanoseconds = Int((date.timeIntervalSince1970 - seconds) * 1e9)
         let omit = (1 << 30) - 2  // UTIME_OMIT, a macro Swift does not import: the access time stays

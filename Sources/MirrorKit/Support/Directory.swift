@@ -10,10 +10,10 @@ import Synchronization
 /// folder that passed. Folders mirror keeps (``folder(_:create:)``) must be real directories,
 /// owned by the user running mirror and writable by nobody else; files it writes must be regular
 /// files with one name. Only the root is reached by its path, links and all: the user named it.
-package final class Directory: Sendable {
+final class Directory: Sendable {
     let descriptor: Int32
     /// For messages: the path the directory was reached by.
-    package let path: String
+    let path: String
 
     private init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
@@ -25,7 +25,7 @@ package final class Directory: Sendable {
     }
 
     /// Opens the directory at `path`, creating it and its missing parents (`mkdir -p`).
-    package static func open(creating path: String) throws(FileSystemError) -> Directory {
+    static func open(creating path: String) throws(FileSystemError) -> Directory {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
@@ -37,7 +37,7 @@ package final class Directory: Sendable {
     }
 
     /// Opens the existing directory at `path`.
-    package static func open(existing path: String) throws(FileSystemError) -> Directory {
+    static func open(existing path: String) throws(FileSystemError) -> Directory {
         let fd = Glibc.open(path.isEmpty ? "/" : path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = Glibc.errno
@@ -47,7 +47,7 @@ package final class Directory: Sendable {
     }
 
     /// The path of `name` inside, for messages.
-    package func path(of name: String) -> String {
+    func path(of name: String) -> String {
         path == "/" ? "/" + name : path + "/" + name
     }
 
@@ -55,7 +55,7 @@ package final class Directory: Sendable {
 
     /// The folder `name` inside this one, made (mode 0755) when missing and `create` is set.
     /// Refused when it is a link, not a directory, owned by another user or writable by others.
-    package func folder(_ name: String, create: Bool = true) throws(FileSystemError) -> Directory {
+    func folder(_ name: String, create: Bool = true) throws(FileSystemError) -> Directory {
         let folder = try openFolder(name, create: create)
         try folder.checkOwnership()
         return folder
@@ -63,7 +63,7 @@ package final class Directory: Sendable {
 
     /// The existing folder `name` inside this one, opened to be read only: never through a link,
     /// but whoever owns it (reading another user's mirror plants nothing in it).
-    package func folderForReading(_ name: String) throws(FileSystemError) -> Directory {
+    func folderForReading(_ name: String) throws(FileSystemError) -> Directory {
         try openFolder(name, create: false)
     }
 
@@ -84,7 +84,7 @@ package final class Directory: Sendable {
     }
 
     /// The folder at `relativePath` (components separated by `/`), each made and checked in turn.
-    package func folder(atRelativePath relativePath: some StringProtocol, create: Bool = true) throws(FileSystemError) -> Directory {
+    func folder(atRelativePath relativePath: some StringProtocol, create: Bool = true) throws(FileSystemError) -> Directory {
         var current = self
         for component in relativePath.split(separator: "/") {
             current = try current.folder(String(component), create: create)
@@ -95,7 +95,7 @@ package final class Directory: Sendable {
     /// Throws when another user may swap the names in the directory: it is writable by group or
     /// others without the sticky bit, or belongs to someone other than the user or root. The
     /// root of the mirror is checked so, since the state database is opened by path through it.
-    package func checkNamesAreSafe() throws(FileSystemError) {
+    func checkNamesAreSafe() throws(FileSystemError) {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw FileSystemError.last(path: path) }
         guard info.st_uid == geteuid() || info.st_uid == 0 else {
@@ -119,7 +119,7 @@ package final class Directory: Sendable {
 
     // MARK: - Files
 
-    package enum Access: Sendable {
+    enum Access: Sendable {
         case read
         /// Writing; `create` makes the file when it is missing, `exclusive` only a new one.
         case write(create: Bool, exclusive: Bool = false)
@@ -128,7 +128,7 @@ package final class Directory: Sendable {
     /// Opens the file `name`, never through a link, and only a regular file (a FIFO or device
     /// planted under the name is refused too), with one name when it is to be written: reading
     /// a file a snapshot tool hard-linked changes nothing else. The caller closes the descriptor.
-    package func openFile(_ name: String, _ access: Access) throws(FileSystemError) -> Int32 {
+    func openFile(_ name: String, _ access: Access) throws(FileSystemError) -> Int32 {
         try checkName(name)
         var flags = O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
         switch access {
@@ -159,22 +159,22 @@ package final class Directory: Sendable {
     }
 
     /// What `name` is, without following a link; nil when there is nothing by that name.
-    package func status(of name: String) -> stat? {
+    func status(of name: String) -> stat? {
         var info = stat()
         return fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info : nil
     }
 
     /// Whether anything (a link too) has the name `name`.
-    package func contains(_ name: String) -> Bool { status(of: name) != nil }
+    func contains(_ name: String) -> Bool { status(of: name) != nil }
 
     /// Removes the name `name` (a link itself, never its target); nothing when it is absent.
-    package func remove(_ name: String) {
+    func remove(_ name: String) {
         unlinkat(descriptor, name, 0)
     }
 
     /// The names in the directory, `.` and `..` left out. Read through a description of its own
     /// (a `dup` would share the read position with every other listing of this directory).
-    package func names() -> [String] {
+    func names() -> [String] {
         let own = openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard own >= 0, let stream = fdopendir(own) else {
             if own >= 0 { close(own) }
@@ -197,7 +197,7 @@ package final class Directory: Sendable {
     private static let temporaryCounter = Atomic<Int>(0)
 
     /// Reads the whole of the file `name`, if it is a regular file no larger than `limit`.
-    package func contents(of name: String, limit: Int = 1 << 20) -> [UInt8]? {
+    func contents(of name: String, limit: Int = 1 << 20) -> [UInt8]? {
         guard let fd = try? openFile(name, .read) else { return nil }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: limit + 1)
@@ -217,7 +217,7 @@ package final class Directory: Sendable {
     /// renamed over the name (the rename replaces whatever the name was, a link too, and writes
     /// through nothing).
     /// `durable` syncs the data before the rename, for files whose loss would matter.
-    package func replaceContents(of name: String, with bytes: some Collection<UInt8>, durable: Bool = true) throws(FileSystemError) {
+    func replaceContents(of name: String, with bytes: some Collection<UInt8>, durable: Bool = true) throws(FileSystemError) {
         let temporary = Self.temporaryName()
         let fd = try openFile(temporary, .write(create: true, exclusive: true))
         do throws(FileSystemError) {
@@ -239,7 +239,7 @@ package final class Directory: Sendable {
     // MARK: - Durability
 
     /// fsync of the directory itself, so that the names it gained survive a power cut.
-    package func sync() throws(FileSystemError) {
+    func sync() throws(FileSystemError) {
         guard fsync(descriptor) == 0 else { throw FileSystemError.last(path: path) }
     }
 
@@ -271,7 +271,7 @@ package final class Directory: Sendable {
     // MARK: - Extended attributes
 
     /// The extended attribute `attribute` of the file `name`, if it has one of at most `limit` bytes.
-    package func attribute(_ attribute: String, of name: String, limit: Int) -> [UInt8]? {
+    func attribute(_ attribute: String, of name: String, limit: Int) -> [UInt8]? {
         guard let fd = try? openFile(name, .read) else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: limit)

@@ -2,9 +2,9 @@ import Foundation
 
 /// Durations as people write them on a command line: `90s`, `50m`, `2h`, `1h30m`, or a number of
 /// seconds.
-package enum DurationText {
+enum DurationText {
     /// Nil for anything else, for zero, and for more than a year.
-    package static func parse(_ text: String) -> Duration? {
+    static func parse(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard !trimmed.isEmpty, trimmed.count <= 32 else { return nil }
         if let seconds = Int(trimmed) { return valid(seconds) }

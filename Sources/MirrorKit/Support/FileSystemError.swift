@@ -3,7 +3,7 @@ import Foundation
 /// Why a step on the file system failed, with the path it concerned: every file-system failure
 /// reaches the user as one line that names the path and says why.
 package struct FileSystemError: Error, Sendable, Equatable, CustomStringConvertible {
-    package enum Problem: Sendable, Equatable {
+    enum Problem: Sendable, Equatable {
         /// The call failed with this errno.
         case system(Int32)
         /// A symbolic link where mirror expects its own file or folder.
@@ -20,10 +20,10 @@ package struct FileSystemError: Error, Sendable, Equatable, CustomStringConverti
         case invalidName
     }
 
-    package var path: String
-    package var problem: Problem
+    var path: String
+    var problem: Problem
 
-    package init(path: String, problem: Problem) {
+    init(path: String, problem: Problem) {
         self.path = path
         self.problem = problem
     }
@@ -40,13 +40,13 @@ package struct FileSystemError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     /// The errno behind the failure, where a call failed.
-    package var errno: Int32? {
+    var errno: Int32? {
         if case .system(let code) = problem { return code }
         return nil
     }
 
     /// Something not made by mirror holds the name: a link, a file with other names, not a file.
-    package var isSomeoneElses: Bool {
+    var isSomeoneElses: Bool {
         switch problem {
         case .symbolicLink, .multipleLinks, .notARegularFile: true
         default: false
@@ -56,7 +56,7 @@ package struct FileSystemError: Error, Sendable, Equatable, CustomStringConverti
     /// The failure is the disk's or the mirror's, not one name's: every other file would meet it
     /// too (no space, a read-only or failing disk, a planted link or folder), so the run stops.
     /// A name too long, or refused by the file system (`:` on exFAT), fails that file alone.
-    package var stopsTheRun: Bool {
+    var stopsTheRun: Bool {
         switch problem {
         case .system(let code): [ENOSPC, EDQUOT, EROFS, EIO, EACCES].contains(code)
         case .symbolicLink, .notADirectory, .ownedByAnotherUser, .writableByOthers: true

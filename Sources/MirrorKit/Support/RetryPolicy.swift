@@ -8,13 +8,13 @@ import Foundation
 /// another try, on how `Retry-After` is read, and on when to give up.
 package struct RetryPolicy: Sendable, Equatable {
     /// Attempts in all, the first included.
-    package var maxAttempts: Int
-    package var baseDelay: Duration
-    package var maxDelay: Duration
+    var maxAttempts: Int
+    var baseDelay: Duration
+    var maxDelay: Duration
     /// Waiting beyond this in total gives up, whatever attempts remain.
-    package var maxTotalWait: Duration
+    var maxTotalWait: Duration
 
-    package init(
+    init(
         maxAttempts: Int = RunSettings.Defaults.retries, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(60),
         maxTotalWait: Duration = .seconds(300)
     ) {
@@ -27,7 +27,7 @@ package struct RetryPolicy: Sendable, Equatable {
     /// The wait before attempt `attempt + 1` (attempts count from 1): `base × 2^(attempt−1)`,
     /// capped, then jittered to 50–100 % so that many clients do not retry in step. A server's
     /// `Retry-After` is honoured when it asks for longer.
-    package func delay(afterAttempt attempt: Int, retryAfter: Duration? = nil) -> Duration {
+    func delay(afterAttempt attempt: Int, retryAfter: Duration? = nil) -> Duration {
         let exponent = min(max(attempt - 1, 0), 30)
         let backoff = min(baseDelay * (1 << exponent), maxDelay)
         let jittered = backoff * Double.random(in: 0.5...1.0)
@@ -38,21 +38,21 @@ package struct RetryPolicy: Sendable, Equatable {
     // MARK: - What is worth another try
 
     /// Statuses that say "not now" rather than "never": 408, 429 and every 5xx.
-    package static func isRetryable(status: Int) -> Bool {
+    static func isRetryable(status: Int) -> Bool {
         status == 408 || status == 429 || (500...599).contains(status)
     }
 
     /// Statuses by which a server says it is overloaded or limiting this client.
-    package static func isThrottling(status: Int) -> Bool {
+    static func isThrottling(status: Int) -> Bool {
         status == 429 || status == 503
     }
 
     /// The longest `Retry-After` taken at its word; a larger one is read as this.
-    package static let longestRetryAfter: Duration = .seconds(24 * 3600)
+    static let longestRetryAfter: Duration = .seconds(24 * 3600)
 
     /// Reads `Retry-After` in both of its forms (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date
     /// (a date in the past means "now"). Nil when absent or unreadable.
-    package static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
+    static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
         guard let text = value?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
         if text.allSatisfy(\.isASCIIDigit) {
             // Digits only, but possibly more than fit in an Int: anything that long is "very long".
@@ -67,14 +67,14 @@ package struct RetryPolicy: Sendable, Equatable {
     // MARK: - The loop
 
     /// What one attempt came to.
-    package enum Step<Value: Sendable, Failure: Error>: Sendable {
+    enum Step<Value: Sendable, Failure: Error>: Sendable {
         case success(Value)
         /// A failure that may pass, with the wait the server asked for, if it asked.
         case retry(Failure, retryAfter: Duration?)
     }
 
     /// Why ``run(maxSingleWait:giveUp:onRetry:_:)`` stopped trying.
-    package enum GiveUp: Sendable, Equatable {
+    enum GiveUp: Sendable, Equatable {
         /// Every attempt was used.
         case attemptsExhausted
         /// The next wait is longer than the caller allows for one wait.
@@ -93,7 +93,7 @@ package struct RetryPolicy: Sendable, Equatable {
     ///     policy's own backoff is not held to it.
     ///   - giveUp: turns the last failure and the reason into the error thrown.
     ///   - onRetry: hears each failure and the wait before the next attempt.
-    package func run<Value: Sendable, Failure: Error>(
+    func run<Value: Sendable, Failure: Error>(
         maxSingleWait: Duration? = nil,
         giveUp: (Failure, GiveUp) -> Failure = { failure, _ in failure },
         onRetry: (Failure, Duration) -> Void = { _, _ in },

@@ -3,13 +3,13 @@
 ///
 /// Each transfer works on its own copy, fed every body byte in order on the engine thread until it
 /// decides. A refusal ends the transfer with ``TransferError/Reason/refused(_:)``.
-package protocol BodyInspector: Sendable {
+protocol BodyInspector: Sendable {
     /// Takes the next bytes of the body.
     mutating func inspect(_ bytes: UnsafeRawBufferPointer) -> BodyInspection
 }
 
 /// What a ``BodyInspector`` made of the body so far.
-package enum BodyInspection: Sendable, Equatable {
+enum BodyInspection: Sendable, Equatable {
     /// More bytes are needed; the inspector wants them.
     case undecided
     /// The body is fine as far as the inspector cares: it sees no more of it.

@@ -1,19 +1,19 @@
 import Foundation
 
 /// A parsed `Content-Range` header: `bytes FIRST-LAST/TOTAL` or, on a 416, `bytes */TOTAL`.
-package struct ContentRange: Sendable, Equatable {
+struct ContentRange: Sendable, Equatable {
     /// The first and last byte of the part sent; nil for the unsatisfied form.
-    package var range: ClosedRange<Int64>?
+    var range: ClosedRange<Int64>?
     /// The size of the whole resource; nil when the server sent `*`.
-    package var total: Int64?
+    var total: Int64?
 
-    package init(range: ClosedRange<Int64>?, total: Int64?) {
+    init(range: ClosedRange<Int64>?, total: Int64?) {
         self.range = range
         self.total = total
     }
 
     /// Parses the header value; nil when it is not a well-formed byte range.
-    package init?(header: String) {
+    init?(header: String) {
         let trimmed = header.trimmingCharacters(in: .whitespaces)
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
         let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)

@@ -32,7 +32,7 @@ enum Digest {
 
 /// OpenSSL would not compute an MD5 (a FIPS-only configuration refuses it, for one): an error,
 /// never an empty digest that every input would share.
-package struct DigestError: Error, Sendable, Equatable, CustomStringConvertible {
+struct DigestError: Error, Sendable, Equatable, CustomStringConvertible {
     var step: String
     var detail: String
 
@@ -47,7 +47,7 @@ package struct DigestError: Error, Sendable, Equatable, CustomStringConvertible 
         ERR_clear_error()
     }
 
-    package var description: String { "OpenSSL cannot compute MD5 (\(step) failed: \(detail))" }
+    var description: String { "OpenSSL cannot compute MD5 (\(step) failed: \(detail))" }
 }
 
 /// A running MD5. Used by one thread at a time (the engine thread, or a caller).

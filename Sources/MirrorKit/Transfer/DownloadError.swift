@@ -1,7 +1,7 @@
 import Logging
 /// Why one file could not be mirrored.
 package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
-    package enum Reason: Sendable, Equatable {
+    enum Reason: Sendable, Equatable {
         /// The server answered with a status other than 2xx.
         case httpStatus(Int)
         /// The transfer failed (network, timeout, disk).
@@ -27,18 +27,18 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         case hostUnavailable(String)
     }
 
-    package var url: String
-    package var reason: Reason
+    var url: String
+    var reason: Reason
 
-    package var isCancellation: Bool { reason == .transfer(.cancelled) }
+    var isCancellation: Bool { reason == .transfer(.cancelled) }
 
-    package init(url: String, reason: Reason) {
+    init(url: String, reason: Reason) {
         self.url = url
         self.reason = reason
     }
 
     /// The fields a structured log line carries: the URL, and the HTTP status where there is one.
-    package var logFields: Logger.Metadata {
+    var logFields: Logger.Metadata {
         var fields: Logger.Metadata = ["url": "\(url)"]
         if case .httpStatus(let status) = reason { fields["status"] = "\(status)" }
         return fields

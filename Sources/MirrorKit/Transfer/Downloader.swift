@@ -3,20 +3,20 @@ import Logging
 
 /// A downloaded file, complete and verified, waiting in the partial store to be committed.
 package struct FetchedFile: Sendable, Equatable {
-    package var url: String
-    package var path: String
-    package var length: Int64
+    var url: String
+    var path: String
+    var length: Int64
     /// Bytes this fetch received over the network (less than `length` after a resume).
-    package var bytesReceived: Int64
+    var bytesReceived: Int64
     /// The server's `Last-Modified` for the file, as sent.
-    package var lastModified: String?
+    var lastModified: String?
     /// The server's ETag for the file, as sent.
-    package var etag: String?
+    var etag: String?
     /// The file's MD5, when it was computed (an MD5 ETag checked, or hashing asked for).
-    package var md5: String?
+    var md5: String?
     /// The server answered 304 to a conditional request: the copy held is current, and nothing
     /// was downloaded (`path` and `length` mean nothing).
-    package var isNotModified = false
+    var isNotModified = false
 
     package init(
         url: String, path: String, length: Int64, bytesReceived: Int64, lastModified: String? = nil,
@@ -32,7 +32,7 @@ package struct FetchedFile: Sendable, Equatable {
     }
 
     /// The answer to a conditional request that the held copy is current.
-    package static func notModified(_ url: String, etag: String?, lastModified: String?) -> FetchedFile {
+    static func notModified(_ url: String, etag: String?, lastModified: String?) -> FetchedFile {
         var file = FetchedFile(url: url, path: "", length: 0, bytesReceived: 0, lastModified: lastModified, etag: etag)
         file.isNotModified = true
         return file
@@ -41,7 +41,7 @@ package struct FetchedFile: Sendable, Equatable {
 
 /// Fetches one URL into the partial store, resuming what earlier attempts left, retrying what may
 /// pass, and checking that what arrived is whole before handing it on.
-package struct Downloader: Sendable {
+struct Downloader: Sendable {
     let engine: TransferEngine
     let partials: PartialStore
     let retry: RetryPolicy
@@ -55,9 +55,9 @@ package struct Downloader: Sendable {
     let maxFileSize: Int64
 
     /// The default ``maxFileSize``: larger than any docset or video a feed lists.
-    package static let defaultMaxFileSize: Int64 = 16 << 30
+    static let defaultMaxFileSize: Int64 = 16 << 30
 
-    package init(
+    init(
         engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), health: HostHealth? = nil,
         isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, maxFileSize: Int64 = defaultMaxFileSize,
         logger: Logger
@@ -90,7 +90,7 @@ package struct Downloader: Sendable {
     /// With `held`, the request is conditional on the server's file not being that copy: a 304
     /// returns ``FetchedFile/notModified(_:etag:lastModified:)`` at once, and a new file comes
     /// with its MD5 (to tell a new version from the same bytes re-tagged).
-    package func fetch(
+    func fetch(
         _ url: String, id: TransferID = .next(), expectedSize: Int64? = nil, held: HeldVersion? = nil,
         progress: (@Sendable (TransferProgress) -> Void)? = nil, receiving: (@Sendable (Bool) -> Void)? = nil
     ) async throws(DownloadError) -> FetchedFile {

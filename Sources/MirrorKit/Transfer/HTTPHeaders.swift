@@ -1,25 +1,25 @@
 import Foundation
 
 /// Response headers in the order received, looked up without regard to case.
-package struct HTTPHeaders: Sendable, Equatable, Sequence {
+struct HTTPHeaders: Sendable, Equatable, Sequence {
     package private(set) var fields: [(name: String, value: String)] = []
 
-    package init(_ fields: [(name: String, value: String)] = []) {
+    init(_ fields: [(name: String, value: String)] = []) {
         self.fields = fields
     }
 
-    package static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+    static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
         lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
     }
 
     /// The first value of the header called `name`, compared case-insensitively.
-    package subscript(name: String) -> String? {
+    subscript(name: String) -> String? {
         fields.first { $0.name.caseInsensitiveEquals(name) }?.value
     }
 
     /// Every value of the header called `name`, in order, as one list (RFC 9110 §5.3: fields of
     /// one name combine, comma-separated, into one value).
-    package func combined(_ name: String) -> String? {
+    func combined(_ name: String) -> String? {
         let values = fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
@@ -28,7 +28,7 @@ package struct HTTPHeaders: Sendable, Equatable, Sequence {
         fields.append((name, value))
     }
 
-    package func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+    func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
         fields.makeIterator()
     }
 

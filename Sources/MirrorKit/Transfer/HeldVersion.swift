@@ -1,10 +1,10 @@
 /// The validators of a copy of a file the mirror holds already: a conditional GET with them is
 /// answered 304 Not Modified, bodiless, while the server's file is still that copy.
 package struct HeldVersion: Sendable, Equatable {
-    package var etag: String?
-    package var lastModified: String?
+    var etag: String?
+    var lastModified: String?
 
-    package init(etag: String?, lastModified: String?) {
+    init(etag: String?, lastModified: String?) {
         self.etag = etag
         self.lastModified = lastModified
     }

@@ -17,19 +17,19 @@ import Synchronization
 /// Once a host has a ``Verdict``, downloads from it stop being tried: the run ends with "try
 /// later" (exit 75) rather than a failure per file, and keeps every partial for the next run.
 package final class HostHealth: Sendable {
-    package struct Settings: Sendable, Equatable {
+    struct Settings: Sendable, Equatable {
         /// The most transfers a host gets at once, and the level its concurrency grows back to.
-        package var maxPerHost: Int
+        var maxPerHost: Int
         /// Attempts in a row that could not connect at all before the host is down.
-        package var downAfterFailures: Int
+        var downAfterFailures: Int
         /// Different files in a row that died before an answer, or that were throttled, before the
         /// host is down or throttled out.
-        package var downAfterFiles: Int
+        var downAfterFiles: Int
         /// 429/503 answers in a row (nothing served between) after which the host is given up for
         /// this run, once they span ``downAfterFiles`` files.
-        package var throttledOutAfter: Int
+        var throttledOutAfter: Int
 
-        package init(maxPerHost: Int = 6, downAfterFailures: Int = 3, downAfterFiles: Int = 3, throttledOutAfter: Int = 12) {
+        init(maxPerHost: Int = 6, downAfterFailures: Int = 3, downAfterFiles: Int = 3, throttledOutAfter: Int = 12) {
             self.maxPerHost = max(maxPerHost, 1)
             self.downAfterFailures = max(downAfterFailures, 1)
             self.downAfterFiles = max(downAfterFiles, 1)
@@ -44,7 +44,7 @@ package final class HostHealth: Sendable {
         /// It kept answering `status` (429 or 503): `answers` in a row, or a wait longer than allowed.
         case throttled(host: String, status: Int, answers: Int)
 
-        package var host: String {
+        var host: String {
             switch self {
             case .down(let host, _, _), .throttled(let host, _, _): host
             }
@@ -61,7 +61,7 @@ package final class HostHealth: Sendable {
     }
 
     /// How a request to a host failed before any answer.
-    package enum Unanswered: Sendable {
+    enum Unanswered: Sendable {
         /// No connection was made: the host cannot be reached, whatever the file.
         case notConnected
         /// Connected, then nothing (a reset, an empty reply, a timeout): maybe that file's trouble.
@@ -79,34 +79,34 @@ package final class HostHealth: Sendable {
         var verdict: Verdict?
     }
 
-    package let settings: Settings
+    let settings: Settings
     private let hosts = Mutex<[String: Host]>([:])
 
-    package init(settings: Settings = Settings()) {
+    init(settings: Settings = Settings()) {
         self.settings = settings
     }
 
     /// The verdict on the host of `url`, if it has one.
-    package func verdict(forURL url: String) -> Verdict? {
+    func verdict(forURL url: String) -> Verdict? {
         verdict(forHost: URLAuthority.of(url))
     }
 
-    package func verdict(forHost host: String) -> Verdict? {
+    func verdict(forHost host: String) -> Verdict? {
         hosts.withLock { $0[host]?.verdict }
     }
 
     /// Every host given up this run.
-    package var verdicts: [Verdict] {
+    var verdicts: [Verdict] {
         hosts.withLock { $0.values.compactMap(\.verdict) }.sorted { $0.host < $1.host }
     }
 
     /// How many transfers `host` should have running now.
-    package func concurrencyLimit(forHost host: String) -> Int {
+    func concurrencyLimit(forHost host: String) -> Int {
         hosts.withLock { hosts in hosts[host].map { max(Int($0.limit), 1) } ?? settings.maxPerHost }
     }
 
     /// A response came (any status but a throttling one): the host answers and serves.
-    package func recordAnswer(url: String) {
+    func recordAnswer(url: String) {
         update(url) { host in
             host.failuresInARow = 0
             host.unconnectedInARow = 0
@@ -118,7 +118,7 @@ package final class HostHealth: Sendable {
     }
 
     /// Nothing was answered.
-    package func recordUnanswered(url: String, _ kind: Unanswered, message: String) {
+    func recordUnanswered(url: String, _ kind: Unanswered, message: String) {
         update(url) { host in
             host.failuresInARow += 1
             if kind == .notConnected { host.unconnectedInARow += 1 }
@@ -133,7 +133,7 @@ package final class HostHealth: Sendable {
 
     /// The host answered 429 or 503: halve its concurrency (once per file); give it up after too
     /// many in a row across enough files.
-    package func recordThrottle(url: String, status: Int) {
+    func recordThrottle(url: String, status: Int) {
         update(url) { host in
             host.throttlesInARow += 1
             // A file retrying is one signal, not one per attempt.
@@ -152,7 +152,7 @@ package final class HostHealth: Sendable {
     /// ``Settings/downAfterFiles`` files (it is limiting us, not failing that file); returns whether
     /// it was.
     @discardableResult
-    package func giveUpThrottled(url: String, status: Int) -> Bool {
+    func giveUpThrottled(url: String, status: Int) -> Bool {
         var givenUp = false
         update(url) { host in
             if host.verdict == nil, host.throttlesInARow * 2 >= settings.throttledOutAfter,

@@ -3,18 +3,18 @@ import Synchronization
 
 /// What is known about a partial download: enough to ask for the rest and to be sure the rest
 /// belongs to the same bytes.
-package struct PartialRecord: Sendable, Codable, Equatable {
-    package var url: String
-    package var etag: String?
-    package var lastModified: String?
+struct PartialRecord: Sendable, Codable, Equatable {
+    var url: String
+    var etag: String?
+    var lastModified: String?
     /// The size of the whole resource, once a server has said it.
-    package var totalLength: Int64?
+    var totalLength: Int64?
 
     /// The validator for If-Range (RFC 9110 §13.1.5): a strong ETag; Last-Modified only when
     /// there is no ETag at all. A weak ETag says the server cannot vouch for byte-identical
     /// versions, so it, or a date beside it, must not splice two responses: nil then, and the
     /// file is fetched whole.
-    package var ifRangeValidator: String? {
+    var ifRangeValidator: String? {
         if let etag {
             return !etag.hasPrefix("W/") && etag.hasPrefix("\"") ? etag : nil
         }
@@ -35,7 +35,7 @@ package struct PartialRecord: Sendable, Codable, Equatable {
 /// by bytes already written, so whatever kills the process (even SIGKILL) leaves a prefix that the
 /// next attempt can resume with `Range` and check with `If-Range`.
 package struct PartialStore: Sendable {
-    package let folder: Directory
+    let folder: Directory
     /// Whether any `.json` record may exist (left by an older build, or written where attributes
     /// fail): only then is one looked for when a partial is saved, committed or removed.
     private let recordFiles: RecordFiles
@@ -45,7 +45,7 @@ package struct PartialStore: Sendable {
         init(_ value: Bool) { mayExist = Atomic(value) }
     }
 
-    package init(folder: Directory) {
+    init(folder: Directory) {
         self.folder = folder
         let names = folder.names()
         // A record whose bytes are gone is of no use: drop it, so it keeps nothing looking for more.
@@ -63,7 +63,7 @@ package struct PartialStore: Sendable {
 
     /// The store in `folder`, to be read only (``heldPartials()``): records left without their
     /// bytes stay, since a run may be writing them.
-    package init(inspecting folder: Directory) {
+    init(inspecting folder: Directory) {
         self.folder = folder
         recordFiles = RecordFiles(true)
     }
@@ -74,17 +74,17 @@ package struct PartialStore: Sendable {
     }
 
     /// The name of `url`'s `.part` file.
-    package func partName(for url: String) throws(DigestError) -> String {
+    func partName(for url: String) throws(DigestError) -> String {
         try Digest.md5Hex(Array(url.utf8)) + ".part"
     }
 
     /// Where `url`'s bytes are written.
-    package func location(for url: String) throws(DigestError) -> FileLocation {
+    func location(for url: String) throws(DigestError) -> FileLocation {
         FileLocation(directory: folder, name: try partName(for: url))
     }
 
     /// The path of `url`'s `.part` file, for messages and tests.
-    package func partPath(for url: String) -> String {
+    func partPath(for url: String) -> String {
         folder.path(of: (try? partName(for: url)) ?? "?")
     }
 
@@ -101,13 +101,13 @@ package struct PartialStore: Sendable {
     }
 
     /// Bytes held for `url` (0 when nothing is).
-    package func length(for url: String) -> Int64 {
+    func length(for url: String) -> Int64 {
         heldPart(for: url).map { Int64($0.info.st_size) } ?? 0
     }
 
     static let attribute = "user.mirror.partial"
 
-    package func record(for url: String) -> PartialRecord? {
+    func record(for url: String) -> PartialRecord? {
         guard let name = try? partName(for: url), let record = record(ofPart: name), record.url == url else { return nil }
         return record
     }
@@ -132,7 +132,7 @@ package struct PartialStore: Sendable {
 
     /// Writes the record: into the `.part` file's attribute (one call, no new file) when the file
     /// is there and its file system keeps attributes, else atomically into the `.json` file.
-    package func save(_ record: PartialRecord) throws {
+    func save(_ record: PartialRecord) throws {
         let data = Array(try JSONEncoder().encode(record))
         let part = try partName(for: record.url)
         let fd = try folder.openFile(part, .write(create: false))
@@ -151,7 +151,7 @@ package struct PartialStore: Sendable {
     /// Where to resume `url` from: the held length and the validator proving those bytes are
     /// still current. Nil, and whatever was held is dropped, when there is no such validator:
     /// appending to bytes of unknown origin could splice two different files.
-    package func resumePoint(for url: String) -> (offset: Int64, record: PartialRecord, validator: String)? {
+    func resumePoint(for url: String) -> (offset: Int64, record: PartialRecord, validator: String)? {
         guard let name = try? partName(for: url), let info = folder.status(of: name) else { return nil }
         // Anything but our own regular file with one name (a link planted under the name, or a
         // partial an older build linked to a mirrored file) must never be written: drop the name.
@@ -167,7 +167,7 @@ package struct PartialStore: Sendable {
     }
 
     /// Every partial held, with its record and the bytes held, oldest first.
-    package func heldPartials() -> [(record: PartialRecord, length: Int64)] {
+    func heldPartials() -> [(record: PartialRecord, length: Int64)] {
         var found: [(record: PartialRecord, length: Int64, modified: Int)] = []
         for name in folder.names() where name.hasSuffix(".part") {
             guard let info = folder.status(of: name), info.st_mode & S_IFMT == S_IFREG,
@@ -184,7 +184,7 @@ package struct PartialStore: Sendable {
     /// without a record): the budget a run keeps for suspended downloads applies to what earlier
     /// runs left too. Returns the URLs dropped.
     @discardableResult
-    package func purge(keepingAtMost count: Int, bytes: Int64) -> [String] {
+    func purge(keepingAtMost count: Int, bytes: Int64) -> [String] {
         var kept: [(name: String, url: String, length: Int64, modified: Int)] = []
         for name in folder.names() {
             if name.hasSuffix(".json"), recordFiles.mayExist.load(ordering: .relaxed) { continue }
@@ -210,7 +210,7 @@ package struct PartialStore: Sendable {
     /// Drops the record of `url`'s download once it is a mirrored file: the file carries none of
     /// the store's bookkeeping (`clearFile` takes the attribute off it). Done once the file is
     /// recorded, so that a kill before leaves it resumable, and one after only a stray attribute.
-    package func detachRecord(for url: String, clearFile: (String) -> Void) {
+    func detachRecord(for url: String, clearFile: (String) -> Void) {
         clearFile(Self.attribute)
         if recordFiles.mayExist.load(ordering: .relaxed), let part = try? partName(for: url) {
             folder.remove(recordName(forPart: part))
@@ -218,7 +218,7 @@ package struct PartialStore: Sendable {
     }
 
     /// The MD5 of the bytes held for `url`; nil when none can be read.
-    package func md5(for url: String) throws(DigestError) -> String? {
+    func md5(for url: String) throws(DigestError) -> String? {
         let name = try partName(for: url)
         guard let fd = try? folder.openFile(name, .read) else { return nil }
         defer { close(fd) }
@@ -226,7 +226,7 @@ package struct PartialStore: Sendable {
     }
 
     /// Deletes what is held for `url`.
-    package func remove(_ url: String) {
+    func remove(_ url: String) {
         guard let part = try? partName(for: url) else { return }
         folder.remove(part)
         if recordFiles.mayExist.load(ordering: .relaxed) { folder.remove(recordName(forPart: part)) }

@@ -9,7 +9,7 @@ package struct TransferID: Hashable, Sendable, CustomStringConvertible {
     private static let counter = Atomic<UInt64>(0)
 
     /// A new identifier, unique in this process.
-    package static func next() -> TransferID {
+    static func next() -> TransferID {
         TransferID(rawValue: counter.add(1, ordering: .relaxed).newValue)
     }
 
@@ -25,19 +25,19 @@ package struct TransferID: Hashable, Sendable, CustomStringConvertible {
 package final class TransferEngine: Sendable {
     /// Settings shared by every transfer of one engine.
     package struct Configuration: Sendable {
-        package var userAgent: String
-        package var connectTimeout: Duration
+        var userAgent: String
+        var connectTimeout: Duration
         /// A transfer slower than `lowSpeedLimit` bytes per second for `lowSpeedSeconds` is
         /// aborted as stalled (a paused transfer is exempt).
-        package var lowSpeedLimit: Int
-        package var lowSpeedSeconds: Int
-        package var maxRedirects: Int
+        var lowSpeedLimit: Int
+        var lowSpeedSeconds: Int
+        var maxRedirects: Int
         /// The most bytes per second all transfers together may receive; nil for no limit.
-        package var maxBytesPerSecond: Int64?
+        var maxBytesPerSecond: Int64?
         /// A PEM file of the certificate authorities to trust instead of the system's.
-        package var certificateAuthorities: String?
+        var certificateAuthorities: String?
 
-        package init(
+        init(
             userAgent: String = "mirror/\(MirrorVersion.current)",
             connectTimeout: Duration = .seconds(15),
             lowSpeedLimit: Int = 1024,
@@ -56,7 +56,7 @@ package final class TransferEngine: Sendable {
         }
     }
 
-    package let configuration: Configuration
+    let configuration: Configuration
     private let mailbox: EngineMailbox
 
     package init(configuration: Configuration = Configuration()) {
@@ -92,7 +92,7 @@ package final class TransferEngine: Sendable {
     ///     its first byte is written: the moment to record the response's validators.
     /// - Throws: ``TransferError`` when no complete response arrived: a network fault, a body
     ///   cut short, a mismatched range, a failed write, or cancellation of the calling task.
-    package func perform(
+    func perform(
         _ request: TransferRequest,
         id: TransferID = .next(),
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
@@ -114,12 +114,12 @@ package final class TransferEngine: Sendable {
 
     /// Stops receiving for a running transfer; it keeps its connection. Meant for short pauses:
     /// a server drops a connection it cannot send on after a while (nginx: 60 s).
-    package func pause(_ id: TransferID) {
+    func pause(_ id: TransferID) {
         mailbox.post(.pause(id))
     }
 
     /// Lets a paused transfer receive again.
-    package func resume(_ id: TransferID) {
+    func resume(_ id: TransferID) {
         mailbox.post(.resume(id))
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Why a transfer ended without a complete response.
-package struct TransferError: Error, Sendable, CustomStringConvertible {
-    package enum Reason: Error, Sendable, Equatable {
+struct TransferError: Error, Sendable, CustomStringConvertible {
+    enum Reason: Error, Sendable, Equatable {
         /// libcurl gave up: connection refused or dropped, timeout, TLS, refused redirect, …
         case transport(code: Int32, message: String)
         /// The body would not fit the memory destination's limit.
@@ -24,19 +24,19 @@ package struct TransferError: Error, Sendable, CustomStringConvertible {
         case refused(String)
     }
 
-    package var url: String
-    package var reason: Reason
+    var url: String
+    var reason: Reason
     /// What the server had answered before the failure, if it answered.
-    package var response: TransferResponse?
+    var response: TransferResponse?
 
-    package init(url: String, reason: Reason, response: TransferResponse? = nil) {
+    init(url: String, reason: Reason, response: TransferResponse? = nil) {
         self.url = url
         self.reason = reason
         self.response = response
     }
 
     /// Whether trying again (from the bytes already on disk) may succeed.
-    package var isRetryable: Bool {
+    var isRetryable: Bool {
         switch reason {
         case .transport(let code, _):
             return Self.retryableCurlCodes.contains(code)
@@ -57,7 +57,7 @@ package struct TransferError: Error, Sendable, CustomStringConvertible {
     /// TLS handshake (35) or certificate (60) failures), or the connection died before a response
     /// (an empty reply (52), a reset (55, 56), a timeout once connected (28)). Nil when a response
     /// arrived or the failure is of another kind.
-    package var unanswered: HostHealth.Unanswered? {
+    var unanswered: HostHealth.Unanswered? {
         guard response == nil, case .transport(let code, let message) = reason else { return nil }
         switch code {
         case 5, 6, 7, 35, 60: return .notConnected
@@ -69,7 +69,7 @@ package struct TransferError: Error, Sendable, CustomStringConvertible {
     }
 
 
-    package var description: String {
+    var description: String {
         switch reason {
         case .transport(_, let message):
             return "\(url): \(message)"

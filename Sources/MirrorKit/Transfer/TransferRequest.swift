@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where a transfer puts the body of a successful response.
-package enum TransferDestination: Sendable {
+enum TransferDestination: Sendable {
     /// Keep the body in memory, failing the transfer once it grows beyond `limit` bytes.
     case memory(limit: Int)
     /// Write the body into the file at `location`, asking the server for the bytes from `offset`
@@ -13,32 +13,32 @@ package enum TransferDestination: Sendable {
     case file(FileLocation, offset: Int64)
 
     /// The file at `path`.
-    package static func file(path: String, offset: Int64) -> TransferDestination {
+    static func file(path: String, offset: Int64) -> TransferDestination {
         .file(FileLocation(path: path), offset: offset)
     }
 }
 
 /// One HTTP GET for the ``TransferEngine``.
-package struct TransferRequest: Sendable {
-    package var url: String
+struct TransferRequest: Sendable {
+    var url: String
     /// Extra request headers, sent in this order.
-    package var headers: [(name: String, value: String)]
-    package var destination: TransferDestination
+    var headers: [(name: String, value: String)]
+    var destination: TransferDestination
     /// A validator for `If-Range`, sent only with a ranged request.
-    package var ifRange: String?
+    var ifRange: String?
     /// For a ranged request: the size the whole resource had when the partial was started. A 206
     /// whose Content-Range total differs is refused before a byte is written.
-    package var expectedEntityLength: Int64?
+    var expectedEntityLength: Int64?
     /// For a file destination: the most bytes the whole file may have. A response that says it
     /// is larger is refused before a byte is written, one that grows past it is cut off there.
-    package var maxLength: Int64?
+    var maxLength: Int64?
     /// Looks at a 2xx body as it arrives and may end the transfer early.
-    package var inspector: (any BodyInspector)?
+    var inspector: (any BodyInspector)?
     /// For a file destination: compute the MD5 of the whole file as it is written, whatever the
     /// ETag (the response's ``TransferResponse/bodyMD5``).
-    package var hashesBody = false
+    var hashesBody = false
 
-    package init(
+    init(
         url: String,
         headers: [(name: String, value: String)] = [],
         destination: TransferDestination = .memory(limit: 16 << 20),
@@ -60,36 +60,36 @@ package struct TransferRequest: Sendable {
 /// What the server answered, as far as a transfer got.
 package struct TransferResponse: Sendable {
     /// The HTTP status of the final response, after redirects.
-    package var status: Int
+    var status: Int
     /// The headers of the final response.
-    package var headers: HTTPHeaders
+    var headers: HTTPHeaders
     /// The URL the final response came from.
-    package var finalURL: String
+    var finalURL: String
     /// The body, for ``TransferDestination/memory(limit:)``.
-    package var body: [UInt8]
+    var body: [UInt8]
     /// For a file destination: where this response's body began in the file (the requested offset
     /// after a 206, 0 after a 200).
-    package var bodyOffset: Int64
+    var bodyOffset: Int64
     /// Body bytes this response delivered.
-    package var bytesReceived: Int64
+    var bytesReceived: Int64
     /// For a file destination: the file's length once the transfer ended, every byte written.
-    package var fileLength: Int64
+    var fileLength: Int64
     /// The MD5 of the whole file, when the response's ETag is an MD5 or the request asked for it
     /// (``TransferRequest/hashesBody``), and the body arrived in full: computed as the bytes were
     /// written, so checking it costs no second read.
-    package var bodyMD5: String?
+    var bodyMD5: String?
     /// The message's framing proved its body whole: a Content-Length, the last chunk of a chunked
     /// body, or the end of an HTTP/2 stream. An HTTP/1 body ended by closing the connection
     /// proves nothing: a cut connection looks the same.
-    package var isDelimited = false
+    var isDelimited = false
 
-    package var isSuccess: Bool { (200..<300).contains(status) }
-    package var etag: String? { headers["ETag"] }
-    package var lastModified: String? { headers["Last-Modified"] }
+    var isSuccess: Bool { (200..<300).contains(status) }
+    var etag: String? { headers["ETag"] }
+    var lastModified: String? { headers["Last-Modified"] }
 
     /// The size of the whole resource: the Content-Range total after a 206 or 416, the
     /// Content-Length after a 200.
-    package var entityLength: Int64? {
+    var entityLength: Int64? {
         if let range = headers["Content-Range"].flatMap(ContentRange.init(header:)) {
             return range.total
         }
@@ -101,7 +101,7 @@ package struct TransferResponse: Sendable {
 /// Progress of one transfer, in bytes of the whole resource.
 package struct TransferProgress: Sendable, Equatable {
     /// Bytes of the resource now held: the resumed prefix plus what this response delivered.
-    package var completed: Int64
+    var completed: Int64
     /// The size of the resource, once the server has told it.
-    package var total: Int64?
+    var total: Int64?
 }
