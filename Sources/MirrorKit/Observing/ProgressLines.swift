@@ -75,10 +75,19 @@ package struct ProgressLines: Sendable {
         return Double(last[keyPath: figure] - first[keyPath: figure]) / (last.time - first.time)
     }
 
-    /// The time left at the recent rate of files settled: known only once every file is known.
+    /// The time left, known only once every file is known: when every file left is in flight with
+    /// its size known (the last large files), its bytes left at the recent byte rate; else the
+    /// files left at the recent rate of files settled.
     private func eta(_ snapshot: RunProgress.Snapshot, now: Double) -> String? {
         let left = snapshot.filesKnown - snapshot.filesDone
-        guard left > 0, let first = samples.first, let last = samples.last, last.time - first.time >= 2 else { return nil }
+        guard left > 0 else { return nil }
+        let inFlight = snapshot.scheduler?.items.filter { $0.state != .completed && $0.state != .failed } ?? []
+        if inFlight.count == left, inFlight.allSatisfy({ $0.totalBytes != nil }),
+           let rate = rate(\.bytes, over: byteWindow, now: now), rate > 0 {
+            let bytesLeft = inFlight.reduce(Int64(0)) { $0 + max(($1.totalBytes ?? 0) - $1.completedBytes, 0) }
+            return Self.format(seconds: Int((Double(bytesLeft) / rate).rounded(.up)))
+        }
+        guard let first = samples.first, let last = samples.last, last.time - first.time >= 2 else { return nil }
         let perSecond = Double(last.files - first.files) / (last.time - first.time)
         guard perSecond > 0 else { return nil }
         return Self.format(seconds: Int((Double(left) / perSecond).rounded(.up)))

@@ -15,32 +15,12 @@ struct MirrorCommandTests {
     }
 
     /// Starts `mirror` without waiting for it; output goes to files in `dir`.
-    private func launch(_ arguments: [String], outputIn dir: URL) throws -> Process {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
+    private func launch(_ arguments: [String], outputIn dir: URL) throws -> ChildProcess.Started {
         let errPath = dir.appendingPathComponent("launch-stderr").path
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        try process.run()
-        return process
-    }
-
-    /// Waits (off the cooperative pool) until `process` exits; returns its status. A test past
-    /// its time limit kills the process rather than wait for it.
-    private func exitStatus(of process: Process) async -> Int32 {
-        let pid = process.processIdentifier
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    process.waitUntilExit()
-                    continuation.resume(returning: process.terminationStatus)
-                }
-            }
-        } onCancel: {
-            kill(pid, SIGKILL)
-        }
+        let error = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        defer { try? error.close() }
+        return try ChildProcess(executable: Self.executable.path, arguments: arguments, standardError: error.fileDescriptor).start()
     }
 
     /// Polls until the one partial download under `out` holds at least `bytes`.
@@ -184,14 +164,14 @@ struct MirrorCommandTests {
                 ]
                 let first = try launch(arguments, outputIn: dir)
                 try await waitForPartial(in: out, atLeast: Int64(size / 2))
-                kill(first.processIdentifier, signal)
-                let firstStatus = await exitStatus(of: first)
+                kill(first.pid, signal)
+                let firstStatus = await first.wait()
                 if signal == SIGKILL {
-                    #expect(first.terminationReason == .uncaughtSignal && firstStatus == SIGKILL)
+                    #expect(firstStatus == .signalled(SIGKILL))
                 } else {
                     // SIGTERM is caught: the run writes out what it has and exits 128 + 15.
                     let stderr = String(decoding: TestSupport.bytes(at: dir.appendingPathComponent("launch-stderr").path) ?? [], as: UTF8.self)
-                    #expect(first.terminationReason == .exit && firstStatus == 143, "status \(firstStatus), stderr: \(stderr)")
+                    #expect(firstStatus == .exited(143), "status \(firstStatus), stderr: \(stderr)")
                 }
                 #expect(!FileManager.default.fileExists(atPath: out + "/full" + path))
 
@@ -222,11 +202,11 @@ struct MirrorCommandTests {
                 }
                 let live = try await mirror(["status", "--out", out])
                 #expect(live.status == 0)
-                #expect(live.stdout.contains("running: tag bigfile, pid \(running.processIdentifier)"))
+                #expect(live.stdout.contains("running: tag bigfile, pid \(running.pid)"))
                 #expect(live.stdout.contains("forced \(server.baseURL)/B1gF1le.jpg"))
 
-                kill(running.processIdentifier, SIGKILL)
-                _ = await exitStatus(of: running)
+                kill(running.pid, SIGKILL)
+                _ = await running.wait()
                 let after = try await mirror(["status", "--out", out])
                 #expect(after.stdout.hasPrefix("no run in progress\npartial downloads kept for the next run:\n"))
                 #expect(after.stdout.contains("% "))

@@ -7,26 +7,25 @@ import Testing
 /// without one.
 @Suite("Live progress on a terminal", .serialized, .timeLimit(.minutes(2)))
 struct ProgressDisplayTests {
-    /// A run of the 64 MiB `bigfile` tag lasting about four seconds, its thumbnail failing at
-    /// once (so an error line lands in the middle of the progress).
+    /// A run of the `slow` tag (one 8 MiB image at 2 MiB/s, its thumbnail failing at once, so an
+    /// error line lands in the middle of the progress): some four seconds.
     private func slowRun(
         on terminal: PseudoTerminal?, _ extra: [String] = [],
         during: @escaping @Sendable (PseudoTerminal) async -> Void = { _ in }
-    ) async throws -> (status: Int32, output: String, chunks: [(columns: Int, bytes: [UInt8])]) {
+    ) async throws -> (status: Int32, output: String, chunks: [(columns: Int, bytes: [UInt8])], id: String) {
         try await TestSupport.withServer { server in
-            server.inject(.throttle(bytesPerSecond: 16 << 20), path: "/B1gF1le.jpg")
-            server.inject(.respond(status: 500), path: "/B1gF1lem.jpg")
+            let id = server.addSlowTag()
             return try await MirrorProcess.withClientID { dir, idFile in
                 let arguments = [
-                    "bigfile", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile,
+                    "slow", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile,
                     "--api-base", server.baseURL, "--media-base", server.baseURL, "--retries", "1",
                 ] + extra
                 if let terminal {
                     let run = try await terminal.run(arguments, during: during)
-                    return (run.status, run.output, run.chunks)
+                    return (run.status, run.output, run.chunks, id)
                 }
                 let run = try await MirrorProcess.run(arguments)
-                return (run.status, run.stdout + run.stderr, [(0, Array((run.stdout + run.stderr).utf8))])
+                return (run.status, run.stdout + run.stderr, [(0, Array((run.stdout + run.stderr).utf8))], id)
             }
         }
     }
@@ -56,18 +55,18 @@ struct ProgressDisplayTests {
         let drawn = frames(run.output)
         // Four redraws a second over some three seconds.
         #expect(drawn.count >= 6, "\(run.output)")
-        #expect(drawn.contains { $0.hasPrefix("bigfile: ") && $0.contains(" of 2 files") && $0.contains("/s") }, "\(drawn)")
-        #expect(drawn.contains { $0.hasPrefix("  forced: B1gF1le.jpg ") && $0.contains("%") }, "\(drawn)")
+        #expect(drawn.contains { $0.hasPrefix("slow: ") && $0.contains(" of 2 files") && $0.contains("/s") }, "\(drawn)")
+        #expect(drawn.contains { $0.hasPrefix("  forced: \(run.id).jpg ") && $0.contains("%") }, "\(drawn)")
         #expect(drawn.allSatisfy { TerminalText.width($0) <= 119 }, "\(drawn)")
-        // Once every file is known and some have settled, the time left shows.
+        // Once every file is known, the time left shows.
         #expect(drawn.contains { $0.contains("ETA ") }, "\(drawn)")
         // What stays on the screen: the error (whole, on its own line) and the summary; no progress.
         let screen = screen(run.chunks)
         #expect(screen.problems.isEmpty, "\(screen.problems)")
         let lines = screen.text.filter { !$0.isEmpty }
         #expect(!lines.contains { $0.contains(" · ") || $0.contains("forced:") }, "\(lines)")
-        #expect(lines.contains { $0.hasPrefix("mirror: ") && $0.contains("B1gF1lem.jpg: HTTP 500") }, "\(lines)")
-        #expect(lines.last?.hasPrefix("bigfile: 2 files: 1 downloaded") == true, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("mirror: ") && $0.contains("\(run.id)m.jpg: HTTP 500") }, "\(lines)")
+        #expect(lines.last?.hasPrefix("slow: 2 files: 1 downloaded") == true, "\(lines)")
         #expect(lines.count == 2, "\(lines)")
     }
 

@@ -52,18 +52,16 @@ enum FuzzChild {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let outputPath = directory + "/output.txt"
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["--testing-library", "swift-testing", "--filter", "FuzzChildTests"]
         var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         environment["MIRROR_FUZZ_CHILD"] = name
         environment["MIRROR_FUZZ_DIRECTORY"] = directory
-        process.environment = environment
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        process.standardOutput = output
-        process.standardError = output
+        let child = ChildProcess(
+            executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+            arguments: ["--testing-library", "swift-testing", "--filter", "FuzzChildTests"], environment: environment,
+            standardOutput: output.fileDescriptor, standardError: output.fileDescriptor)
         // Over the time limit, the child is killed and the test reports what it has.
-        let status = try await process.exitStatus()
+        let termination = await (try child.start()).wait()
         try? output.close()
 
         func read(_ file: String) -> String {
@@ -73,8 +71,8 @@ enum FuzzChild {
             summary: read("summary.txt"),
             failures: read("failures.txt").split(separator: "\n").map(String.init),
             crash: read("report.txt"),
-            ended: "\(process.terminationReason) \(status)",
-            endedCleanly: process.terminationReason == .exit && status == 0,
+            ended: "\(termination)",
+            endedCleanly: termination == .exited(0),
             output: read("output.txt"))
         return (findings, directory)
     }

@@ -267,12 +267,6 @@ enum Mount {
     }
 
     private static func run(_ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+        (try? ChildProcess(executable: "/usr/bin/env", arguments: arguments).runBlocking()) ?? -1
     }
 }

@@ -102,11 +102,9 @@ struct MirrorDirectoryTests {
         try await TestSupport.withTemporaryDirectory { root in
             let directory = try MirrorDirectory(root: root)
             let path = directory.stateDirectory.appendingPathComponent("state.sqlite3").path
-            let setup = Process()
-            setup.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-            setup.arguments = [path, "CREATE TABLE mirrored (url TEXT); PRAGMA user_version = 99;"]
-            try setup.run()
-            setup.waitUntilExit()
+            _ = try await ChildProcess(
+                executable: "/usr/bin/sqlite3", arguments: [path, "CREATE TABLE mirrored (url TEXT); PRAGMA user_version = 99;"]
+            ).run()
             #expect(throws: MirrorError.self) { try StateDatabase(directory: directory) }
             #expect(FileManager.default.fileExists(atPath: path))
             let names = try FileManager.default.contentsOfDirectory(atPath: directory.stateDirectory.path)

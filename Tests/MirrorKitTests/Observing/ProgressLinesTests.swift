@@ -69,3 +69,16 @@ struct ProgressLinesTests {
         #expect(TerminalText.clip("short", toColumns: 10) == "short")
     }
 }
+
+extension ProgressLinesTests {
+    @Test func theLastLargeFilesGetAnETAFromTheirBytes() {
+        var lines = ProgressLines(label: "feed")
+        func item(_ done: Int64) -> SchedulerStatus.Item {
+            SchedulerStatus.Item(url: "https://h.example/big.tgz", state: .downloading, isForced: true, completedBytes: done, totalBytes: 10_000_000)
+        }
+        _ = lines.lines(for: snapshot(phase: .downloading, known: 2, done: 1, bytes: 0, forced: [item(0)]), at: 0, columns: 200)
+        let drawn = lines.lines(for: snapshot(phase: .downloading, known: 2, done: 1, bytes: 0, forced: [item(2_000_000)]), at: 1, columns: 200)
+        // 8 MB left at 2 MB/s, though no file has settled meanwhile.
+        #expect(drawn.first?.contains("2.0 MB/s · ETA 4s") == true, "\(drawn)")
+    }
+}

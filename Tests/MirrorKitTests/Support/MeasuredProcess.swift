@@ -23,13 +23,13 @@ enum MeasuredProcess {
             let errPath = dir.appendingPathComponent("stderr").path
             let usagePath = dir.appendingPathComponent("usage").path
             _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: time)
-            process.arguments = ["-f", "%M", "-o", usagePath, MirrorProcess.executable.path] + arguments
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+            let error = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+            defer { try? error.close() }
+            let child = ChildProcess(
+                executable: time, arguments: ["-f", "%M", "-o", usagePath, MirrorProcess.executable.path] + arguments,
+                standardError: error.fileDescriptor)
             let started = ContinuousClock.now
-            let status = try await process.exitStatus()
+            let status = try await child.run()
             let elapsed = ContinuousClock.now - started
             // GNU time writes "Command exited with non-zero status N" first when it is so.
             let usage = String(decoding: TestSupport.bytes(at: usagePath) ?? [], as: UTF8.self)

@@ -24,21 +24,21 @@ enum MirrorProcess {
             let errPath = dir.appendingPathComponent("stderr").path
             _ = FileManager.default.createFile(atPath: outPath, contents: nil)
             _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = arguments
-            if !environment.isEmpty {
-                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            }
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+            let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+            let error = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+            var input: FileHandle?
             if let standardInput {
                 let inPath = dir.appendingPathComponent("stdin").path
                 try TestSupport.write(standardInput, to: inPath)
-                process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+                input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
             }
+            defer { [output, error, input].forEach { try? $0?.close() } }
+            let child = ChildProcess(
+                executable: executable.path, arguments: arguments,
+                environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                standardInput: input?.fileDescriptor, standardOutput: output.fileDescriptor, standardError: error.fileDescriptor)
             let started = ContinuousClock.now
-            let status = try await process.exitStatus()
+            let status = try await child.run()
             return Run(
                 status: status,
                 stdout: String(decoding: TestSupport.bytes(at: outPath) ?? [], as: UTF8.self),

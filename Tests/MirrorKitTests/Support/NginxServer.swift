@@ -12,7 +12,7 @@ final class NginxServer {
     /// The certificate to trust (`TransferEngine.Configuration.certificateAuthorities`).
     let certificate: String
     private let work: URL
-    private let process: Process
+    private let process: ChildProcess.Started
 
     var baseURL: String { "https://127.0.0.1:\(port)" }
 
@@ -41,7 +41,7 @@ final class NginxServer {
                 self.process = process
                 return
             }
-            process.waitUntilExit()
+            _ = process.waitBlocking()
             guard attempt < 3 else {
                 let log = (try? String(contentsOf: work.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
                 throw EventuallyTimeout(description: "nginx did not start: \(log.suffix(500))")
@@ -49,7 +49,7 @@ final class NginxServer {
         }
     }
 
-    private static func startNginx(work: URL, root: URL, port: Int, certificate: String, key: String) throws -> Process {
+    private static func startNginx(work: URL, root: URL, port: Int, certificate: String, key: String) throws -> ChildProcess.Started {
         let config = """
             worker_processes 1;
             pid \(work.path)/nginx.pid;
@@ -74,17 +74,13 @@ final class NginxServer {
             """
         let configPath = work.appendingPathComponent("nginx.conf").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary!)
-        process.arguments = ["-c", configPath, "-p", work.path]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(executable: binary!, arguments: ["-c", configPath, "-p", work.path]).start()
         return process
     }
 
     deinit {
         process.terminate()
-        process.waitUntilExit()
+        _ = process.waitBlocking()
         try? FileManager.default.removeItem(at: work)
     }
 
@@ -110,14 +106,9 @@ final class NginxServer {
     }
 
     private static func run(_ tool: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw EventuallyTimeout(description: "\(tool) failed") }
+        guard try ChildProcess(executable: tool, arguments: arguments).runBlocking() == 0 else {
+            throw EventuallyTimeout(description: "\(tool) failed")
+        }
     }
 
     private static func freePort() throws -> Int {
@@ -127,7 +118,7 @@ final class NginxServer {
     }
 
     /// Whether nginx came to listen on `port`; false as soon as it has exited (the port was taken).
-    private static func waitForPort(_ port: Int, while process: Process) throws -> Bool {
+    private static func waitForPort(_ port: Int, while process: ChildProcess.Started) throws -> Bool {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             guard process.isRunning else { return false }

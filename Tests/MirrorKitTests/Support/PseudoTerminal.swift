@@ -27,7 +27,7 @@ final class PseudoTerminal: Sendable {
         guard master >= 0, ioctl(master, 0x4004_5431, &unlock) == 0, ioctl(master, 0x8004_5430, &number) == 0 else {
             throw POSIXError(.ENODEV)
         }
-        slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+        slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard slave >= 0 else { throw POSIXError(.ENODEV) }
         resize(columns: columns, rows: rows)
     }
@@ -50,17 +50,12 @@ final class PseudoTerminal: Sendable {
 
     /// Runs `mirror arguments` on the terminal; `during` runs meanwhile (to resize it, say).
     func run(_ arguments: [String], during: @escaping @Sendable (PseudoTerminal) async -> Void = { _ in }) async throws -> Run {
-        let process = Process()
-        process.executableURL = MirrorProcess.executable
-        process.arguments = arguments
-        let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
+        let child = ChildProcess(
+            executable: MirrorProcess.executable.path, arguments: arguments, standardOutput: slave, standardError: slave)
         let reader = Thread { [self] in readUntilClosed() }
         reader.start()
         let side = Task { await during(self) }
-        let status = try await process.exitStatus()
+        let status = try await child.run()
         side.cancel()
         await side.value
         // The child's copies are closed; closing ours lets the reader see the end.

@@ -108,40 +108,6 @@ extension Digest {
     }
 }
 
-extension Process {
-    /// Starts the process and waits for its exit status on no thread of the cooperative pool (the
-    /// in-process fixture server needs those to answer it). Cancelling the waiter, as a test past
-    /// its time limit is, kills the process: a hung child fails its test instead of hanging the run.
-    func exitStatus() async throws -> Int32 {
-        let started = Mutex<Int32?>(nil)
-        let cancelled = Mutex(false)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-                do {
-                    try run()
-                } catch {
-                    continuation.resume(throwing: error)
-                    return
-                }
-                let pid = processIdentifier
-                started.withLock { $0 = pid }
-                if cancelled.withLock({ $0 }) { Self.kill(pid) }
-            }
-        } onCancel: {
-            cancelled.withLock { $0 = true }
-            if let pid = started.withLock({ $0 }) { Self.kill(pid) }
-        }
-    }
-
-    /// Kills `pid` and its children first (mirror under `/usr/bin/time` is a grandchild of the test).
-    private static func kill(_ pid: Int32) {
-        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
-        for child in children.split(separator: " ").compactMap({ Int32($0) }) { Glibc.kill(child, SIGKILL) }
-        Glibc.kill(pid, SIGKILL)
-    }
-}
-
 extension Task {
     /// The task's value, or `CancellationError` as soon as the waiter is cancelled, whether or
     /// not the task ends. A test past its time limit is cancelled, but `value` would go on
