@@ -4,7 +4,8 @@ import Synchronization
 
 /// Every line mirror writes, on standard output or standard error, goes through here, and so does
 /// the live progress display: one lock orders them, so a log line never lands in the middle of a
-/// redraw. The display is cleared before any other line and drawn again after it.
+/// redraw. The display is cleared before any other line and drawn again at the next redraw (a
+/// quarter of a second later at most), so a burst of lines (`--verbose`) does not make it flicker.
 ///
 /// URLs, file names, feed titles and servers' messages come from strangers: text lines are escaped
 /// once, at the last step (``escapedForTerminal``), and JSON lines escape the same characters as
@@ -12,11 +13,8 @@ import Synchronization
 enum Console {
     private struct State {
         var format = LogFormat.text
-        /// The progress lines on the screen now, as drawn, and the width they were cut to.
+        /// The progress lines on the screen now, as drawn.
         var drawn: [String] = []
-        var drawnColumns = 0
-        /// The lines to put back after a log line.
-        var latest: [String] = []
         var progressActive = false
     }
 
@@ -45,20 +43,18 @@ enum Console {
         write(line + "\n", to: STDERR_FILENO)
     }
 
-    /// One message on standard error: `mirror: …` as text, or a JSON object.
-    static func printError(_ line: String, level: String = "error") {
+    /// One error on standard error: `mirror: …` as text, or a JSON object.
+    static func printError(_ line: String) {
         switch format {
         case .text: printErrorLine(line.escapedForTerminal)
-        case .json: printErrorLine(JSONLine.encode(level: level, message: line.hasPrefix("mirror: ") ? String(line.dropFirst(8)) : line, fields: [:]))
+        case .json: printErrorLine(JSONLine.encode(level: "error", message: line.hasPrefix("mirror: ") ? String(line.dropFirst(8)) : line, fields: [:]))
         }
     }
 
     private static func write(_ text: String, to descriptor: Int32) {
         state.withLock { state in
-            let restore = state.progressActive && !state.drawn.isEmpty
-            if restore { erase(&state) }
+            if !state.drawn.isEmpty { writeAll(erasing(&state), to: STDERR_FILENO) }
             writeAll(text, to: descriptor)
-            if restore { draw(state.latest, in: &state) }
         }
     }
 
@@ -69,13 +65,14 @@ enum Console {
         state.withLock { $0.progressActive = true }
     }
 
-    /// Replaces the progress lines with `lines` (cut to the terminal's width here).
+    /// Replaces the progress lines with `lines` (cut to the terminal's width here), in one write.
     static func showProgress(_ lines: [String]) {
         state.withLock { state in
             guard state.progressActive else { return }
-            state.latest = lines
-            erase(&state)
-            draw(lines, in: &state)
+            let columns = columns()
+            let cut = lines.map { TerminalText.clip($0, toColumns: columns - 1) }
+            writeAll(erasing(&state) + cut.joined(separator: "\n"), to: STDERR_FILENO)
+            state.drawn = cut
         }
     }
 
@@ -83,9 +80,18 @@ enum Console {
     static func endProgress() {
         state.withLock { state in
             guard state.progressActive else { return }
-            erase(&state)
+            writeAll(erasing(&state), to: STDERR_FILENO)
             state.progressActive = false
         }
+    }
+
+    /// Clears the progress lines on the way out of a process ending at once (a second signal),
+    /// unless a line is being written right now: then the shell's prompt starts on a fresh line.
+    static func clearProgressBeforeExit() {
+        let cleared = state.withLockIfAvailable { state in
+            writeAll(erasing(&state), to: STDERR_FILENO)
+        }
+        if cleared == nil { writeAll("\n", to: STDERR_FILENO) }
     }
 
     /// Columns of standard error's terminal now (80 when it says nothing).
@@ -95,29 +101,20 @@ enum Console {
         return Int(size.ws_col)
     }
 
-    private static func draw(_ lines: [String], in state: inout State) {
-        let columns = columns()
-        let cut = lines.map { TerminalText.clip($0, toColumns: columns - 1) }
-        guard !cut.isEmpty else { return }
-        writeAll(cut.joined(separator: "\n"), to: STDERR_FILENO)
-        state.drawn = cut
-        state.drawnColumns = columns
-    }
-
-    /// Moves to the first progress line and clears from there down. A terminal made narrower since
-    /// the lines were drawn may have wrapped each over several rows: those rows are climbed too.
-    private static func erase(_ state: inout State) {
-        guard !state.drawn.isEmpty else { return }
+    /// What moves to the first progress line and clears from there down ("" when none is drawn).
+    ///
+    /// A terminal made narrower since the lines were drawn has rewrapped each over several rows,
+    /// as VTE (GNOME Terminal), kitty, iTerm2, Windows Terminal and tmux do: those rows are climbed
+    /// too (the lines are ASCII, so their width is their length). A terminal that cuts lines
+    /// instead of rewrapping them (xterm) loses as many rows above the display as it gained.
+    private static func erasing(_ state: inout State) -> String {
+        guard !state.drawn.isEmpty else { return "" }
         let columns = columns()
         let rows = state.drawn.reduce(0) { total, line in
-            let width = TerminalText.width(line)
-            return total + max(1, (width + columns - 1) / columns)
+            total + max(1, (TerminalText.width(line) + columns - 1) / columns)
         }
-        var sequence = "\r"
-        if rows > 1 { sequence += "\u{1B}[\(rows - 1)A" }
-        sequence += "\u{1B}[J"
-        writeAll(sequence, to: STDERR_FILENO)
         state.drawn = []
+        return "\r" + (rows > 1 ? "\u{1B}[\(rows - 1)A" : "") + "\u{1B}[J"
     }
 
     private static func writeAll(_ text: String, to descriptor: Int32) {

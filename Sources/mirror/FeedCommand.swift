@@ -46,9 +46,12 @@ struct FeedCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await RunLifecycle(common: common, flags: flags, label: "feed").run { settings, directory, engine, logger throws(MirrorError) in
-            try FeedMirror(
-                directory: directory, engine: engine, settings: settings.feed(location, baseURL: baseURL), logger: logger)
+        let (location, baseURL) = (location, baseURL)
+        try await RunLifecycle(common: common, flags: flags, label: "feed").run { settings throws(MirrorError) in
+            { directory, engine, logger throws(MirrorError) in
+                try FeedMirror(
+                    directory: directory, engine: engine, settings: settings.feed(location, baseURL: baseURL), logger: logger)
+            }
         }
     }
 }

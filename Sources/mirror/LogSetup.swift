@@ -72,7 +72,7 @@ enum JSONLine {
         ]
         let reserved: Set = ["time", "level", "message"]
         pairs += fields.filter { !reserved.contains($0.key) }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        return "{" + pairs.map { quote($0.0) + ":" + quote($0.1) }.joined(separator: ",") + "}"
+        return "{" + pairs.map { quote($0.0) + ":" + value($0.0, $0.1) }.joined(separator: ",") + "}"
     }
 
     /// `json` with every ``DisplayControl`` character (outside the JSON escapes it already has)
@@ -88,6 +88,14 @@ enum JSONLine {
             }
         }
         return result
+    }
+
+    /// Fields that are counts are written as JSON numbers, so a log shipper can sum and compare them.
+    static let numericFields: Set = ["bytes", "received", "status", "exit_status", "files", "downloaded", "failed"]
+
+    private static func value(_ key: String, _ text: String) -> String {
+        guard numericFields.contains(key), let number = Int64(text) else { return quote(text) }
+        return String(number)
     }
 
     static func quote(_ text: String) -> String {

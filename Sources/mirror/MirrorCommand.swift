@@ -47,8 +47,8 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Standard error's lines: text, or json (one object per line, for log shippers) (default text).")
     var logFormat: LogFormat?
 
-    @Flag(help: "Write a JSON sidecar of what the API or feed said of each file under meta/ (see README).")
-    var metadata = false
+    @Flag(inversion: .prefixedNo, help: "Write a JSON sidecar of what the API or feed said of each file under meta/ (see README); --no-metadata overrides the config.")
+    var metadata: Bool?
 
     @Option(help: ArgumentHelp(
         "Write a Prometheus text file here during and after each run, for node_exporter's textfile collector.",
@@ -60,7 +60,7 @@ struct CommonOptions: ParsableArguments {
         flags.maxDuration = maxDuration
         flags.progress = progress
         flags.logFormat = logFormat
-        flags.metadata = metadata ? true : nil
+        flags.metadata = metadata
         flags.metricsFile = metricsFile
     }
 }
@@ -76,7 +76,7 @@ struct DownloadOptions: ParsableArguments {
     @Option(help: "Attempts per file, the first included (default \(RunSettings.Defaults.retries)).")
     var retries: Int?
 
-    @Option(help: "Most bytes any file may have, whatever the API or its server claims, e.g. 4G (default 16G).")
+    @Option(help: "Most bytes any file may have, whatever the API or its server claims, e.g. 4G (default \(RunSettings.Defaults.maxFileSize >> 30)G).")
     var maxFileSize: String?
 
     func apply(to flags: inout MirrorConfiguration) {

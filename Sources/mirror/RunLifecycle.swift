@@ -14,9 +14,11 @@ struct RunLifecycle {
     /// What the summary line starts with: the tag, or `feed`.
     let label: String
 
-    typealias MakeMirror = (RunSettings, MirrorDirectory, TransferEngine, Logger) throws(MirrorError) -> any MirrorRun
+    typealias MakeMirror = (MirrorDirectory, TransferEngine, Logger) throws(MirrorError) -> any MirrorRun
 
-    func run(_ makeMirror: MakeMirror) async throws {
+    /// Runs the mirror `prepare` makes. `prepare` checks what must be right before the directory
+    /// is touched (the client id file), and returns how to make the mirror once it is.
+    func run(_ prepare: (RunSettings) throws(MirrorError) -> MakeMirror) async throws {
         let settings: RunSettings
         do {
             let file = try common.config.map(MirrorConfiguration.load(from:)) ?? MirrorConfiguration()
@@ -27,7 +29,7 @@ struct RunLifecycle {
         }
         let logger = LogSetup.bootstrap(quiet: common.quiet, verbose: common.verbose, format: settings.logFormat)
         do {
-            try await run(settings, logger: logger, makeMirror)
+            try await run(settings, logger: logger, try prepare(settings))
         } catch let error as MirrorError {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
@@ -39,15 +41,18 @@ struct RunLifecycle {
         let engine = TransferEngine(configuration: settings.engine)
         let mirror: any MirrorRun
         do {
-            mirror = try makeMirror(settings, directory, engine, logger)
+            mirror = try makeMirror(directory, engine, logger)
         } catch {
             await engine.shutDown()
             throw error
         }
-        let lastSuccess = try? await mirror.state.lastSuccess(of: mirror.source)
+        let lastSuccess: Date? = (try? await mirror.state.lastSuccess(of: mirror.source)) ?? nil
+        let previous: RunRecord? = (try? await mirror.state.lastRun(of: mirror.source)) ?? nil
         let metrics = settings.metricsFile.map(MetricsFile.init(path:))
         let watcher = Task {
-            await watch(mirror, display: showsProgress(settings), metrics: metrics, lastSuccess: lastSuccess, logger: logger)
+            await watch(
+                mirror, display: showsProgress(settings), metrics: metrics, previous: previous, lastSuccess: lastSuccess,
+                logger: logger)
         }
         let (summary, stop) = await Interruption.cancelOnSignal(deadline: settings.deadline) { await mirror.run() }
         watcher.cancel()
@@ -66,8 +71,9 @@ struct RunLifecycle {
         }
         if let metrics {
             var figures = MetricsFile.Figures(
-                source: mirror.source, progress: mirror.progress.snapshot, lastSuccess: status == 0 ? record.endedAt : lastSuccess,
-                now: record.endedAt)
+                source: mirror.source, progress: mirror.progress.snapshot, previous: nil,
+                lastSuccess: status == 0 ? record.endedAt : lastSuccess, now: record.endedAt)
+            figures.inProgress = false
             figures.endedAt = record.endedAt
             figures.exitStatus = status
             figures.filesDownloaded = summary.downloaded
@@ -98,18 +104,24 @@ struct RunLifecycle {
         if status != 0 { throw ExitCode(status) }
     }
 
-    /// Live progress is drawn on a terminal unless asked not to, or `--quiet` (which `always` overrides).
+    /// Live progress is drawn on a terminal unless asked not to, `--quiet` or JSON logs (which
+    /// `always` overrides for `--quiet`; `always` with JSON logs is refused), or a terminal that
+    /// cannot move its cursor (`TERM=dumb`: Emacs' shell buffers).
     private func showsProgress(_ settings: RunSettings) -> Bool {
         switch settings.progress {
         case .always: true
         case .never: false
-        case .auto: !common.quiet && isatty(STDERR_FILENO) == 1
+        case .auto:
+            !common.quiet && settings.logFormat == .text && isatty(STDERR_FILENO) == 1
+                && ProcessInfo.processInfo.environment["TERM"] != "dumb"
         }
     }
 
     /// Redraws the progress four times a second and rewrites the metrics file every five seconds,
     /// until cancelled; true when the metrics file could not be written (and that was said).
-    private func watch(_ mirror: any MirrorRun, display: Bool, metrics: MetricsFile?, lastSuccess: Date?, logger: Logger) async -> Bool {
+    private func watch(
+        _ mirror: any MirrorRun, display: Bool, metrics: MetricsFile?, previous: RunRecord?, lastSuccess: Date?, logger: Logger
+    ) async -> Bool {
         var lines = ProgressLines(label: label)
         let clock = ContinuousClock()
         let start = clock.now
@@ -127,7 +139,8 @@ struct RunLifecycle {
             if let metrics, now >= nextMetrics {
                 nextMetrics = now + .seconds(5)
                 do {
-                    try metrics.write(MetricsFile.Figures(source: mirror.source, progress: snapshot, lastSuccess: lastSuccess))
+                    try metrics.write(MetricsFile.Figures(
+                        source: mirror.source, progress: snapshot, previous: previous, lastSuccess: lastSuccess))
                 } catch where !metricsFailed {
                     // Once: the file's directory will not come back within the run.
                     metricsFailed = true

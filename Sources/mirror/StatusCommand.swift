@@ -84,7 +84,7 @@ enum StatusLines {
             lines += self.running(running)
         } else {
             lines.append("no run in progress")
-            if let last = report.lastRun { lines += lastRun(last) }
+            for last in report.lastRuns { lines += lastRun(last) }
             if !report.partials.isEmpty {
                 lines.append("partial downloads kept for the next run:")
                 for partial in report.partials {
@@ -105,6 +105,9 @@ enum StatusLines {
             lines.append(albums)
         }
         if let budget = report.budget { lines.append(budgetLine(budget)) }
+        if let schema = report.olderSchema {
+            lines.append("the state database is at schema \(schema), from an older mirror; the next run upgrades it (the runs it kept are shown from then on)")
+        }
         if let figures = report.files, figures.files > 0 {
             var line = "mirrored: \(figures.files) files of \(figures.items) items"
             if figures.itemsWithVersions > 0 {

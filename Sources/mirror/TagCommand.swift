@@ -24,22 +24,22 @@ struct TagCommand: AsyncParsableCommand {
     @Option(help: "File holding the Imgur Client-ID (default \(ClientIDFile.defaultPath)).")
     var clientIdFile: String?
 
-    @Option(help: "Imgur API base URL (default https://api.imgur.com).")
+    @Option(help: "Imgur API base URL (default \(RunSettings.Defaults.apiBase)).")
     var apiBase: String?
 
-    @Option(help: "Imgur media base URL (default https://i.imgur.com).")
+    @Option(help: "Imgur media base URL (default \(RunSettings.Defaults.mediaBase)).")
     var mediaBase: String?
 
     @Option(help: "Read at most this many listing pages (default: all).")
     var pages: Int?
 
-    @Option(help: "Listing order: viral, top or time (default time).")
+    @Option(help: "Listing order: viral, top or time (default \(RunSettings.Defaults.sort.rawValue)).")
     var sort: GallerySort?
 
-    @Option(help: "Time window of a top listing: day, week, month, year or all (default all).")
+    @Option(help: "Time window of a top listing: day, week, month, year or all (default \(RunSettings.Defaults.window.rawValue)).")
     var window: GalleryWindow?
 
-    @Option(help: "Thumbnail size letter: s b t m l h (default m, 320 px).")
+    @Option(help: "Thumbnail size letter: s b t m l h (default \(RunSettings.Defaults.thumbnail.rawValue)).")
     var thumbnail: ThumbnailSize?
 
     @Option(help: "Downloads at once (default \(RunSettings.Defaults.concurrency)).")
@@ -77,11 +77,13 @@ struct TagCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await RunLifecycle(common: common, flags: flags, label: tag).run { settings, directory, engine, logger throws(MirrorError) in
+        try await RunLifecycle(common: common, flags: flags, label: tag).run { settings throws(MirrorError) in
             let clientID = try ClientIDFile.read(settings.clientIDFile)
-            let client = ImgurClient(
-                apiBase: settings.apiBase, clientID: clientID, engine: engine, politeness: settings.politeness, logger: logger)
-            return try TagMirror(directory: directory, client: client, engine: engine, settings: settings.tag(tag), logger: logger)
+            return { directory, engine, logger throws(MirrorError) in
+                let client = ImgurClient(
+                    apiBase: settings.apiBase, clientID: clientID, engine: engine, politeness: settings.politeness, logger: logger)
+                return try TagMirror(directory: directory, client: client, engine: engine, settings: settings.tag(tag), logger: logger)
+            }
         }
     }
 }

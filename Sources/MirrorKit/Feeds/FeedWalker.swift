@@ -194,9 +194,6 @@ struct FeedWalker {
 
     // MARK: - libxml2 access
 
-    /// `href` resolved against the element's base URI (`xml:base`, else the feed's URL); escapes
-    /// are kept as written. Links with spaces or non-ASCII characters, which RFC 3986 forbids but
-    /// feeds contain, are percent-encoded first. Nil when that fails too; the entry notes the link.
     /// An entry's web page, resolved as an enclosure is; one that is no URL is left out quietly
     /// (it is only metadata: nothing is fetched from it).
     private func pageLink(_ href: String) -> String? {
@@ -205,6 +202,9 @@ struct FeedWalker {
         return build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed))
     }
 
+    /// `href` resolved against the element's base URI (`xml:base`, else the feed's URL); escapes
+    /// are kept as written. Links with spaces or non-ASCII characters, which RFC 3986 forbids but
+    /// feeds contain, are percent-encoded first. Nil when that fails too; the entry notes the link.
     private mutating func resolve(_ href: String) -> String? {
         let trimmed = href.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }

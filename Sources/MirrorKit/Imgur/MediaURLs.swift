@@ -30,7 +30,7 @@ struct MediaURLBuilder: Sendable {
     var mediaBase: String
     var thumbnail: ThumbnailSize
 
-    init(mediaBase: String = "https://i.imgur.com", thumbnail: ThumbnailSize = .medium) {
+    init(mediaBase: String = RunSettings.Defaults.mediaBase, thumbnail: ThumbnailSize = RunSettings.Defaults.thumbnail) {
         self.mediaBase = mediaBase.hasSuffix("/") ? String(mediaBase.dropLast()) : mediaBase
         self.thumbnail = thumbnail
     }

@@ -28,7 +28,7 @@ package struct FeedMirror: Sendable {
         }
 
         init(
-            feedURL: String, mode: DownloadMode = .skipIfExists, retry: RetryPolicy = RetryPolicy(),
+            feedURL: String, mode: DownloadMode = RunSettings.Defaults.mode, retry: RetryPolicy = RetryPolicy(),
             maxFileSize: Int64 = Downloader.defaultMaxFileSize
         ) {
             self.init(feed: .url(feedURL), mode: mode, retry: retry, maxFileSize: maxFileSize)
@@ -67,7 +67,8 @@ package struct FeedMirror: Sendable {
             feed = try await loadFeed()
         } catch {
             await session.finish(into: &summary)
-            if Task.isCancelled { summary.interrupted = true } else { summary.stoppedBy = .feed(error) }
+            // A failure of the disk met while winding up (already in the summary) stays first.
+            if Task.isCancelled { summary.interrupted = true } else { summary.stoppedBy = summary.stoppedBy ?? .feed(error) }
             jobs.progress.enter(.finished)
             return summary
         }

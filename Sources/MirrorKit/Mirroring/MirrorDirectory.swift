@@ -172,13 +172,17 @@ package struct MirrorDirectory: Sendable {
     }
 
     /// Replaces the small file at `relativePath` (a sidecar) with `bytes` in one step, unless it
-    /// holds them already; true when it was written. Its folders are made as needed, each checked
-    /// as every folder of the mirror is: a link planted among them is refused, not followed.
-    func replaceSmallFile(_ relativePath: String, with bytes: [UInt8]) throws(MirrorError) -> Bool {
+    /// holds them already (or, unless `replacing`, exists); true when it was written. Its folders
+    /// are made as needed, each checked as every folder of the mirror is: a link planted among
+    /// them is refused, not followed.
+    func replaceSmallFile(_ relativePath: String, with bytes: [UInt8], replacing: Bool = true) throws(MirrorError) -> Bool {
         let (folderPath, name) = try split(relativePath)
         guard let folder = try folder(folderPath, create: true) else { return false }
-        if let info = folder.status(of: name), let problem = Directory.problem(withFile: info) {
-            throw .fileSystem(FileSystemError(path: folder.path(of: name), problem: problem))
+        if let info = folder.status(of: name) {
+            if let problem = Directory.problem(withFile: info) {
+                throw .fileSystem(FileSystemError(path: folder.path(of: name), problem: problem))
+            }
+            if !replacing { return false }
         }
         if folder.contents(of: name, limit: bytes.count) == bytes { return false }
         do {

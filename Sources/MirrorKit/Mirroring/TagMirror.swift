@@ -71,11 +71,12 @@ package struct TagMirror: Sendable {
         var summary = MirrorSummary()
         let problems = Mutex<[String]>([])
         let sidecars = settings.metadata ? MetadataSidecars(directory: jobs.directory) : nil
-        /// Writes what the API says of `image`; false when the run must stop.
-        let describe: @Sendable (ImgurImage, MediaItem) -> Bool = { image, item in
+        /// Writes what the API says of `image` (unless `replacing` is false and there is a
+        /// sidecar already); false when the run must stop.
+        let describe: @Sendable (ImgurImage, MediaItem, Bool) -> Bool = { image, item, replacing in
             guard let sidecars else { return true }
             do throws(MirrorError) {
-                try sidecars.write(image, item: item)
+                try sidecars.write(image, item: item, replacing: replacing)
             } catch where error.stopsTheRun {
                 session.halt(error)
                 return false
@@ -84,7 +85,8 @@ package struct TagMirror: Sendable {
             }
             return true
         }
-        let submit: @Sendable ([ImgurImage]) async -> Void = { [settings] found in
+        /// Mirrors `found`; `resumed`: found by an earlier run, as the API described them then.
+        let submit: @Sendable ([ImgurImage], _ resumed: Bool) async -> Void = { [settings] found, resumed in
             var unusable: [String] = []
             for image in found {
                 guard let item = settings.urls.item(for: image) else {
@@ -92,7 +94,7 @@ package struct TagMirror: Sendable {
                     unusable.append(image.id)
                     continue
                 }
-                guard describe(image, item) else { break }
+                guard describe(image, item, !resumed) else { break }
                 images.expect(item.id, files: 2)
                 await session.submit(
                     MirrorJob(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
@@ -116,18 +118,18 @@ package struct TagMirror: Sendable {
             while let after = position, !Task.isCancelled, !session.isHalted {
                 let pending = try await jobs.state.pendingImages(after: after)
                 if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
-                await submit(pending.images)
+                await submit(pending.images, true)
                 position = pending.next
             }
             let health = jobs.health
             let crawler = TagCrawler(client: client, store: jobs.state, progress: jobs.progress, logger: logger)
             if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }
             crawl = await crawler.crawl(
-                settings.crawl, found: submit,
+                settings.crawl, found: { await submit($0, false) },
                 seenAgain: { [settings] images in
                     // A page read again says what the API says now: a sidecar follows an edit.
                     for image in images {
-                        if let item = settings.urls.item(for: image) { _ = describe(image, item) }
+                        if let item = settings.urls.item(for: image) { _ = describe(image, item, true) }
                     }
                 },
                 shouldStop: { !health.verdicts.isEmpty || session.isHalted })

@@ -13,9 +13,10 @@ package struct MetricsFile: Sendable {
     package struct Figures: Sendable, Equatable {
         var source: String
         var startedAt: Date
-        /// Nil while the run goes on.
+        /// When the last run ended, and how (while one goes on, the run before it).
         package var endedAt: Date?
         package var exitStatus: Int32?
+        package var inProgress = false
         /// The last run (of the same source) that ended with status 0.
         var lastSuccess: Date?
         package var filesDownloaded = 0
@@ -34,10 +35,16 @@ package struct MetricsFile: Sendable {
             self.startedAt = startedAt
         }
 
-        /// The figures of a run still going, from its progress.
-        package init(source: String, progress: RunProgress.Snapshot, lastSuccess: Date?, now: Date = Date()) {
+        /// The figures of a run still going, from its progress. Its end and exit status are the
+        /// previous run's, until it ends: an alert on them neither clears nor fires while it goes.
+        package init(
+            source: String, progress: RunProgress.Snapshot, previous: RunRecord?, lastSuccess: Date?, now: Date = Date()
+        ) {
             self.init(source: source, startedAt: progress.startedAt)
             self.lastSuccess = lastSuccess
+            endedAt = previous?.endedAt
+            exitStatus = previous?.exitStatus
+            inProgress = true
             filesDownloaded = progress.filesDownloaded
             bytesDownloaded = progress.bytesReceived
             filesFailed = progress.filesFailed
@@ -73,12 +80,14 @@ package struct MetricsFile: Sendable {
         // Whole seconds, cut as the state database keeps them: a last success read back from it
         // must equal the one written at the end of its run.
         func seconds(_ date: Date?) -> Double? { date.map { $0.timeIntervalSince1970.rounded(.down) } }
-        gauge("run_in_progress", "1 while a run is going, 0 once it has ended.", figures.endedAt == nil ? 1 : 0)
+        gauge("run_in_progress", "1 while a run is going, 0 once it has ended.", figures.inProgress ? 1 : 0)
         gauge("last_run_start_timestamp_seconds", "When the last run started.", seconds(figures.startedAt))
         gauge("last_run_end_timestamp_seconds", "When the last run ended.", seconds(figures.endedAt))
         gauge("last_run_exit_status", "The last run's exit status (0 all mirrored, 1 some files failed, 75 try later, ...).",
               figures.exitStatus.map(Double.init))
-        gauge("last_success_timestamp_seconds", "When a run last ended with exit status 0.", seconds(figures.lastSuccess))
+        // 0 for never, so that "no success for hours" holds for a mirror that never had one.
+        gauge("last_success_timestamp_seconds", "When a run last ended with exit status 0 (0: never).",
+              seconds(figures.lastSuccess) ?? 0)
         gauge("last_run_files_downloaded", "Files the last run downloaded.", Double(figures.filesDownloaded))
         gauge("last_run_bytes_downloaded", "Bytes the last run downloaded.", Double(figures.bytesDownloaded))
         gauge("last_run_files_failed", "Files the last run could not mirror; the next run tries them again.",
@@ -93,14 +102,17 @@ package struct MetricsFile: Sendable {
         return registry.emitToBuffer()
     }
 
-    /// Writes `figures` whole: to a file beside, then renamed over `path`.
+    /// Writes `figures` whole: to a new file beside, readable by all (node_exporter runs as its
+    /// own user), then renamed over `path`.
     package func write(_ figures: Figures) throws(MirrorError) {
         let bytes = Self.render(figures)
         let target = URL(fileURLWithPath: path)
         let folder = target.deletingLastPathComponent().path
-        let temporary = folder + "/." + target.lastPathComponent + ".\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let temporary = folder + "/." + target.lastPathComponent + ".\(getpid()).\(UInt32.random(in: .min ... .max)).tmp"
+        // A new name, made here (O_EXCL): nothing planted at it is written through.
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .fileSystem(FileSystemError(path: temporary, errno: errno)) }
+        fchmod(descriptor, 0o644)
         var written = 0
         while written < bytes.count {
             let count = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
@@ -114,6 +126,7 @@ package struct MetricsFile: Sendable {
             written += count
         }
         close(descriptor)
+        // The collector reads only *.prom: a name left by a crash is ignored (and starts with a dot).
         guard rename(temporary, path) == 0 else {
             let error = FileSystemError(path: path, errno: errno)
             unlink(temporary)

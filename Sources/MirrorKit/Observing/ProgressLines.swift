@@ -3,13 +3,15 @@ import Foundation
 /// Turns a run's progress into the one or two lines a terminal shows while it runs:
 ///
 /// ```
-/// cats: 1204 of 3000+ files · 412.5 MB · 3.1 MB/s · page 12 of about 183 · API 1180 left
-///   forced: abc123.mp4 45% · def456.gif 12%
+/// cats: 1204 of 3000+ files | 412.5 MB | 3.1 MB/s | page 12 of about 183 | API 1180 left
+///   forced: abc123.mp4 45% | def456.gif 12%
 /// ```
 ///
 /// The count reads "of N+" while the listing may still find more, and an ETA joins it once every
-/// file is known. Rates are taken over the last few seconds, so a stall shows as one. Each line is
-/// cut to the terminal's width, so it never wraps. Pure: the terminal work is the caller's.
+/// file is known. Rates are taken over the last few seconds, so a stall shows as one. The lines
+/// are ASCII only (a name's other characters show as `?`), so their width on any terminal is
+/// their length, and each is cut to the terminal's width: it never wraps. Pure: the terminal work
+/// is the caller's.
 package struct ProgressLines: Sendable {
     private struct Sample {
         var time: Double
@@ -18,13 +20,14 @@ package struct ProgressLines: Sendable {
     }
 
     private let label: String
+    static let separator = " | "
     private var samples: [Sample] = []
     /// Seconds of samples a rate is taken over.
     private let byteWindow: Double = 5
     private let fileWindow: Double = 30
 
     package init(label: String) {
-        self.label = label
+        self.label = Self.ascii(label)
     }
 
     /// The lines for `snapshot` at `time` (seconds, any fixed origin), each at most `columns - 1`
@@ -53,7 +56,7 @@ package struct ProgressLines: Sendable {
         } else if snapshot.phase == .revalidating {
             parts.append("asking after earlier files")
         }
-        var lines = ["\(label): " + parts.joined(separator: " · ")]
+        var lines = ["\(label): " + parts.joined(separator: Self.separator)]
         let forced = snapshot.forcedInFlight
         if !forced.isEmpty {
             let items = forced.prefix(4).map { item in
@@ -61,8 +64,8 @@ package struct ProgressLines: Sendable {
                 let paused = item.state == .paused ? " paused" : ""
                 return name + (item.percent.map { " \(Int($0))%" } ?? " " + MirrorSummary.formatBytes(item.completedBytes)) + paused
             }
-            let others = forced.count > 4 ? " · +\(forced.count - 4)" : ""
-            lines.append("  forced: " + items.joined(separator: " · ") + others)
+            let others = forced.count > 4 ? Self.separator + "+\(forced.count - 4)" : ""
+            lines.append("  forced: " + items.joined(separator: Self.separator) + others)
         }
         return lines.map { TerminalText.clip($0, toColumns: columns - 1) }
     }
@@ -72,7 +75,7 @@ package struct ProgressLines: Sendable {
         guard let first = samples.first(where: { now - $0.time <= window }), let last = samples.last,
               last.time - first.time >= 0.5
         else { return nil }
-        return Double(last[keyPath: figure] - first[keyPath: figure]) / (last.time - first.time)
+        return Double(max(last[keyPath: figure] - first[keyPath: figure], 0)) / (last.time - first.time)
     }
 
     /// The time left, known only once every file is known: when every file left is in flight with
@@ -102,11 +105,16 @@ package struct ProgressLines: Sendable {
         }
     }
 
-    /// The last part of a URL's path: the file's name.
+    /// The last part of a URL's path: the file's name, as the URL writes it (percent-encoded,
+    /// so ASCII).
     static func shortName(_ url: String) -> String {
-        let path = URLComponents(string: url)?.path ?? url
-        let name = path.split(separator: "/").last.map(String.init) ?? url
-        return name.escapedForTerminal
+        let path = URLComponents(string: url)?.percentEncodedPath ?? url
+        return ascii(path.split(separator: "/").last.map(String.init) ?? url)
+    }
+
+    /// `text` with every character that is not printable ASCII shown as `?`.
+    static func ascii(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { (0x20...0x7E).contains($0.value) ? $0 : "?" }))
     }
 }
 
@@ -127,7 +135,8 @@ package enum TerminalText {
         text.unicodeScalars.reduce(0) { $0 + cells($1) }
     }
 
-    /// `text` cut to at most `columns` cells, ending in `…` where it was cut.
+    /// `text` cut to at most `columns` cells, ending in `~` where it was cut (ASCII: one cell on
+    /// every terminal).
     package static func clip(_ text: String, toColumns columns: Int) -> String {
         guard width(text) > columns else { return text }
         guard columns > 1 else { return String(text.prefix(max(columns, 0))) }
@@ -139,6 +148,6 @@ package enum TerminalText {
             result.unicodeScalars.append(scalar)
             used += size
         }
-        return result + "…"
+        return result + "~"
     }
 }

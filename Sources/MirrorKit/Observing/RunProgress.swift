@@ -42,13 +42,18 @@ package final class RunProgress: Sendable {
         var filesRemoved = 0
         /// Bytes of the files downloaded and finished.
         var bytesDownloaded: Int64 = 0
+        /// The most ``bytesReceived`` has been: it never goes back, though a transfer stopped to
+        /// make room for a forced one drops out of the scheduler's list until it resumes.
+        var bytesReceivedSoFar: Int64 = 0
         package var crawl: Crawl?
         /// The scheduler as it was last looked at.
         package var scheduler: SchedulerStatus?
 
-        /// Bytes received so far: finished files, and what the transfers in flight have.
+        /// Bytes received over the network this run: finished files, and what the transfers in
+        /// flight have received (not what their partials held from earlier runs).
         package var bytesReceived: Int64 {
-            bytesDownloaded + (scheduler?.items.reduce(0) { $0 + ($1.state == .completed ? 0 : $1.completedBytes) } ?? 0)
+            let inFlight = scheduler?.items.reduce(Int64(0)) { $0 + ($1.state == .completed ? 0 : $1.receivedBytes) } ?? 0
+            return max(bytesDownloaded + inFlight, bytesReceivedSoFar)
         }
 
         /// No more files will be found this run: the count of files known is final.
@@ -68,7 +73,10 @@ package final class RunProgress: Sendable {
     package var snapshot: Snapshot { state.withLock { $0 } }
 
     func update(_ change: (inout Snapshot) -> Void) {
-        state.withLock { change(&$0) }
+        state.withLock { snapshot in
+            change(&snapshot)
+            snapshot.bytesReceivedSoFar = snapshot.bytesReceived
+        }
     }
 
     func enter(_ phase: Phase) {

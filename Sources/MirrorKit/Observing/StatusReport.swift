@@ -20,33 +20,47 @@ package struct StatusReport: Sendable, Codable {
 
     /// The run going on now; nil when none is.
     package var running: RunStatus?
-    /// The last run that finished.
-    package var lastRun: RunRecord?
+    /// The last run of each source that ran here, the most recent first.
+    package var lastRuns: [RunRecord] = []
     package var crawls: [Crawl] = []
     package var budget: APIBudget?
     package var files: VersionFigures?
     package var partials: [Partial] = []
+    /// The state database's schema, when it is older than this mirror's: the next run upgrades
+    /// it, and until then what it lacks (the runs, say) is not shown.
+    package var olderSchema: Int32?
+
     /// Images found by a crawl and not yet in the mirror: the next run tries them first.
     var imagesPending: Int {
         // Every crawl counts the directory's pending images (see ``CrawlFigures/imagesPending``).
         crawls.map(\.figures.imagesPending).max() ?? 0
     }
 
-    /// The failures of the last run: the next run tries each again.
-    var failuresToRetry: [RunRecord.Failure] { lastRun?.failures ?? [] }
+    /// The failures of each source's last run: the next run of that source tries each again.
+    package var failuresToRetry: [RunRecord.Failure] { lastRuns.flatMap(\.failures) }
+
+    /// A status file not rewritten for this long is a dead run's (its pid may be another
+    /// process's by now): a running mirror rewrites it every second.
+    static let staleAfter: TimeInterval = 15
 
     /// Reads what `directory` holds. `isAlive` tells whether the process that wrote a status file is
     /// still running (a status file a killed run left says nothing).
-    package static func gather(in directory: MirrorDirectory, isAlive: (Int32) -> Bool) async -> StatusReport {
+    package static func gather(
+        in directory: MirrorDirectory, now: Date = Date(), isAlive: (Int32) -> Bool
+    ) async -> StatusReport {
         var report = StatusReport()
-        if let status = RunStatus.read(in: directory), isAlive(status.pid) { report.running = status }
+        if let status = RunStatus.read(in: directory), now.timeIntervalSince(status.updatedAt) < staleAfter,
+           isAlive(status.pid) {
+            report.running = status
+        }
         if report.running == nil, let store = directory.partialsForReading() {
             report.partials = store.heldPartials().map {
                 Partial(url: $0.record.url, bytes: $0.length, totalBytes: $0.record.totalLength)
             }
         }
         guard let state = StateDatabase.forReading(in: directory) else { return report }
-        report.lastRun = try? await state.lastRun()
+        if state.schemaVersion < StateSchema.latest { report.olderSchema = state.schemaVersion }
+        report.lastRuns = (try? await state.lastRuns()) ?? []
         for source in (try? await state.crawlSources()) ?? [] {
             if let figures = try? await state.figures(source: source) { report.crawls.append(Crawl(source: source, figures: figures)) }
         }
@@ -63,30 +77,33 @@ package struct StatusReport: Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case running, lastRun, crawls, budget, files, partials, imagesPending, failuresToRetry
+        case running, lastRuns, crawls, budget, files, partials, olderSchema, imagesPending, failuresToRetry
     }
 
-    init() {}
+    package init() {}
 
     package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         running = try container.decodeIfPresent(RunStatus.self, forKey: .running)
-        lastRun = try container.decodeIfPresent(RunRecord.self, forKey: .lastRun)
+        lastRuns = try container.decode([RunRecord].self, forKey: .lastRuns)
         crawls = try container.decode([Crawl].self, forKey: .crawls)
         budget = try container.decodeIfPresent(APIBudget.self, forKey: .budget)
         files = try container.decodeIfPresent(VersionFigures.self, forKey: .files)
         partials = try container.decode([Partial].self, forKey: .partials)
+        olderSchema = try container.decodeIfPresent(Int32.self, forKey: .olderSchema)
     }
 
+    /// Every top-level key is always there, `null` when unknown: a script asks "is a run going on"
+    /// of a key it can count on. (Nested records leave out the fields they do not know.)
     package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        // Explicit nulls: a script asks "is a run going on" of a key that is always there.
         try container.encode(running, forKey: .running)
-        try container.encode(lastRun, forKey: .lastRun)
+        try container.encode(lastRuns, forKey: .lastRuns)
         try container.encode(crawls, forKey: .crawls)
-        try container.encodeIfPresent(budget, forKey: .budget)
-        try container.encodeIfPresent(files, forKey: .files)
+        try container.encode(budget, forKey: .budget)
+        try container.encode(files, forKey: .files)
         try container.encode(partials, forKey: .partials)
+        try container.encode(olderSchema, forKey: .olderSchema)
         try container.encode(imagesPending, forKey: .imagesPending)
         try container.encode(failuresToRetry, forKey: .failuresToRetry)
     }

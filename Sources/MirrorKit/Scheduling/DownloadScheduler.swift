@@ -125,7 +125,7 @@ package actor DownloadScheduler {
     /// counted: the snapshot is taken every second, and a tag of 100,000 items must not cost
     /// 100,000 entries each time).
     package func status() -> SchedulerStatus {
-        core.status { reports[$0]?.report.progress }
+        core.status(progress: { reports[$0]?.report.progress }, resumedFrom: { reports[$0]?.report.resumedFrom ?? 0 })
     }
 
     /// Where `url` stands, while the scheduler knows it.
@@ -217,9 +217,12 @@ final class TransferReport: Sendable {
     }
 
     private let state: Mutex<State>
+    /// What the partial held when the transfer started.
+    let resumedFrom: Int64
 
     init(_ progress: TransferProgress) {
         state = Mutex(State(progress: progress))
+        resumedFrom = progress.completed
     }
 
     var progress: TransferProgress {

@@ -168,14 +168,19 @@ extension SchedulerCore {
 
     /// Counts per state (finished items included) and the items with a transfer; waiting and
     /// suspended items are only counted, so a tag of 100,000 items costs no more than a small one.
-    func status(progress: (String) -> TransferProgress?) -> SchedulerStatus {
+    /// `resumedFrom` gives what a transfer's partial held when it started: received bytes are
+    /// counted from there.
+    func status(
+        progress: (String) -> TransferProgress?, resumedFrom: (String) -> Int64 = { _ in 0 }
+    ) -> SchedulerStatus {
         var list: [SchedulerStatus.Item] = []
         for handle in withTransfer {
             guard let item = items[handle] else { continue }
             let current = progress(item.url) ?? TransferProgress(completed: partialLength(item.url), total: nil)
             list.append(SchedulerStatus.Item(
                 url: item.url, state: Self.state(of: item.phase), isForced: item.forced,
-                completedBytes: current.completed, totalBytes: current.total ?? item.expectedSize))
+                completedBytes: current.completed, totalBytes: current.total ?? item.expectedSize,
+                receivedBytes: max(current.completed - resumedFrom(item.url), 0)))
         }
         list.sort { ($0.isForced ? 0 : 1, $0.state.rawValue, $0.url) < ($1.isForced ? 0 : 1, $1.state.rawValue, $1.url) }
         return SchedulerStatus(counts: counts.filter { $0.value > 0 }, items: list)

@@ -4,8 +4,11 @@ package struct SchedulerStatus: Sendable, Codable, Equatable {
         package var url: String
         package var state: DownloadState
         package var isForced: Bool
+        /// Bytes of the file held: what its partial held when the transfer started, and since.
         var completedBytes: Int64
         var totalBytes: Int64?
+        /// Bytes this transfer has received.
+        var receivedBytes: Int64 = 0
 
         /// 0–100, when the size is known.
         package var percent: Double? {

@@ -111,6 +111,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         if let metricsFile, metricsFile.isEmpty || metricsFile.hasSuffix("/") {
             throw refuse(.metricsFile, "must name a file, got '\(metricsFile)'")
         }
+        if progress == .always, logFormat == .json {
+            throw refuse(.progress, "always would put progress lines among the JSON lines on standard error; use never, or text logs")
+        }
     }
 
     /// The flags' values over this file's: a flag given wins.

@@ -21,15 +21,16 @@ package enum LogFormat: String, Sendable, CaseIterable, Codable {
 package struct RunSettings: Sendable {
     /// The values used where neither the flags nor the config file give one.
     package enum Defaults {
-        static let apiBase = "https://api.imgur.com"
-        static let mediaBase = "https://i.imgur.com"
+        package static let apiBase = "https://api.imgur.com"
+        package static let mediaBase = "https://i.imgur.com"
         package static let concurrency = 6
         package static let maxWaitSeconds = 300
         package static let retries = 6
-        static let sort = GallerySort.time
-        static let window = GalleryWindow.all
-        static let thumbnail = ThumbnailSize.medium
-        static let mode = DownloadMode.skipIfExists
+        package static let sort = GallerySort.time
+        package static let window = GalleryWindow.all
+        package static let thumbnail = ThumbnailSize.medium
+        package static let mode = DownloadMode.skipIfExists
+        package static let maxFileSize = Downloader.defaultMaxFileSize
     }
 
     package var apiBase: String
@@ -58,6 +59,9 @@ package struct RunSettings: Sendable {
     package init(file: MirrorConfiguration = MirrorConfiguration(), flags: MirrorConfiguration = MirrorConfiguration()) throws(MirrorError) {
         try flags.validate(origin: .flags)
         let given = file.overridden(by: flags)
+        if given.progress == .always, given.logFormat == .json {
+            throw .configuration("progress 'always' and JSON logs do not go together: progress lines would land among the JSON lines on standard error")
+        }
         apiBase = given.apiBase ?? Defaults.apiBase
         mediaBase = given.mediaBase ?? Defaults.mediaBase
         clientIDFile = given.clientIdFile ?? ClientIDFile.defaultPath
@@ -72,7 +76,7 @@ package struct RunSettings: Sendable {
         maxWait = .seconds(given.maxWait ?? Defaults.maxWaitSeconds)
         retry = RetryPolicy(maxAttempts: given.retries ?? Defaults.retries)
         deadline = given.maxDuration.flatMap(DurationText.parse)
-        maxFileSize = given.maxFileSize.flatMap(ByteCount.parse) ?? Downloader.defaultMaxFileSize
+        maxFileSize = given.maxFileSize.flatMap(ByteCount.parse) ?? Defaults.maxFileSize
         progress = given.progress ?? .auto
         logFormat = given.logFormat ?? .text
         metadata = given.metadata ?? false

@@ -101,10 +101,14 @@ extension StateDatabase: CrawlStore {
     ) throws(MirrorError) -> (images: [ImgurImage], next: Int64?) {
         let decoder = JSONDecoder()
         let rows = try read(
-            "SELECT rowid, image FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
+            "SELECT rowid, image, album_id FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
             [.integer(position), .integer(Int64(limit))])
-        let images = rows.compactMap { row in
-            row.last?.text.flatMap { try? decoder.decode(ImgurImage.self, from: Data($0.utf8)) }
+        let images = rows.compactMap { row -> ImgurImage? in
+            guard row.count == 3, var image = row[1].text.flatMap({ try? decoder.decode(ImgurImage.self, from: Data($0.utf8)) })
+            else { return nil }
+            // Queued before images kept their album (schema 3): the row still names it.
+            if image.album == nil, let albumID = row[2].text { image.album = ImgurAlbumContext(id: albumID) }
+            return image
         }
         return (images, rows.count == limit ? rows.last?.first?.integer : nil)
     }

@@ -75,9 +75,17 @@ extension StateDatabase {
         }
     }
 
-    /// The last run that finished, of any source.
-    func lastRun() throws(MirrorError) -> RunRecord? {
-        guard let text = try read("SELECT record FROM runs ORDER BY id DESC LIMIT 1").first?.first?.text else { return nil }
+    /// The last run of each source that ran here, the most recent first.
+    func lastRuns() throws(MirrorError) -> [RunRecord] {
+        try read("SELECT record FROM runs WHERE id IN (SELECT max(id) FROM runs GROUP BY source) ORDER BY id DESC")
+            .compactMap { $0.first?.text.flatMap { try? Self.runDecoder.decode(RunRecord.self, from: Data($0.utf8)) } }
+    }
+
+    /// The last run of `source`.
+    package func lastRun(of source: String) throws(MirrorError) -> RunRecord? {
+        guard let text = try read("SELECT record FROM runs WHERE source = ?1 ORDER BY id DESC LIMIT 1", [.text(source)])
+            .first?.first?.text
+        else { return nil }
         return try? Self.runDecoder.decode(RunRecord.self, from: Data(text.utf8))
     }
 

@@ -13,6 +13,8 @@ import Foundation
 package actor StateDatabase {
     let db: SQLiteConnection
     nonisolated let path: String
+    /// The schema the database is at: the latest, unless opened for reading as it was left.
+    package nonisolated let schemaVersion: Int32
 
     /// Opens (or creates) the database of `directory`. An unreadable one is renamed
     /// `state.sqlite3.damaged-<time>` and replaced; `onDamage` hears about it.
@@ -23,6 +25,7 @@ package actor StateDatabase {
     init(directory: MirrorDirectory, onDamage: (String) -> Void = { _ in }) throws(MirrorError) {
         let folder = directory.stateFolder
         path = folder.path(of: Self.fileName)
+        schemaVersion = StateSchema.latest
         try Self.checkFiles(in: folder)
         do {
             db = try Self.open(path, in: folder)
@@ -58,16 +61,18 @@ package actor StateDatabase {
     }
 
     /// Opens the database of `directory` for reading only (`mirror status`): nil when there is none
-    /// or it cannot be read; nothing is created, migrated or moved.
+    /// or it cannot be read; nothing is created, migrated or moved. A database of an older schema
+    /// (a mirror last run by an older version) is read as it is: what it lacks reads as unknown.
     package static func forReading(in directory: MirrorDirectory) -> StateDatabase? {
         let folder = directory.stateFolder
         let path = folder.path(of: fileName)
         guard folder.contains(fileName), (try? checkFiles(in: folder)) != nil,
               let db = try? SQLiteConnection.open(path, readOnly: true),
               isSameFile(fileName, in: folder, as: path),
-              (try? db.rows("PRAGMA user_version").first?.first?.integer) == Int64(StateSchema.latest)
+              let version = try? db.rows("PRAGMA user_version").first?.first?.integer,
+              (1...Int64(StateSchema.latest)).contains(version)
         else { return nil }
-        return StateDatabase(db: db, path: path)
+        return StateDatabase(db: db, path: path, schemaVersion: Int32(version))
     }
 
     /// Whether `path` (as SQLite opened it) is the file `name` in `folder`: nothing was swapped in
@@ -78,9 +83,10 @@ package actor StateDatabase {
         return checked.st_ino == opened.st_ino && checked.st_dev == opened.st_dev && opened.st_mode & S_IFMT == S_IFREG
     }
 
-    private init(db: SQLiteConnection, path: String) {
+    private init(db: SQLiteConnection, path: String, schemaVersion: Int32) {
         self.db = db
         self.path = path
+        self.schemaVersion = schemaVersion
     }
 
     private static func open(_ path: String, in folder: Directory) throws(SQLiteError) -> SQLiteConnection {

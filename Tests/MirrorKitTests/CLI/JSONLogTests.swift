@@ -5,12 +5,20 @@ import Testing
 
 @Suite("JSON logs on standard error", .timeLimit(.minutes(2)))
 struct JSONLogTests {
-    /// Every line of `stderr` as a JSON object; records an issue for any line that is not one.
+    /// Every line of `stderr` as a JSON object, numbers written as text; records an issue for any
+    /// line that is not one.
     private func objects(_ stderr: String) -> [[String: String]] {
         stderr.split(separator: "\n").compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String] else {
-                Issue.record("not a JSON object of strings: \(line)")
+            guard let raw = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                Issue.record("not a JSON object: \(line)")
                 return nil
+            }
+            let object = raw.compactMapValues { value -> String? in
+                switch value {
+                case let text as String: text
+                case let number as NSNumber: number.stringValue
+                default: nil
+                }
             }
             for key in ["time", "level", "message"] where object[key] == nil { Issue.record("no \(key): \(line)") }
             if let time = object["time"], (try? Date(time, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))) == nil {
@@ -39,6 +47,8 @@ struct JSONLogTests {
                 #expect(lines.count > 20)
                 let failure = try #require(lines.first { $0["level"] == "error" && $0["url"]?.hasSuffix("/Gh7iJ9k.png") == true })
                 #expect(failure["status"] == "500")
+                // Counts are numbers, not strings.
+                #expect(run.stderr.contains(#""status":500"#))
                 #expect(failure["message"]?.contains("HTTP 500") == true)
                 let saved = try #require(lines.first { $0["message"] == "saved full/aB3dE5f.jpg" })
                 #expect(saved["file"] == "full/aB3dE5f.jpg")
