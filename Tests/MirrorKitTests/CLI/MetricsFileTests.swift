@@ -118,4 +118,25 @@ struct MetricsFileTests {
             }
         }
     }
+
+    @Test func whileARunGoesThePreviousRunsEndAndStatusStayAndNeverIsZero() async throws {
+        var progress = RunProgress.Snapshot()
+        progress.startedAt = Date(timeIntervalSince1970: 2_000)
+        var summary = MirrorSummary()
+        summary.wanted = 3
+        let previous = RunRecord(
+            source: "feed https://h.example/\"quoted\"\\feed", startedAt: Date(timeIntervalSince1970: 1_000),
+            endedAt: Date(timeIntervalSince1970: 1_500), exitStatus: 1, summary: summary)
+        let figures = MetricsFile.Figures(
+            source: previous.source, progress: progress, previous: previous, lastSuccess: nil, now: Date(timeIntervalSince1970: 2_010))
+        let text = String(decoding: MetricsFile.render(figures), as: UTF8.self)
+        #expect(try await promtoolProblems(text) == "", "\(text)")
+        #expect(value("mirror_run_in_progress", in: text) == 1)
+        #expect(value("mirror_last_run_start_timestamp_seconds", in: text) == 2_000)
+        #expect(value("mirror_last_run_end_timestamp_seconds", in: text) == 1_500)
+        #expect(value("mirror_last_run_exit_status", in: text) == 1)
+        #expect(value("mirror_last_success_timestamp_seconds", in: text) == 0)
+        // The label is escaped as the exposition format asks.
+        #expect(text.contains(#"source="feed https://h.example/\"quoted\"\\feed""#), "\(text)")
+    }
 }

@@ -79,9 +79,12 @@ struct MirrorCommandTests {
 
     @Test func aMissingClientIDFileExitsWithAConfigurationError() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
-            let run = try await mirror(["cats", "--out", dir.path, "--client-id-file", "/nonexistent/client-id"])
+            let out = dir.appendingPathComponent("out").path
+            let run = try await mirror(["cats", "--out", out, "--client-id-file", "/nonexistent/client-id"])
             #expect(run.status == 78)
             #expect(run.stderr == "mirror: client id file /nonexistent/client-id: does not exist\n")
+            // Checked before the directory is touched: a typo in a crontab makes no mirror.
+            #expect(!FileManager.default.fileExists(atPath: out))
         }
     }
 

@@ -10,8 +10,8 @@ struct ProgressDisplayTests {
     /// A run of the `slow` tag (one 8 MiB image at 2 MiB/s, its thumbnail failing at once, so an
     /// error line lands in the middle of the progress): some four seconds.
     private func slowRun(
-        on terminal: PseudoTerminal?, _ extra: [String] = [],
-        during: @escaping @Sendable (PseudoTerminal) async -> Void = { _ in }
+        on terminal: PseudoTerminal?, _ extra: [String] = [], environment: [String: String] = [:],
+        during: @escaping @Sendable (PseudoTerminal, pid_t) async -> Void = { _, _ in }
     ) async throws -> (status: Int32, output: String, chunks: [(columns: Int, bytes: [UInt8])], id: String) {
         try await TestSupport.withServer { server in
             let id = server.addSlowTag()
@@ -21,7 +21,7 @@ struct ProgressDisplayTests {
                     "--api-base", server.baseURL, "--media-base", server.baseURL, "--retries", "1",
                 ] + extra
                 if let terminal {
-                    let run = try await terminal.run(arguments, during: during)
+                    let run = try await terminal.run(arguments, environment: environment, during: during)
                     return (run.status, run.output, run.chunks, id)
                 }
                 let run = try await MirrorProcess.run(arguments)
@@ -72,7 +72,7 @@ struct ProgressDisplayTests {
 
     @Test func aNarrowTerminalAndAResizeDoNotGarbleIt() async throws {
         let terminal = try PseudoTerminal(columns: 100)
-        let run = try await slowRun(on: terminal) { terminal in
+        let run = try await slowRun(on: terminal) { terminal, _ in
             // Once the first frames are up: narrower, then very narrow, then wide again.
             for _ in 0..<200 where !terminal.output.contains(" | ") {
                 try? await Task.sleep(for: .milliseconds(20))
@@ -110,8 +110,34 @@ struct ProgressDisplayTests {
         let quiet = try await slowRun(on: try PseudoTerminal(columns: 80), ["--quiet"])
         #expect(frames(quiet.output).isEmpty, "\(quiet.output)")
 
+        // A terminal that cannot move its cursor (Emacs' shell buffers), and JSON logs.
+        let dumb = try await slowRun(on: try PseudoTerminal(columns: 80), environment: ["TERM": "dumb"])
+        #expect(!dumb.output.contains("\u{1B}") && frames(dumb.output).isEmpty, "\(dumb.output)")
+        let json = try await slowRun(on: try PseudoTerminal(columns: 80), ["--log-format", "json"])
+        #expect(!json.output.contains("\u{1B}") && frames(json.output).isEmpty, "\(json.output)")
+
         // always draws even into a pipe (for a terminal that is not one to isatty).
         let always = try await slowRun(on: nil, ["--progress", "always"])
         #expect(!frames(always.output).isEmpty)
+    }
+
+    @Test func aSecondInterruptLeavesNoProgressBehind() async throws {
+        let terminal = try PseudoTerminal(columns: 100)
+        let run = try await slowRun(on: terminal) { terminal, pid in
+            for _ in 0..<300 where !terminal.output.contains(" | ") {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            // A second signal ends the process at once. (Two of the same kind may be delivered as
+            // one; an interrupt and a termination are two, handled in either order.) When the first
+            // has wound the run down before the second is handled, the normal path cleared the
+            // display: this catches a missing clear only when the second comes first, about half
+            // of the runs.
+            kill(pid, SIGINT)
+            kill(pid, SIGTERM)
+        }
+        #expect(run.status == 130 || run.status == 143, "\(run.output)")
+        let screen = screen(run.chunks)
+        #expect(screen.problems.isEmpty, "\(screen.problems)")
+        #expect(!screen.text.contains { $0.contains(" | ") || $0.contains("forced:") }, "\(screen.text)")
     }
 }

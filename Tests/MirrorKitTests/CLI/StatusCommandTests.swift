@@ -79,4 +79,26 @@ struct StatusCommandTests {
             }
         }
     }
+
+    @Test func aMirrorLastRunByTheVersionBeforeStillShowsItsCrawlsAndFiles() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let run = try await MirrorProcess.run([
+                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                #expect(run.status == 0)
+                // Back to schema 3: as the previous version of mirror left it.
+                let db = try SQLiteConnection.open(out + "/.mirror/state.sqlite3")
+                try db.script("DROP TABLE runs; ALTER TABLE albums DROP COLUMN context; PRAGMA user_version = 3;")
+                let status = try await MirrorProcess.run(["status", "--out", out])
+                #expect(status.status == 0)
+                #expect(status.stdout.contains("imgur tag cats time all:"), "\(status.stdout)")
+                #expect(status.stdout.contains("mirrored: 26 files of 26 items"), "\(status.stdout)")
+                #expect(status.stdout.contains("schema 3, from an older mirror; the next run upgrades it"), "\(status.stdout)")
+                let versions = try await MirrorProcess.run(["status", "--out", out, "--versions", "aB3dE5f.jpg"])
+                #expect(versions.status == 0, "\(versions.stderr)")
+            }
+        }
+    }
 }

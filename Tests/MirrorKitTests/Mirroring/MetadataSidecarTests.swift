@@ -87,6 +87,32 @@ struct MetadataSidecarTests {
         }
     }
 
+    @Test func anImageResumedFromAnEarlierRunDoesNotUndoANewerSidecar() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                // aB3dE5f's file fails: the image stays pending, described as the first run saw it.
+                server.inject(.respond(status: 500), path: "/aB3dE5f.jpg", times: 1000)
+                let first = try await runTag(server, into: dir)
+                #expect(first.failures.count == 1, "\(first.line)")
+                // The second run reads the page again, with a new title.
+                let page0 = try String(
+                    contentsOf: TestSupport.fixtures.appendingPathComponent("imgur/gallery-t-cats-0.json"), encoding: .utf8)
+                let edited = page0.replacingOccurrences(of: #""title":"Fixture aB3dE5f""#, with: #""title":"Edited""#)
+                server.inject(.respond(status: 200, body: edited), path: "/3/gallery/t/cats/time/all/0")
+                _ = try await runTag(server, into: dir)
+                #expect(try sidecar(dir, "meta/aB3dE5f.json")["title"] as? String == "Edited")
+                // The third run resumes the image first, then cannot read the listing at all.
+                server.inject(.respond(status: 403, body: #"{"data":{"error":"forbidden"},"success":false,"status":403}"#),
+                              path: "/3/gallery/t/cats/time/all/0", times: 10)
+                let third = try await runTag(server, into: dir)
+                #expect(third.stoppedBy?.imgurError != nil, "\(third.line)")
+                // It was asked for again (the 500s go on), from what the first run stored of it.
+                #expect(third.failures.map(\.url) == ["\(server.baseURL)/aB3dE5f.jpg"], "\(third.line)")
+                #expect(try sidecar(dir, "meta/aB3dE5f.json")["title"] as? String == "Edited")
+            }
+        }
+    }
+
     @Test func withoutTheOptionThereAreNone() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in

@@ -67,4 +67,19 @@ struct RunSettingsTests {
             #expect(throws: MirrorError.self) { try MirrorConfiguration.load(from: path) }
         }
     }
+
+    @Test func aFlagTurnsOffWhatTheFileTurnsOnAndAlwaysProgressDoesNotGoWithJSON() throws {
+        var file = MirrorConfiguration()
+        file.metadata = true
+        var flags = MirrorConfiguration()
+        flags.metadata = false
+        #expect(try RunSettings(file: file, flags: flags).metadata == false)
+        file = MirrorConfiguration()
+        file.logFormat = .json
+        flags = MirrorConfiguration()
+        flags.progress = .always
+        #expect(throws: MirrorError.self) { try RunSettings(file: file, flags: flags) }
+        flags.logFormat = .json
+        #expect(throws: MirrorError.self) { try flags.validate(origin: .flags) }
+    }
 }

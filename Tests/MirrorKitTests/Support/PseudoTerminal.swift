@@ -48,14 +48,21 @@ final class PseudoTerminal: Sendable {
 
     var output: String { String(decoding: state.withLock { $0.chunks.flatMap(\.bytes) }, as: UTF8.self) }
 
-    /// Runs `mirror arguments` on the terminal; `during` runs meanwhile (to resize it, say).
-    func run(_ arguments: [String], during: @escaping @Sendable (PseudoTerminal) async -> Void = { _ in }) async throws -> Run {
+    /// Runs `mirror arguments` on the terminal; `during` runs meanwhile (to resize it, or signal
+    /// the process whose id it gets).
+    func run(
+        _ arguments: [String], environment: [String: String] = [:],
+        during: @escaping @Sendable (PseudoTerminal, pid_t) async -> Void = { _, _ in }
+    ) async throws -> Run {
         let child = ChildProcess(
-            executable: MirrorProcess.executable.path, arguments: arguments, standardOutput: slave, standardError: slave)
+            executable: MirrorProcess.executable.path, arguments: arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            standardOutput: slave, standardError: slave)
         let reader = Thread { [self] in readUntilClosed() }
         reader.start()
-        let side = Task { await during(self) }
-        let status = try await child.run()
+        let started = try child.start()
+        let side = Task { await during(self, started.pid) }
+        let status = await started.wait().code
         side.cancel()
         await side.value
         // The child's copies are closed; closing ours lets the reader see the end.
