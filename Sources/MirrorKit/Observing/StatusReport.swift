@@ -73,6 +73,8 @@ package struct StatusReport: Sendable, Codable {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        // snake_case, as the JSON logs and the sidecars write their keys.
+        encoder.keyEncodingStrategy = .convertToSnakeCase
         return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
