@@ -85,13 +85,20 @@ enum Console {
         }
     }
 
-    /// Clears the progress lines on the way out of a process ending at once (a second signal),
-    /// unless a line is being written right now: then the shell's prompt starts on a fresh line.
-    static func clearProgressBeforeExit() {
-        let cleared = state.withLockIfAvailable { state in
-            writeAll(erasing(&state), to: STDERR_FILENO)
+    /// Ends the process at once with `status` (a second signal), clearing the progress lines first.
+    /// It exits holding the lock, so no redraw can follow; a lock held elsewhere for more than
+    /// 50 ms (a write blocked on a stopped terminal) is not waited for: the shell's prompt then
+    /// starts on a fresh line.
+    static func exitNow(_ status: Int32) -> Never {
+        for _ in 0..<50 {
+            _ = state.withLockIfAvailable { state -> Never in
+                writeAll(erasing(&state), to: STDERR_FILENO)
+                _exit(status)
+            }
+            usleep(1000)
         }
-        if cleared == nil { writeAll("\n", to: STDERR_FILENO) }
+        writeAll("\n", to: STDERR_FILENO)
+        _exit(status)
     }
 
     /// Columns of standard error's terminal now (80 when it says nothing).

@@ -28,8 +28,7 @@ enum Interruption {
                     task.cancel()
                 } else if received.value != .deadline {
                     // Straight out: exit() would run teardown while curl's and SQLite's threads run.
-                    Console.clearProgressBeforeExit()
-                    _exit(128 + number)
+                    Console.exitNow(128 + number)
                 } else {
                     // The deadline is already winding the run down: a signal now is the first one.
                     received.replace(with: .signal(number))

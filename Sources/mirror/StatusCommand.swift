@@ -51,6 +51,12 @@ struct StatusCommand: AsyncParsableCommand {
         guard let state = StateDatabase.forReading(in: directory) else {
             throw ExitStatus.fail("\(out) has no state database this mirror can read", status: ExitStatus.noInput)
         }
+        // Versions are kept from schema 3 on.
+        guard state.schemaVersion >= 3 else {
+            throw ExitStatus.fail(
+                "\(out)'s state database is from a mirror before versions (schema \(state.schemaVersion)); the next run upgrades it",
+                status: ExitStatus.noInput)
+        }
         let versions: [MirroredFile]
         do {
             guard let item = try await state.item(named: name) else {

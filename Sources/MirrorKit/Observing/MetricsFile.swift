@@ -82,14 +82,16 @@ package struct MetricsFile: Sendable {
         func seconds(_ date: Date?) -> Double? { date.map { $0.timeIntervalSince1970.rounded(.down) } }
         gauge("run_in_progress", "1 while a run is going, 0 once it has ended.", figures.inProgress ? 1 : 0)
         gauge("last_run_start_timestamp_seconds", "When the last run started.", seconds(figures.startedAt))
-        gauge("last_run_end_timestamp_seconds", "When the last run ended.", seconds(figures.endedAt))
-        gauge("last_run_exit_status", "The last run's exit status (0 all mirrored, 1 some files failed, 75 try later, ...).",
+        gauge("last_run_end_timestamp_seconds", "When the last run ended (while one goes on: the run before it).",
+              seconds(figures.endedAt))
+        gauge("last_run_exit_status",
+              "The last run's exit status (0 all mirrored, 1 some files failed, 75 try later, ...; while one goes on: the run before it).",
               figures.exitStatus.map(Double.init))
         // 0 for never, so that "no success for hours" holds for a mirror that never had one.
         gauge("last_success_timestamp_seconds", "When a run last ended with exit status 0 (0: never).",
               seconds(figures.lastSuccess) ?? 0)
-        gauge("last_run_files_downloaded", "Files the last run downloaded.", Double(figures.filesDownloaded))
-        gauge("last_run_bytes_downloaded", "Bytes the last run downloaded.", Double(figures.bytesDownloaded))
+        gauge("last_run_files_downloaded", "Files the last run downloaded (while one goes on: so far).", Double(figures.filesDownloaded))
+        gauge("last_run_bytes_downloaded", "Bytes the last run downloaded (while one goes on: so far).", Double(figures.bytesDownloaded))
         gauge("last_run_files_failed", "Files the last run could not mirror; the next run tries them again.",
               Double(figures.filesFailed))
         gauge("last_run_files_removed", "Files the last run found removed upstream.", Double(figures.filesRemoved))

@@ -42,19 +42,12 @@ package final class RunProgress: Sendable {
         var filesRemoved = 0
         /// Bytes of the files downloaded and finished.
         var bytesDownloaded: Int64 = 0
-        /// The most ``bytesReceived`` has been: it never goes back, though a transfer stopped to
-        /// make room for a forced one drops out of the scheduler's list until it resumes.
-        var bytesReceivedSoFar: Int64 = 0
+        /// Bytes received over the network this run, by finished transfers and those under way
+        /// (not what partials held from earlier runs), as the scheduler last counted them.
+        package var bytesReceived: Int64 = 0
         package var crawl: Crawl?
         /// The scheduler as it was last looked at.
         package var scheduler: SchedulerStatus?
-
-        /// Bytes received over the network this run: finished files, and what the transfers in
-        /// flight have received (not what their partials held from earlier runs).
-        package var bytesReceived: Int64 {
-            let inFlight = scheduler?.items.reduce(Int64(0)) { $0 + ($1.state == .completed ? 0 : $1.receivedBytes) } ?? 0
-            return max(bytesDownloaded + inFlight, bytesReceivedSoFar)
-        }
 
         /// No more files will be found this run: the count of files known is final.
         package var allFilesKnown: Bool { phase == .downloading || phase == .finished }
@@ -73,10 +66,7 @@ package final class RunProgress: Sendable {
     package var snapshot: Snapshot { state.withLock { $0 } }
 
     func update(_ change: (inout Snapshot) -> Void) {
-        state.withLock { snapshot in
-            change(&snapshot)
-            snapshot.bytesReceivedSoFar = snapshot.bytesReceived
-        }
+        state.withLock { change(&$0) }
     }
 
     func enter(_ phase: Phase) {
@@ -102,7 +92,13 @@ package final class RunProgress: Sendable {
     package func refresh() async -> Snapshot {
         if let scheduler = scheduler.withLock({ $0 }) {
             let status = await scheduler.status()
-            update { $0.scheduler = status }
+            update { snapshot in
+                // Two readers refresh (the status file, the terminal): an older look never
+                // replaces a newer one, and the count of bytes never goes back.
+                guard status.sequence > snapshot.scheduler?.sequence ?? 0 else { return }
+                snapshot.scheduler = status
+                snapshot.bytesReceived = max(snapshot.bytesReceived, status.receivedBytes)
+            }
         }
         return snapshot
     }

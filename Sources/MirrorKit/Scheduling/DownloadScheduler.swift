@@ -51,6 +51,10 @@ package actor DownloadScheduler {
     private var pauseTimers: [TransferID: Task<Void, Never>] = [:]
     /// The transfer of each URL that has one, with what it reports from the engine thread.
     private var reports: [String: (id: TransferID, report: TransferReport)] = [:]
+    /// Bytes received this run by transfers that have ended (each leg of a stopped and resumed
+    /// one counted once).
+    private var receivedByEndedTransfers: Int64 = 0
+    private var statusesTaken = 0
     /// What callers hold of each URL they asked to revalidate (see ``schedule(_:forced:expectedSize:held:)``).
     private var heldVersions: [String: HeldVersion] = [:]
 
@@ -125,7 +129,12 @@ package actor DownloadScheduler {
     /// counted: the snapshot is taken every second, and a tag of 100,000 items must not cost
     /// 100,000 entries each time).
     package func status() -> SchedulerStatus {
-        core.status(progress: { reports[$0]?.report.progress }, resumedFrom: { reports[$0]?.report.resumedFrom ?? 0 })
+        var status = core.status(progress: { reports[$0]?.report.progress }, resumedFrom: { reports[$0]?.report.resumedFrom ?? 0 })
+        statusesTaken += 1
+        status.sequence = statusesTaken
+        status.receivedBytes = receivedByEndedTransfers
+            + reports.values.reduce(Int64(0)) { $0 + max($1.report.progress.completed - $1.report.resumedFrom, 0) }
+        return status
     }
 
     /// Where `url` stands, while the scheduler knows it.
@@ -203,7 +212,14 @@ package actor DownloadScheduler {
     private func transferEnded(_ url: String, id: TransferID, result: Result<FetchedFile, DownloadError>) {
         transfers[id] = nil
         pauseTimers.removeValue(forKey: id)?.cancel()
-        if reports[url]?.id == id { reports[url] = nil }
+        if let current = reports[url], current.id == id {
+            reports[url] = nil
+            let received: Int64 = switch result {
+            case .success(let file): file.bytesReceived
+            case .failure: max(current.report.progress.completed - current.report.resumedFrom, 0)
+            }
+            receivedByEndedTransfers += received
+        }
         handle(.finished(url: url, id: id, result))
     }
 }

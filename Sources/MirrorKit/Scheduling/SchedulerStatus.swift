@@ -19,6 +19,10 @@ package struct SchedulerStatus: Sendable, Codable, Equatable {
 
     /// Items per state, finished ones included.
     package var counts: [DownloadState: Int]
+    /// Bytes received this run, by every transfer so far (ended or under way).
+    package var receivedBytes: Int64 = 0
+    /// Which snapshot this is, counting from 1: a later one is newer.
+    var sequence = 0
     /// The items with a transfer (downloading, paused, or stopping), forced first, then by state;
     /// waiting and suspended ones are in ``counts`` only.
     package var items: [Item]

@@ -110,6 +110,28 @@ struct MirrorCommandTests {
         }
     }
 
+    @Test func noMetadataOverridesTheConfigAndAlwaysProgressIsRefusedWithJSON() async throws {
+        try await TestSupport.withServer { server in
+            try await withClientID { dir, idFile in
+                let config = dir.appendingPathComponent("config.json").path
+                try TestSupport.write(Array(#"{"metadata": true}"#.utf8), to: config)
+                let arguments = [
+                    "cats", "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                    "--config", config,
+                ]
+                let on = try await mirror(arguments + ["--out", dir.appendingPathComponent("on").path])
+                #expect(on.status == 0, "\(on.stderr)")
+                #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("on/meta/aB3dE5f.json").path))
+                let off = try await mirror(arguments + ["--out", dir.appendingPathComponent("off").path, "--no-metadata"])
+                #expect(off.status == 0, "\(off.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("off/meta").path))
+                let both = try await mirror(arguments + ["--out", dir.appendingPathComponent("x").path, "--progress", "always", "--log-format", "json"])
+                #expect(both.status == 64)
+                #expect(both.stderr.contains("--progress always would put progress lines among the JSON lines"), "\(both.stderr)")
+            }
+        }
+    }
+
     @Test func badOptionsAreUsageErrors() async throws {
         let run = try await mirror(["cats", "--out", "/tmp/x", "--pages", "0"])
         #expect(run.status == 64)

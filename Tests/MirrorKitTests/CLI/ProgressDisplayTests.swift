@@ -21,7 +21,9 @@ struct ProgressDisplayTests {
                     "--api-base", server.baseURL, "--media-base", server.baseURL, "--retries", "1",
                 ] + extra
                 if let terminal {
-                    let run = try await terminal.run(arguments, environment: environment, during: during)
+                    // A terminal that can move its cursor, whatever the test runner's is.
+                    let run = try await terminal.run(
+                        arguments, environment: ["TERM": "xterm-256color"].merging(environment) { $1 }, during: during)
                     return (run.status, run.output, run.chunks, id)
                 }
                 let run = try await MirrorProcess.run(arguments)
@@ -58,6 +60,13 @@ struct ProgressDisplayTests {
         #expect(drawn.contains { $0.hasPrefix("slow: ") && $0.contains(" of 2 files") && $0.contains("/s") }, "\(drawn)")
         #expect(drawn.contains { $0.hasPrefix("  forced: \(run.id).jpg ") && $0.contains("%") }, "\(drawn)")
         #expect(drawn.allSatisfy { TerminalText.width($0) <= 119 }, "\(drawn)")
+        // Bytes received this run, each counted once: never more than the 8 MiB file (8.4 MB).
+        let megabytes = drawn.compactMap { frame -> Double? in
+            guard let range = frame.range(of: #"\| [0-9.]+ MB \|"#, options: .regularExpression) else { return nil }
+            return Double(frame[range].dropFirst(2).dropLast(5))
+        }
+        #expect(!megabytes.isEmpty && megabytes.allSatisfy { $0 <= 8.4 }, "\(megabytes)")
+        #expect(megabytes == megabytes.sorted(), "\(megabytes)")
         // Once every file is known, the time left shows.
         #expect(drawn.contains { $0.contains("ETA ") }, "\(drawn)")
         // What stays on the screen: the error (whole, on its own line) and the summary; no progress.
@@ -132,6 +141,7 @@ struct ProgressDisplayTests {
             // has wound the run down before the second is handled, the normal path cleared the
             // display: this catches a missing clear only when the second comes first, about half
             // of the runs.
+            guard !Task.isCancelled else { return }
             kill(pid, SIGINT)
             kill(pid, SIGTERM)
         }

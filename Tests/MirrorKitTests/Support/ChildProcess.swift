@@ -20,12 +20,15 @@ struct ChildProcess {
     enum Termination: Equatable {
         case exited(Int32)
         case signalled(Int32)
+        /// waitpid failed with this errno: the child's end is unknown (a test must not pass on it).
+        case lost(Int32)
 
-        /// The exit status, or 128 + the signal, as a shell reports it.
+        /// The exit status, or 128 + the signal, as a shell reports it; -1 when lost.
         var code: Int32 {
             switch self {
             case .exited(let status): status
             case .signalled(let signal): 128 + signal
+            case .lost: -1
             }
         }
 
@@ -37,6 +40,24 @@ struct ChildProcess {
     /// A child started and not yet waited for.
     struct Started: Sendable {
         let pid: pid_t
+        /// Set, under its lock, just before the child is reaped: its pid may be another
+        /// process's afterwards, and no signal may go to it.
+        private let reaped = Flag()
+
+        final class Flag: Sendable {
+            let state = Mutex(false)
+        }
+
+        init(pid: pid_t) {
+            self.pid = pid
+        }
+
+        /// Sends `signal` to the child, unless it has been reaped.
+        func signal(_ signal: Int32) {
+            reaped.state.withLock { reaped in
+                if !reaped { _ = Glibc.kill(pid, signal) }
+            }
+        }
 
         /// Waits for the child on a thread of its own; cancelling the waiter kills it (and its
         /// children): a hung child fails its test instead of hanging the run.
@@ -46,13 +67,15 @@ struct ChildProcess {
             return await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     waited.withLock { $0 = continuation }
-                    Thread {
-                        let termination = Self.waitBlocking(pid)
+                    Thread { [reaped] in
+                        let termination = Self.waitBlocking(pid, reaped: reaped)
                         waited.withLock { $0.take() }?.resume(returning: termination)
                     }.start()
                 }
             } onCancel: {
-                ChildProcess.kill(pid)
+                reaped.state.withLock { reaped in
+                    if !reaped { ChildProcess.kill(pid) }
+                }
             }
         }
 
@@ -64,15 +87,25 @@ struct ChildProcess {
             return stat[stat.index(close, offsetBy: 2)] != "Z"
         }
 
-        func terminate() { Glibc.kill(pid, SIGTERM) }
+        func terminate() { signal(SIGTERM) }
 
         /// Waits for the child on the calling thread (for code that is not async).
-        func waitBlocking() -> Termination { Self.waitBlocking(pid) }
+        func waitBlocking() -> Termination { Self.waitBlocking(pid, reaped: reaped) }
 
-        private static func waitBlocking(_ pid: pid_t) -> Termination {
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-            return Termination(waitStatus: status)
+        /// Waits until the child has ended without reaping it (WNOWAIT), marks it reaped, then reaps it.
+        private static func waitBlocking(_ pid: pid_t, reaped: Flag) -> Termination {
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 {
+                guard errno == EINTR else { return .lost(errno) }
+            }
+            return reaped.state.withLock { reaped -> Termination in
+                reaped = true
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 {
+                    guard errno == EINTR else { return .lost(errno) }
+                }
+                return Termination(waitStatus: status)
+            }
         }
     }
 
@@ -109,8 +142,20 @@ struct ChildProcess {
             argv.forEach { free($0) }
             env.forEach { free($0) }
         }
+        // The child starts as a shell would start it: no signal blocked, none ignored. (The
+        // thread spawning it, one of Dispatch's or Swift's, blocks most of them.)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, env)
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, env)
         guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL) }
         return pid
     }

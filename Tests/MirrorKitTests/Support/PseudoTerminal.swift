@@ -58,15 +58,21 @@ final class PseudoTerminal: Sendable {
             executable: MirrorProcess.executable.path, arguments: arguments,
             environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
             standardOutput: slave, standardError: slave)
-        let reader = Thread { [self] in readUntilClosed() }
-        reader.start()
-        let started = try child.start()
+        let started: ChildProcess.Started
+        do {
+            started = try child.start()
+        } catch {
+            close(slave)
+            throw error
+        }
+        // The child's copies hold the terminal open; ours goes once it is spawned, so the reader
+        // sees the end when the child exits. One run per terminal.
+        close(slave)
+        Thread { [self] in readUntilClosed() }.start()
         let side = Task { await during(self, started.pid) }
         let status = await started.wait().code
         side.cancel()
         await side.value
-        // The child's copies are closed; closing ours lets the reader see the end.
-        close(slave)
         while !finished.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(20)) }
         return Run(status: status, chunks: state.withLock { $0.chunks })
     }
