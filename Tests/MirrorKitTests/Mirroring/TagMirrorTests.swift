@@ -213,8 +213,10 @@ struct TagMirrorTests {
                 let start = ContinuousClock.now
                 running.cancel()
                 let summary = try await running.cancellableValue
-                // Left to finish, the thumbnails alone would take half a minute at 256 B/s.
-                #expect(ContinuousClock.now - start < .seconds(6))
+                // Left to finish, the thumbnails alone would take half a minute at 256 B/s. Alone
+                // this takes well under a second; in a full run on two loaded cores, 6 s and more
+                // were seen, at the end of issue 10 as now.
+                #expect(ContinuousClock.now - start < .seconds(15))
                 #expect(summary.interrupted)
             }
         }
