@@ -56,9 +56,13 @@ enum FuzzChild {
         environment["MIRROR_FUZZ_CHILD"] = name
         environment["MIRROR_FUZZ_DIRECTORY"] = directory
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        // At a lower priority (nice execs the child in its place): the fuzzers use all the CPU
+        // they get, and the suites running beside them wait on servers in this process. The
+        // watchdog measures the child's CPU time, not the clock, so a slower child is no hang.
         let child = ChildProcess(
-            executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
-            arguments: ["--testing-library", "swift-testing", "--filter", "FuzzChildTests"], environment: environment,
+            executable: "/usr/bin/nice",
+            arguments: ["-n", "10", URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+                        "--testing-library", "swift-testing", "--filter", "FuzzChildTests"], environment: environment,
             standardOutput: output.fileDescriptor, standardError: output.fileDescriptor)
         // Over the time limit, the child is killed and the test reports what it has.
         let termination = await (try child.start()).wait()
