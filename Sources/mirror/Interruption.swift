@@ -14,18 +14,19 @@ enum Interruption {
 
     /// Runs `work`, cancelling it on the first SIGINT or SIGTERM or when `deadline` has passed;
     /// returns its result and what stopped it, if anything did. A second signal ends the process
-    /// at once.
+    /// at once. `work` starts once the signals are handled: a signal in its first instant is not
+    /// lost.
     static func cancelOnSignal<T: Sendable>(
         deadline: Duration? = nil, _ work: @escaping @Sendable () async -> T
     ) async -> (T, Stop?) {
-        let task = Task { await work() }
+        let started = Mutex<Task<T, Never>?>(nil)
         let received = StopBox()
         let sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 if received.take(.signal(number)) {
-                    task.cancel()
+                    started.withLock { $0 }?.cancel()
                 } else if received.value != .deadline {
                     // Straight out: exit() would run teardown while curl's and SQLite's threads run.
                     Console.exitNow(128 + number)
@@ -37,6 +38,9 @@ enum Interruption {
             source.resume()
             return source
         }
+        let task = Task { await work() }
+        started.withLock { $0 = task }
+        if received.value != nil { task.cancel() }
         let timer = deadline.map { deadline in
             Task {
                 do { try await Task.sleep(for: deadline) } catch { return }

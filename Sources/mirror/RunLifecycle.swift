@@ -49,14 +49,19 @@ struct RunLifecycle {
         let lastSuccess: Date? = (try? await mirror.state.lastSuccess(of: mirror.source)) ?? nil
         let previous: RunRecord? = (try? await mirror.state.lastRun(of: mirror.source)) ?? nil
         let metrics = settings.metricsFile.map(MetricsFile.init(path:))
-        let watcher = Task {
-            await watch(
-                mirror, display: showsProgress(settings), metrics: metrics, previous: previous, lastSuccess: lastSuccess,
-                logger: logger)
+        let (display, label) = (showsProgress(settings), label)
+        // The watcher starts inside the work, once signals are handled: a Ctrl-C at the first
+        // frame stops the run rather than being lost.
+        let ((summary, metricsProblemReported), stop) = await Interruption.cancelOnSignal(deadline: settings.deadline) {
+            let watcher = Task {
+                await Self.watch(
+                    mirror, label: label, display: display, metrics: metrics, previous: previous, lastSuccess: lastSuccess,
+                    logger: logger)
+            }
+            let summary = await mirror.run()
+            watcher.cancel()
+            return (summary, await watcher.value)
         }
-        let (summary, stop) = await Interruption.cancelOnSignal(deadline: settings.deadline) { await mirror.run() }
-        watcher.cancel()
-        let metricsProblemReported = await watcher.value
         // No libcurl call may be running once the process starts to exit.
         await engine.shutDown()
         Console.endProgress()
@@ -119,8 +124,9 @@ struct RunLifecycle {
 
     /// Redraws the progress four times a second and rewrites the metrics file every five seconds,
     /// until cancelled; true when the metrics file could not be written (and that was said).
-    private func watch(
-        _ mirror: any MirrorRun, display: Bool, metrics: MetricsFile?, previous: RunRecord?, lastSuccess: Date?, logger: Logger
+    private static func watch(
+        _ mirror: any MirrorRun, label: String, display: Bool, metrics: MetricsFile?, previous: RunRecord?, lastSuccess: Date?,
+        logger: Logger
     ) async -> Bool {
         var lines = ProgressLines(label: label)
         let clock = ContinuousClock()
