@@ -75,21 +75,8 @@ struct RunLifecycle {
             logger.warning("the run could not be recorded for mirror status: \(error)")
         }
         if let metrics {
-            var figures = MetricsFile.Figures(
-                source: mirror.source, progress: mirror.progress.snapshot, previous: nil,
-                lastSuccess: status == 0 ? record.endedAt : lastSuccess, now: record.endedAt)
-            figures.inProgress = false
-            figures.endedAt = record.endedAt
-            figures.exitStatus = status
-            figures.filesDownloaded = summary.downloaded
-            figures.bytesDownloaded = summary.bytesDownloaded
-            figures.filesFailed = summary.failures.count
-            figures.filesRemoved = summary.removed.count
-            figures.bytesPerSecond = record.bytesPerSecond
-            if let listing = summary.listing {
-                figures.crawlNextPage = listing.nextPage
-                figures.crawlEstimatedPages = listing.estimatedPages
-            }
+            let figures = MetricsFile.Figures(
+                finished: record, progress: mirror.progress.snapshot, listing: summary.listing, lastSuccess: lastSuccess)
             do {
                 try metrics.write(figures)
             } catch where !metricsProblemReported {

@@ -116,7 +116,6 @@ final class JobSession: Sendable {
             runner.progress.update { progress in
                 progress.filesDone += 1
                 progress.filesDownloaded = tally.downloaded
-                progress.bytesDownloaded = tally.bytesDownloaded
                 progress.filesFailed = tally.failures.count
                 progress.filesRemoved = tally.removed.count
             }

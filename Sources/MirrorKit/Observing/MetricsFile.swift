@@ -35,6 +35,24 @@ package struct MetricsFile: Sendable {
             self.startedAt = startedAt
         }
 
+        /// The figures of a run that has ended: what its record says, with the crawl's calls and
+        /// budget from its progress and the cursor where it left it.
+        package init(finished run: RunRecord, progress: RunProgress.Snapshot, listing: ListingProgress?, lastSuccess: Date?) {
+            self.init(source: run.source, startedAt: run.startedAt)
+            endedAt = run.endedAt
+            exitStatus = run.exitStatus
+            self.lastSuccess = run.exitStatus == 0 ? run.endedAt : lastSuccess
+            filesDownloaded = run.filesDownloaded
+            bytesDownloaded = run.bytesDownloaded
+            filesFailed = run.filesFailed
+            filesRemoved = run.filesRemoved
+            bytesPerSecond = run.bytesPerSecond
+            apiCallsMade = progress.crawl?.apiCallsMade
+            apiCallsLeft = progress.crawl?.apiCallsLeft
+            crawlNextPage = listing.map { $0.nextPage } ?? progress.crawl?.page
+            crawlEstimatedPages = listing.map { $0.estimatedPages } ?? progress.crawl?.estimatedPages
+        }
+
         /// The figures of a run still going, from its progress. Its end and exit status are the
         /// previous run's, until it ends: an alert on them neither clears nor fires while it goes.
         package init(
@@ -115,17 +133,12 @@ package struct MetricsFile: Sendable {
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .fileSystem(FileSystemError(path: temporary, errno: errno)) }
         fchmod(descriptor, 0o644)
-        var written = 0
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else {
-                let error = FileSystemError(path: temporary, errno: errno)
-                close(descriptor)
-                unlink(temporary)
-                throw .fileSystem(error)
-            }
-            written += count
+        do throws(FileSystemError) {
+            try Directory.writeAll(bytes, to: descriptor, at: 0, path: temporary)
+        } catch {
+            close(descriptor)
+            unlink(temporary)
+            throw .fileSystem(error)
         }
         close(descriptor)
         // The collector reads only *.prom: a name left by a crash is ignored (and starts with a dot).

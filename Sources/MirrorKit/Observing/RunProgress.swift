@@ -40,8 +40,6 @@ package final class RunProgress: Sendable {
         package var filesDownloaded = 0
         package var filesFailed = 0
         var filesRemoved = 0
-        /// Bytes of the files downloaded and finished.
-        var bytesDownloaded: Int64 = 0
         /// Bytes received over the network this run, by finished transfers and those under way
         /// (not what partials held from earlier runs), as the scheduler last counted them.
         package var bytesReceived: Int64 = 0

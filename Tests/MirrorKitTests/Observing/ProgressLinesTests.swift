@@ -11,7 +11,6 @@ struct ProgressLinesTests {
         snapshot.phase = phase
         snapshot.filesKnown = known
         snapshot.filesDone = done
-        snapshot.bytesDownloaded = bytes
         snapshot.bytesReceived = bytes + forced.reduce(0) { $0 + $1.receivedBytes }
         snapshot.scheduler = SchedulerStatus(counts: [:], items: forced)
         return snapshot
