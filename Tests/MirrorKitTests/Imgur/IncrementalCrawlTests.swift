@@ -153,11 +153,11 @@ struct IncrementalCrawlTests {
         try await TestSupport.withServer { server in
             server.addGeneratedTag("slow", pages: 2, perPage: 12, albumEvery: 0, imageSize: 64 << 10)
             for id in server.generatedImageIDs("slow") {
-                server.inject(.throttle(bytesPerSecond: 32 << 10), path: "/\(id).jpg")
+                server.inject(.throttle(bytesPerSecond: 8 << 10), path: "/\(id).jpg")
             }
             try await TestSupport.withTemporaryDirectory { dir in
                 let running = Task { try await run("slow", server, into: dir) }
-                try await eventually("the listing is read", within: .seconds(10)) {
+                try await eventually("the listing is read", within: .seconds(30)) {
                     guard let state = (try? MirrorDirectory(root: dir)).flatMap(StateDatabase.forReading) else { return false }
                     return (try? await state.cursor(for: "imgur tag slow time all"))?.pass == 1
                 }

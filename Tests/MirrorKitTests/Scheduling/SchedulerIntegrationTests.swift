@@ -51,11 +51,11 @@ struct SchedulerIntegrationTests {
             let paths = (0..<4).map { "/side-\($0).bin" }
             for path in paths {
                 server.addMedia(path: path, size: 512 << 10)
-                server.inject(.throttle(bytesPerSecond: 64 << 10), path: path)
+                server.inject(.throttle(bytesPerSecond: 32 << 10), path: path)
             }
             let tasks = paths.map { path in Task { try await scheduler.schedule(server.baseURL + path) } }
-            // Each takes 8 s; all four must be asked for long before the first is done.
-            try await eventually("four requests", within: .seconds(6)) { server.requests.count == 4 }
+            // Each takes 16 s; all four must be asked for long before the first is done.
+            try await eventually("four requests", within: .seconds(12)) { server.requests.count == 4 }
             tasks.forEach { $0.cancel() }
         }
     }

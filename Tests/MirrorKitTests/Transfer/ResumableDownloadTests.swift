@@ -106,8 +106,9 @@ struct ResumableDownloadTests {
     }
 
     @Test func aStalledTransferIsDetectedAndResumed() async throws {
-        // Three seconds, not one: on a loaded machine the first bytes alone can take a second.
-        let impatient = TransferEngine(configuration: .init(lowSpeedLimit: 10_000, lowSpeedSeconds: 3))
+        // Five seconds, not one: on a loaded machine the first bytes alone can take seconds, and a
+        // first attempt that keeps nothing leaves nothing to resume.
+        let impatient = TransferEngine(configuration: .init(lowSpeedLimit: 10_000, lowSpeedSeconds: 5))
         try await withDownloader(engine: impatient) { server, downloader, _ in
             server.addMedia(path: "/stall.bin", size: 1 << 20)
             server.inject(.stall(afterBytes: 256 << 10, seconds: 30), path: "/stall.bin")

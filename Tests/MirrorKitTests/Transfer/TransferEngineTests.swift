@@ -224,7 +224,12 @@ struct TransferEngineTests {
                 }
                 #expect(code == 28)
                 #expect(error.isRetryable)
-                #expect(error.response?.fileLength == 256 << 10)
+                // All 256 KiB before the stall, unless a loaded machine was slower than the limit
+                // before it: then what arrived, and still only a prefix of the file.
+                let kept = try #require(error.response?.fileLength)
+                #expect(kept <= 256 << 10)
+                let content = try #require(server.content(of: "/stall.bin"))
+                #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(Array(content.prefix(Int(kept)))))
             }
         }
     }
@@ -308,7 +313,7 @@ struct TransferEngineTests {
                 return try await engine.perform(
                     TransferRequest(url: server.baseURL + "/held.bin", destination: .memory(limit: 2 << 20)), id: id)
             }
-            try await eventually("the request reaches the server", within: .seconds(5)) {
+            try await eventually("the request reaches the server", within: .seconds(30)) {
                 server.requestCount(path: "/held.bin") == 1
             }
             try await Task.sleep(for: .milliseconds(300))
@@ -364,7 +369,7 @@ struct TransferEngineTests {
             let running = Task {
                 try await engine.perform(TransferRequest(url: server.baseURL + "/long.bin", destination: .memory(limit: 8 << 20)))
             }
-            try await eventually("the transfer runs", within: .seconds(5)) { server.bodyBytesSent(path: "/long.bin") > 0 }
+            try await eventually("the transfer runs", within: .seconds(30)) { server.bodyBytesSent(path: "/long.bin") > 0 }
             await engine.shutDown()
             let error = try await #require(throws: TransferError.self) { try await running.cancellableValue }
             #expect(error.reason == .cancelled)
