@@ -48,7 +48,11 @@ struct FeedCommand: AsyncParsableCommand {
     func run() async throws {
         let (location, baseURL) = (location, baseURL)
         try await RunLifecycle(common: common, flags: flags, label: "feed").run { settings throws(MirrorError) in
-            { directory, engine, logger throws(MirrorError) in
+            // A feed's few large files gain nothing from many workers; its state stays in .mirror.
+            if settings.postgres != nil {
+                throw .configuration("a feed keeps its state in .mirror (SQLite); the PostgreSQL state (--state or the config's 'state') is for tags that workers share")
+            }
+            return { directory, engine, _, logger throws(MirrorError) in
                 try FeedMirror(
                     directory: directory, engine: engine, settings: settings.feed(location, baseURL: baseURL), logger: logger)
             }

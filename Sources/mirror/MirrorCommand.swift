@@ -55,6 +55,17 @@ struct CommonOptions: ParsableArguments {
         valueName: "file"))
     var metricsFile: String?
 
+    @Option(help: ArgumentHelp(
+        "Keep the state in this PostgreSQL database rather than .mirror/state.sqlite3, so that workers on several hosts share one mirror: postgresql://user@host/database (a password from PGPASSWORD).",
+        valueName: "url"))
+    var state: String?
+
+    @Option(help: "With --state postgresql://…: seconds a worker's claims hold unless renewed; a killed worker's work passes to another after this (default \(RunSettings.Defaults.leaseSeconds)).")
+    var leaseSeconds: Int?
+
+    @Option(help: "With --state postgresql://…: connections to one media host that all workers together may have (default \(RunSettings.Defaults.clusterMaxPerHost)).")
+    var clusterMaxPerHost: Int?
+
     /// What these options set.
     func apply(to flags: inout MirrorConfiguration) {
         flags.maxDuration = maxDuration
@@ -62,6 +73,9 @@ struct CommonOptions: ParsableArguments {
         flags.logFormat = logFormat
         flags.metadata = metadata
         flags.metricsFile = metricsFile
+        flags.state = state
+        flags.leaseSeconds = leaseSeconds
+        flags.clusterMaxPerHost = clusterMaxPerHost
     }
 }
 

@@ -14,7 +14,8 @@ struct RunLifecycle {
     /// What the summary line starts with: the tag, or `feed`.
     let label: String
 
-    typealias MakeMirror = (MirrorDirectory, TransferEngine, Logger) throws(MirrorError) -> any MirrorRun
+    /// Makes the mirror; with a ``Sharing``, its state is shared with other workers.
+    typealias MakeMirror = (MirrorDirectory, TransferEngine, Sharing?, Logger) throws(MirrorError) -> any MirrorRun
 
     /// Runs the mirror `prepare` makes. `prepare` checks what must be right before the directory
     /// is touched (the client id file), and returns how to make the mirror once it is.
@@ -37,13 +38,24 @@ struct RunLifecycle {
 
     private func run(_ settings: RunSettings, logger: Logger, _ makeMirror: MakeMirror) async throws {
         let directory = try MirrorDirectory(root: URL(fileURLWithPath: common.out))
-        let lock = try RunLock(directory: directory)
+        // With the state in PostgreSQL, workers share the directory by leases on their work; flock
+        // over NFS is not to be trusted, and would keep all but one worker out.
+        var lock: RunLock?
+        var shared: (state: PostgresState, coordinator: PostgresCoordinator)?
+        if let postgres = settings.postgres {
+            let state = try await PostgresState(postgres, logger: logger)
+            shared = (state, PostgresCoordinator(state: state, leaseDuration: settings.leaseDuration))
+        } else {
+            lock = try RunLock(directory: directory)
+        }
+        let sharing = shared.map { Sharing(state: $0.state, coordinator: $0.coordinator, maxPerHost: settings.clusterMaxPerHost) }
         let engine = TransferEngine(configuration: settings.engine)
         let mirror: any MirrorRun
         do {
-            mirror = try makeMirror(directory, engine, logger)
+            mirror = try makeMirror(directory, engine, sharing, logger)
         } catch {
             await engine.shutDown()
+            await shared?.state.close()
             throw error
         }
         let lastSuccess: Date? = (try? await mirror.state.lastSuccess(of: mirror.source)) ?? nil
@@ -82,6 +94,10 @@ struct RunLifecycle {
             } catch where !metricsProblemReported {
                 logger.error("metrics file: \(error)")
             } catch {}
+        }
+        if let shared {
+            await shared.coordinator.finish(exitStatus: status)
+            await shared.state.close()
         }
         withExtendedLifetime(lock) {}
         Report.print(summary, label: label, quiet: common.quiet, stop: stop, logger: logger)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import MirrorKit
 
 struct StatusCommand: AsyncParsableCommand {
@@ -18,6 +19,11 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Print the status as one JSON object, for scripts.")
     var json = false
 
+    @Option(help: ArgumentHelp(
+        "The PostgreSQL state the mirror's workers share (as their --state): shows the workers, their claims and rates.",
+        valueName: "url"))
+    var state: String?
+
     func run() async throws {
         let root = URL(fileURLWithPath: out)
         var isDirectory: ObjCBool = false
@@ -33,18 +39,46 @@ struct StatusCommand: AsyncParsableCommand {
         } catch {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
-        if let versions {
-            try await printVersions(of: versions, in: directory)
-            return
+        let report: StatusReport
+        if let state {
+            report = try await sharedReport(state, in: directory)
+        } else {
+            if let versions {
+                try await printVersions(of: versions, in: directory)
+                return
+            }
+            // Read the status a run writes, rather than probe its lock: a probe could make a run that
+            // starts at that instant think another holds the directory.
+            report = await StatusReport.gather(in: directory) { kill($0, 0) == 0 || errno == EPERM }
         }
-        // Read the status a run writes, rather than probe its lock: a probe could make a run that
-        // starts at that instant think another holds the directory.
-        let report = await StatusReport.gather(in: directory) { kill($0, 0) == 0 || errno == EPERM }
         if json {
             Console.printJSON(report.json())
             return
         }
         for line in StatusLines.report(report) { Console.print(line) }
+    }
+
+    /// The report of a shared state: the workers, and the records in PostgreSQL.
+    private func sharedReport(_ text: String, in directory: MirrorDirectory) async throws -> StatusReport {
+        do {
+            let postgres = try await PostgresState(
+                try PostgresLocation(text), logger: Logger(label: "mirror.status", factory: { _ in SwiftLogNoOpLogHandler() }))
+            do {
+                if let versions {
+                    try await printVersions(of: versions, in: postgres)
+                    await postgres.close()
+                    throw ExitCode.success
+                }
+                let report = try await StatusReport.gather(in: directory, postgres: postgres)
+                await postgres.close()
+                return report
+            } catch {
+                await postgres.close()
+                throw error
+            }
+        } catch let error as MirrorError {
+            throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
+        }
     }
 
     private func printVersions(of name: String, in directory: MirrorDirectory) async throws {
@@ -57,6 +91,10 @@ struct StatusCommand: AsyncParsableCommand {
                 "\(out)'s state database is from a mirror before versions (schema \(state.schemaVersion)); the next run upgrades it",
                 status: ExitStatus.noInput)
         }
+        try await printVersions(of: name, in: state)
+    }
+
+    private func printVersions(of name: String, in state: any MirrorState) async throws {
         let versions: [MirroredFile]
         do {
             guard let item = try await state.item(named: name) else {
@@ -86,6 +124,7 @@ struct StatusCommand: AsyncParsableCommand {
 enum StatusLines {
     static func report(_ report: StatusReport) -> [String] {
         var lines: [String] = []
+        if let workers = report.workers { lines += self.workers(workers) }
         if let running = report.running {
             lines += self.running(running)
         } else {
@@ -120,6 +159,27 @@ enum StatusLines {
                 line += "; \(figures.itemsWithVersions) items have more than one version (--versions NAME lists them)"
             }
             lines.append(line)
+        }
+        return lines
+    }
+
+    /// The workers of a shared state: live ones with what they hold and how fast they go.
+    static func workers(_ workers: [WorkerStatus]) -> [String] {
+        let formatter = ISO8601DateFormatter()
+        let live = workers.filter(\.live)
+        var lines = [live.isEmpty ? "no worker running" : "workers running: \(live.count)"]
+        for worker in workers {
+            var state: String
+            if worker.live {
+                state = "live, heartbeat \(formatter.string(from: worker.heartbeatAt))"
+            } else if let ended = worker.endedAt {
+                state = "ended \(formatter.string(from: ended))" + (worker.exitStatus.map { ", exit status \($0)" } ?? "")
+            } else {
+                state = "gone: no heartbeat since \(formatter.string(from: worker.heartbeatAt)); its claims pass to other workers"
+            }
+            lines.append("  \(worker.id) (\(worker.source)): \(state)")
+            lines.append("    \(worker.claims) images claimed, \(worker.filesDone) files settled, "
+                + "\(MirrorSummary.formatBytes(worker.bytes)) received, \(MirrorSummary.formatBytes(Int64(worker.bytesPerSecond)))/s")
         }
         return lines
     }

@@ -79,10 +79,11 @@ struct TagCommand: AsyncParsableCommand {
     func run() async throws {
         try await RunLifecycle(common: common, flags: flags, label: tag).run { settings throws(MirrorError) in
             let clientID = try ClientIDFile.read(settings.clientIDFile)
-            return { directory, engine, logger throws(MirrorError) in
+            return { directory, engine, sharing, logger throws(MirrorError) in
                 let client = ImgurClient(
                     apiBase: settings.apiBase, clientID: clientID, engine: engine, politeness: settings.politeness, logger: logger)
-                return try TagMirror(directory: directory, client: client, engine: engine, settings: settings.tag(tag), logger: logger)
+                return try TagMirror(
+                    directory: directory, client: client, engine: engine, settings: settings.tag(tag), sharing: sharing, logger: logger)
             }
         }
     }

@@ -51,7 +51,7 @@ package struct FeedMirror: Sendable {
     }
 
     package var progress: RunProgress { jobs.progress }
-    package var state: StateDatabase { jobs.state }
+    package var state: any MirrorState { jobs.state }
     package var source: String { "feed \(settings.feed)" }
 
     /// Mirrors every enclosure of the feed; in `new-file` mode, then asks after every other file

@@ -37,6 +37,24 @@ struct MirrorJob: Sendable {
     }
 }
 
+/// A mirror several workers share: the state they keep together, how they divide the work, and
+/// the connections to one media host all of them may have at once.
+package struct Sharing: Sendable {
+    var state: any MirrorStore
+    var coordinator: any WorkCoordinator
+    var maxPerHost: Int
+
+    package init(state: PostgresState, coordinator: PostgresCoordinator, maxPerHost: Int) {
+        self.init(store: state, coordinator: coordinator, maxPerHost: maxPerHost)
+    }
+
+    init(store state: any MirrorStore, coordinator: any WorkCoordinator, maxPerHost: Int) {
+        self.state = state
+        self.coordinator = coordinator
+        self.maxPerHost = maxPerHost
+    }
+}
+
 /// Takes jobs through the scheduler and into the mirror directory, and tallies what happened:
 /// the part every kind of mirror (tag, feed) shares.
 struct JobRunner: Sendable {
@@ -66,7 +84,9 @@ struct JobRunner: Sendable {
 
     let directory: MirrorDirectory
     let partials: PartialStore
-    let state: StateDatabase
+    let state: any MirrorStore
+    /// How this worker shares the mirror with others; nil when it has the directory to itself.
+    let coordinator: (any WorkCoordinator)?
     let scheduler: DownloadScheduler
     let health: HostHealth
     let mode: DownloadMode
@@ -82,7 +102,8 @@ struct JobRunner: Sendable {
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, source: String? = nil, concurrency: Int,
         retry: RetryPolicy, isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
-        maxFileSize: Int64 = Downloader.defaultMaxFileSize, progress: RunProgress = RunProgress(), logger: Logger
+        maxFileSize: Int64 = Downloader.defaultMaxFileSize, progress: RunProgress = RunProgress(),
+        sharing: Sharing? = nil, logger: Logger
     ) throws(MirrorError) {
         self.directory = directory
         self.progress = progress
@@ -96,14 +117,25 @@ struct JobRunner: Sendable {
             throw .digest(error.description)
         }
         partials = try directory.partialStore()
-        state = try StateDatabase(directory: directory) { logger.warning("\($0)") }
+        if let sharing {
+            state = sharing.state
+            coordinator = sharing.coordinator
+        } else {
+            state = try StateDatabase(directory: directory) { logger.warning("\($0)") }
+            coordinator = nil
+        }
         health = HostHealth(settings: .init(maxPerHost: concurrency))
-        let transport = EngineTransport(
+        var transport: any DownloadTransport = EngineTransport(
             engine: engine, partials: partials, retry: retry, health: health,
             isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, logger: logger)
+        if let sharing {
+            transport = ClusterHostGate(inner: transport, coordinator: sharing.coordinator, limit: sharing.maxPerHost)
+        }
         let configuration = DownloadScheduler.Configuration(maxConcurrent: concurrency, maxPerHost: concurrency)
         scheduler = DownloadScheduler(transport: transport, configuration: configuration)
         progress.watch(scheduler)
+        // Other workers' partials are theirs while they run: a shared mirror leaves them.
+        guard sharing == nil else { return }
         // The budget for suspended downloads holds for what earlier runs left too.
         // At least one file of the largest size allowed: a big enclosure cut short must not lose
         // its bytes at every start.

@@ -36,7 +36,11 @@ final class JobSession: Sendable {
         self.runner = runner
         self.window = max(window, 1)
         let (logger, progress, directory) = (runner.logger, runner.progress, runner.directory)
+        // Workers sharing a directory would overwrite one another's status file: theirs is in
+        // the shared state (`mirror status` reads the workers there).
+        let shared = runner.coordinator != nil
         reporter = Task {
+            guard !shared else { return }
             await RunStatus.keepWriting(
                 source: source, progress: progress, directory: directory,
                 log: { logger.debug("downloads: \($0.scheduler?.summaryLine ?? "none yet")") })

@@ -6,7 +6,7 @@ package protocol MirrorRun: Sendable {
     /// What the run has done so far.
     var progress: RunProgress { get }
     /// Where the mirror's records, cursor and runs are kept.
-    var state: StateDatabase { get }
+    var state: any MirrorState { get }
     /// Mirrors what this run can; cancelling stops it, keeping partial downloads.
     func run() async -> MirrorSummary
 }

@@ -38,7 +38,11 @@ package struct TagMirror: Sendable {
     let settings: Settings
     let logger: Logger
 
-    package init(directory: MirrorDirectory, client: ImgurClient, engine: TransferEngine, settings: Settings, logger: Logger) throws(MirrorError) {
+    /// With `sharing`, the tag's work is divided with the other workers of a shared state.
+    package init(
+        directory: MirrorDirectory, client: ImgurClient, engine: TransferEngine, settings: Settings, sharing: Sharing? = nil,
+        logger: Logger
+    ) throws(MirrorError) {
         self.client = client
         self.settings = settings
         self.logger = logger
@@ -46,14 +50,14 @@ package struct TagMirror: Sendable {
             directory: directory, engine: engine, mode: settings.mode, source: "tag \(settings.crawl.tag)",
             concurrency: settings.concurrency,
             retry: settings.retry, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder,
-            maxFileSize: settings.maxFileSize, progress: RunProgress(), logger: logger)
+            maxFileSize: settings.maxFileSize, progress: RunProgress(), sharing: sharing, logger: logger)
     }
 
     package var progress: RunProgress { jobs.progress }
     package var source: String { jobs.source ?? "tag \(settings.crawl.tag)" }
 
     /// The state database the mirror keeps its cursor and records in.
-    package var state: StateDatabase { jobs.state }
+    package var state: any MirrorState { jobs.state }
 
     /// Mirrors what this run can: first the images earlier runs found and did not finish, then
     /// the listing from where its cursor stands, each image's files scheduled as soon as it is
@@ -64,10 +68,22 @@ package struct TagMirror: Sendable {
         let session = jobs.start(source: source)
         let jobs = jobs
         jobs.progress.enter(.crawling)
-        let images = ImageCompletion(store: jobs.state, session: session) { () throws(MirrorError) in
-            // An image marked done is not looked at again: its files' names must be on disk first.
-            try await jobs.syncDirectories()
-        }
+        let claims = ClaimedImages()
+        let coordinator = jobs.coordinator
+        let images = ImageCompletion(
+            store: jobs.state, session: session, batchSize: coordinator == nil ? 64 : 4,
+            beforeMarking: { () throws(MirrorError) in
+                // An image marked done is not looked at again: its files' names must be on disk first.
+                try await jobs.syncDirectories()
+            },
+            marked: { ids in ids.forEach { claims.remove($0) } },
+            unsettled: { id, outcome in
+                // A shared mirror lets go of the image: a failure waits for a later run, a cancel
+                // for any worker.
+                guard let coordinator else { return }
+                claims.remove(id)
+                try? await coordinator.release([id], park: outcome.parksClaim)
+            })
         var summary = MirrorSummary()
         let problems = Mutex<[String]>([])
         let sidecars = settings.metadata ? MetadataSidecars(directory: jobs.directory) : nil
@@ -96,6 +112,7 @@ package struct TagMirror: Sendable {
                 }
                 guard describe(image, item, !resumed) else { break }
                 images.expect(item.id, files: 2)
+                claims.insert(image.id, urls: [item.previewURL, item.fullURL])
                 await session.submit(
                     MirrorJob(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
                     forced: false, then: { await images.settle(item.id, $0) })
@@ -110,23 +127,15 @@ package struct TagMirror: Sendable {
                 session.halt(error)
             }
         }
-        var crawl = TagCrawler.Result()
-        do throws(MirrorError) {
-            if let saved = try await jobs.state.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
-            // What earlier runs found and did not finish comes first, a page at a time.
-            var position: Int64? = 0
-            while let after = position, !Task.isCancelled, !session.isHalted {
-                let pending = try await jobs.state.pendingImages(after: after)
-                if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
-                await submit(pending.images, true)
-                position = pending.next
-            }
+        /// Reads the listing from its cursor; `found` hears the images new to the store.
+        let readListing: @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Result = {
+            [settings, client, logger] found in
             let health = jobs.health
             let crawler = TagCrawler(client: client, store: jobs.state, progress: jobs.progress, logger: logger)
             if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }
-            crawl = await crawler.crawl(
-                settings.crawl, found: { await submit($0, false) },
-                seenAgain: { [settings] images in
+            let crawl = await crawler.crawl(
+                settings.crawl, found: found,
+                seenAgain: { images in
                     // A page read again says what the API says now: a sidecar follows an edit.
                     for image in images {
                         if let item = settings.urls.item(for: image) { _ = describe(image, item, true) }
@@ -135,12 +144,33 @@ package struct TagMirror: Sendable {
                 shouldStop: { !health.verdicts.isEmpty || session.isHalted })
             let calls = await client.callsMade()
             logger.debug("API: \(calls) calls this run, \(crawl.pagesRead) pages, \(crawl.albumsFetched) albums")
+            // new-file: what the listing did not bring up again is asked after too.
+            if settings.mode == .newFile { jobs.progress.enter(.revalidating) }
+            await jobs.revalidateTheRest(in: session, claiming: ["full", "preview"])
+            return crawl
+        }
+        var crawl = TagCrawler.Result()
+        do throws(MirrorError) {
+            if let saved = try await jobs.state.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
+            if let coordinator {
+                crawl = try await SharedTagWork(
+                    coordinator: coordinator, source: source, jobs: jobs, session: session, images: images, claims: claims,
+                    logger: logger
+                ).run(readListing: readListing, submit: { await submit($0, true) })
+            } else {
+                // What earlier runs found and did not finish comes first, a page at a time.
+                var position: Int64? = 0
+                while let after = position, !Task.isCancelled, !session.isHalted {
+                    let pending = try await jobs.state.pendingImages(after: after, limit: 1000)
+                    if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
+                    await submit(pending.images, true)
+                    position = pending.next
+                }
+                crawl = await readListing { await submit($0, false) }
+            }
         } catch {
             crawl.stoppedBy = .mirror(error)
         }
-        // new-file: what the listing did not bring up again is asked after too.
-        if settings.mode == .newFile { jobs.progress.enter(.revalidating) }
-        await jobs.revalidateTheRest(in: session, claiming: ["full", "preview"])
         jobs.progress.enter(.downloading)
         await session.finish(into: &summary)
         jobs.progress.enter(.finished)
@@ -167,41 +197,58 @@ package struct TagMirror: Sendable {
 }
 
 /// Counts each image's settled files, and marks the image done in the store once both its
-/// thumbnail and its full-size file are in the mirror (or removed upstream), in batches.
-private final class ImageCompletion: Sendable {
+/// thumbnail and its full-size file are in the mirror (or removed upstream), in batches; an image
+/// with a file not settled goes to `unsettled` (a shared mirror lets go of its claim).
+final class ImageCompletion: Sendable {
     private struct State {
         var remaining: [String: Int] = [:]
-        var unsettled: Set<String> = []
+        var unsettled: [String: JobRunner.Outcome] = [:]
         var done: [String] = []
         var failure: MirrorError?
     }
 
     private let store: any CrawlStore
     private let session: JobSession
+    private let batchSize: Int
     private let beforeMarking: @Sendable () async throws(MirrorError) -> Void
+    private let unsettled: @Sendable (String, JobRunner.Outcome) async -> Void
+    private let marked: @Sendable ([String]) -> Void
     private let state = Mutex(State())
 
-    init(store: any CrawlStore, session: JobSession, beforeMarking: @escaping @Sendable () async throws(MirrorError) -> Void) {
+    init(
+        store: any CrawlStore, session: JobSession, batchSize: Int = 64,
+        beforeMarking: @escaping @Sendable () async throws(MirrorError) -> Void,
+        marked: @escaping @Sendable ([String]) -> Void = { _ in },
+        unsettled: @escaping @Sendable (String, JobRunner.Outcome) async -> Void = { _, _ in }
+    ) {
+        self.marked = marked
         self.store = store
         self.session = session
+        self.batchSize = batchSize
         self.beforeMarking = beforeMarking
+        self.unsettled = unsettled
     }
+
+    /// Images with a file still to settle.
+    var inFlight: Int { state.withLock { $0.remaining.count } }
 
     func expect(_ id: String, files: Int) {
         state.withLock { $0.remaining[id, default: 0] += files }
     }
 
     func settle(_ id: String, _ outcome: JobRunner.Outcome) async {
-        let batch: [String]? = state.withLock { state in
-            if !outcome.isSettled { state.unsettled.insert(id) }
+        let (batch, left): ([String]?, JobRunner.Outcome?) = state.withLock { state in
+            if !outcome.isSettled, state.unsettled[id] == nil { state.unsettled[id] = outcome }
             state.remaining[id, default: 1] -= 1
-            guard state.remaining[id] == 0 else { return nil }
+            guard state.remaining[id] == 0 else { return (nil, nil) }
             state.remaining[id] = nil
-            if state.unsettled.remove(id) == nil { state.done.append(id) }
-            guard state.done.count >= 64 else { return nil }
+            if let left = state.unsettled.removeValue(forKey: id) { return (nil, left) }
+            state.done.append(id)
+            guard state.done.count >= batchSize else { return (nil, nil) }
             defer { state.done = [] }
-            return state.done
+            return (state.done, nil)
         }
+        if let left { await unsettled(id, left) }
         if let batch { await write(batch) }
     }
 
@@ -221,6 +268,7 @@ private final class ImageCompletion: Sendable {
         do throws(MirrorError) {
             try await beforeMarking()
             try await store.markImagesDone(batch)
+            marked(batch)
         } catch {
             // The files are in the mirror, and the next run finds them there and settles them
             // again; but a state database or disk that takes no writes would fail every file after.

@@ -29,6 +29,8 @@ package struct StatusReport: Sendable, Codable {
     /// The state database's schema, when it is older than this mirror's: the next run upgrades
     /// it, and until then what it lacks (the runs, say) is not shown.
     package var olderSchema: Int32?
+    /// The workers of a shared (PostgreSQL) state, live ones first; nil for a directory's own state.
+    package var workers: [WorkerStatus]?
 
     /// Images found by a crawl and not yet in the mirror: the next run tries them first.
     var imagesPending: Int {
@@ -48,6 +50,25 @@ package struct StatusReport: Sendable, Codable {
     package static func gather(
         in directory: MirrorDirectory, now: Date = Date(), isAlive: (Int32) -> Bool
     ) async -> StatusReport {
+        guard let state = StateDatabase.forReading(in: directory) else { return await gather(in: directory, state: nil, now: now, isAlive: isAlive) }
+        var report = await gather(in: directory, state: state, now: now, isAlive: isAlive)
+        if state.schemaVersion < StateSchema.latest { report.olderSchema = state.schemaVersion }
+        return report
+    }
+
+    /// Reads what `directory` and the shared state `postgres` hold: the workers instead of a
+    /// status file, and the records from the database.
+    package static func gather(
+        in directory: MirrorDirectory, postgres: PostgresState, now: Date = Date()
+    ) async throws(MirrorError) -> StatusReport {
+        var report = await gather(in: directory, state: postgres, now: now) { _ in false }
+        report.workers = try await PostgresCoordinator(state: postgres).workers()
+        return report
+    }
+
+    private static func gather(
+        in directory: MirrorDirectory, state: (any MirrorState)?, now: Date, isAlive: (Int32) -> Bool
+    ) async -> StatusReport {
         var report = StatusReport()
         if let status = RunStatus.read(in: directory), now.timeIntervalSince(status.updatedAt) < staleAfter,
            isAlive(status.pid) {
@@ -58,8 +79,7 @@ package struct StatusReport: Sendable, Codable {
                 Partial(url: $0.record.url, bytes: $0.length, totalBytes: $0.record.totalLength)
             }
         }
-        guard let state = StateDatabase.forReading(in: directory) else { return report }
-        if state.schemaVersion < StateSchema.latest { report.olderSchema = state.schemaVersion }
+        guard let state else { return report }
         report.lastRuns = (try? await state.lastRuns()) ?? []
         for source in (try? await state.crawlSources()) ?? [] {
             if let figures = try? await state.figures(source: source) { report.crawls.append(Crawl(source: source, figures: figures)) }
@@ -79,7 +99,7 @@ package struct StatusReport: Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case running, lastRuns, crawls, budget, files, partials, olderSchema, imagesPending, failuresToRetry
+        case running, lastRuns, crawls, budget, files, partials, olderSchema, imagesPending, failuresToRetry, workers
     }
 
     package init() {}
@@ -93,6 +113,7 @@ package struct StatusReport: Sendable, Codable {
         files = try container.decodeIfPresent(VersionFigures.self, forKey: .files)
         partials = try container.decode([Partial].self, forKey: .partials)
         olderSchema = try container.decodeIfPresent(Int32.self, forKey: .olderSchema)
+        workers = try container.decodeIfPresent([WorkerStatus].self, forKey: .workers)
     }
 
     /// Every top-level key is always there, `null` when unknown: a script asks "is a run going on"
@@ -108,5 +129,6 @@ package struct StatusReport: Sendable, Codable {
         try container.encode(olderSchema, forKey: .olderSchema)
         try container.encode(imagesPending, forKey: .imagesPending)
         try container.encode(failuresToRetry, forKey: .failuresToRetry)
+        try container.encode(workers, forKey: .workers)
     }
 }

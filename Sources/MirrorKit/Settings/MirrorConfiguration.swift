@@ -34,6 +34,13 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     package var metadata: Bool?
     /// A Prometheus text file rewritten during and after each run, for node_exporter.
     package var metricsFile: String?
+    /// Where the state is kept: unset for `.mirror/state.sqlite3`, or a
+    /// `postgresql://user@host/database` URL that workers on several hosts share.
+    package var state: String?
+    /// How long a worker's claims hold unless it renews them (PostgreSQL state only).
+    package var leaseSeconds: Int?
+    /// Connections to one media host that all workers together may have (PostgreSQL state only).
+    package var clusterMaxPerHost: Int?
 
     package init() {}
 
@@ -41,6 +48,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
         case progress, logFormat, metadata, metricsFile
+        case state, leaseSeconds, clusterMaxPerHost
     }
 
     /// Where settings came from, for naming one in an error.
@@ -111,6 +119,15 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         if let metricsFile, metricsFile.isEmpty || metricsFile.hasSuffix("/") {
             throw refuse(.metricsFile, "must name a file, got '\(metricsFile)'")
         }
+        if let state {
+            do {
+                _ = try PostgresLocation(state)
+            } catch {
+                throw refuse(.state, "must be a postgresql://user@host/database URL (or unset for SQLite in .mirror): \(error)")
+            }
+        }
+        if let leaseSeconds, !(2...3600).contains(leaseSeconds) { throw refuse(.leaseSeconds, "must be 2 to 3600") }
+        if let clusterMaxPerHost, !(1...256).contains(clusterMaxPerHost) { throw refuse(.clusterMaxPerHost, "must be 1 to 256") }
         if progress == .always, logFormat == .json {
             throw refuse(.progress, "always would put progress lines among the JSON lines on standard error; use never, or text logs")
         }
@@ -147,6 +164,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .logFormat: pick(\.logFormat)
         case .metadata: pick(\.metadata)
         case .metricsFile: pick(\.metricsFile)
+        case .state: pick(\.state)
+        case .leaseSeconds: pick(\.leaseSeconds)
+        case .clusterMaxPerHost: pick(\.clusterMaxPerHost)
         }
     }
 

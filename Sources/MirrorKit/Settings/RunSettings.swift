@@ -31,6 +31,10 @@ package struct RunSettings: Sendable {
         package static let thumbnail = ThumbnailSize.medium
         package static let mode = DownloadMode.skipIfExists
         package static let maxFileSize = Downloader.defaultMaxFileSize
+        package static let leaseSeconds = 30
+        /// Four workers' worth of the default concurrency, less a third: N workers add up to more
+        /// than one, but never to N times the connections on one CDN host.
+        package static let clusterMaxPerHost = 16
     }
 
     package var apiBase: String
@@ -53,6 +57,10 @@ package struct RunSettings: Sendable {
     package var logFormat: LogFormat
     var metadata: Bool
     package var metricsFile: String?
+    /// The shared PostgreSQL state; nil for SQLite in `.mirror`.
+    package var postgres: PostgresLocation?
+    package var leaseDuration: Duration
+    package var clusterMaxPerHost: Int
 
     /// Merges `file` and `flags` (a flag given wins) and checks both, naming a wrong value as it
     /// was given: `--max-wait`, or the config file and its key.
@@ -81,6 +89,9 @@ package struct RunSettings: Sendable {
         logFormat = given.logFormat ?? .text
         metadata = given.metadata ?? false
         metricsFile = given.metricsFile.map { NSString(string: $0).expandingTildeInPath }
+        postgres = try given.state.map { text throws(MirrorError) in try PostgresLocation(text) }
+        leaseDuration = .seconds(given.leaseSeconds ?? Defaults.leaseSeconds)
+        clusterMaxPerHost = given.clusterMaxPerHost ?? Defaults.clusterMaxPerHost
     }
 
     /// Settings for mirroring `tag`.

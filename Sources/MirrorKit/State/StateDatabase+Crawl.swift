@@ -120,7 +120,7 @@ extension StateDatabase: CrawlStore {
         }
     }
 
-    func budget(api: String) throws(MirrorError) -> APIBudget? {
+    package func budget(api: String) throws(MirrorError) -> APIBudget? {
         let rows = try read("SELECT budget FROM api_budgets WHERE api = ?1", [.text(api)])
         guard let json = rows.first?.first?.text else { return nil }
         let decoder = JSONDecoder()
@@ -137,7 +137,7 @@ extension StateDatabase: CrawlStore {
             [.text(api), .text(String(decoding: data, as: UTF8.self))])
     }
 
-    func figures(source: String) throws(MirrorError) -> CrawlFigures {
+    package func figures(source: String) throws(MirrorError) -> CrawlFigures {
         func count(_ sql: String, _ arguments: [SQLiteValue] = [.text(source)]) throws(MirrorError) -> Int {
             Int(try read(sql, arguments).first?.first?.integer ?? 0)
         }
@@ -151,7 +151,7 @@ extension StateDatabase: CrawlStore {
             albumsGone: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'gone'"))
     }
 
-    func crawlSources() throws(MirrorError) -> [String] {
+    package func crawlSources() throws(MirrorError) -> [String] {
         try read("SELECT source FROM crawl_cursors ORDER BY source").compactMap { $0.first?.text }
     }
 

@@ -167,7 +167,7 @@ extension StateDatabase {
             [.text(name), .text("/" + name)]).first?.first?.text
     }
 
-    func versionFigures() throws(MirrorError) -> VersionFigures {
+    package func versionFigures() throws(MirrorError) -> VersionFigures {
         let row = try read(
             "SELECT count(DISTINCT item), count(*), "
                 + "(SELECT count(*) FROM (SELECT item FROM files GROUP BY item HAVING count(*) > 1)) FROM files").first

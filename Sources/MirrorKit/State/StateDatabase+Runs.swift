@@ -76,7 +76,7 @@ extension StateDatabase {
     }
 
     /// The last run of each source that ran here, the most recent first.
-    func lastRuns() throws(MirrorError) -> [RunRecord] {
+    package func lastRuns() throws(MirrorError) -> [RunRecord] {
         try read("SELECT record FROM runs WHERE id IN (SELECT max(id) FROM runs GROUP BY source) ORDER BY id DESC")
             .compactMap { $0.first?.text.flatMap { try? Self.runDecoder.decode(RunRecord.self, from: Data($0.utf8)) } }
     }
@@ -95,14 +95,14 @@ extension StateDatabase {
             .first?.first?.integer.map { Date(timeIntervalSince1970: TimeInterval($0)) }
     }
 
-    private static let runEncoder: JSONEncoder = {
+    static let runEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
         return encoder
     }()
 
-    private static let runDecoder: JSONDecoder = {
+    static let runDecoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return decoder

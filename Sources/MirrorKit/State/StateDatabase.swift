@@ -10,9 +10,10 @@ import Foundation
 /// item it has and `new-file` asks only whether it changed; removed media is not asked for again. A damaged database is moved
 /// aside and started afresh, never a reason to touch a mirrored file. Writes are checked: one
 /// that fails is an error for the caller.
-package actor StateDatabase {
+package actor StateDatabase: MirrorStore {
     let db: SQLiteConnection
     nonisolated let path: String
+    package nonisolated var location: String { path }
     /// The schema the database is at: the latest, unless opened for reading as it was left.
     package nonisolated let schemaVersion: Int32
 

@@ -258,9 +258,9 @@ struct IncrementalCrawlTests {
                 try await eventually("the album is asked for") { server.requestCount(path: "/3/album/\(album)/images") == 1 }
                 running.cancel()
                 #expect(await running.value.interrupted)
-                #expect(try await mirror.state.pendingAlbums() == [album])
+                #expect(try await mirror.jobs.state.pendingAlbums() == [album])
                 // Nor does the cancel count against the album, as a failure of its own would.
-                let failures = try await mirror.state.read("SELECT failures FROM albums WHERE id = ?1", [.text(album)])
+                let failures = try await (mirror.jobs.state as! StateDatabase).read("SELECT failures FROM albums WHERE id = ?1", [.text(album)])
                 #expect(failures.first?.first?.integer == 0)
                 let (next, _) = try await run("wait", server, into: dir)
                 #expect(next.isComplete)

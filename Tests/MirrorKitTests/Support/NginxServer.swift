@@ -111,14 +111,14 @@ final class NginxServer {
         }
     }
 
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let (fd, port) = try Loopback.bind(listening: false)
         close(fd)
         return port
     }
 
     /// Whether nginx came to listen on `port`; false as soon as it has exited (the port was taken).
-    private static func waitForPort(_ port: Int, while process: ChildProcess.Started) throws -> Bool {
+    static func waitForPort(_ port: Int, while process: ChildProcess.Started) throws -> Bool {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             guard process.isRunning else { return false }

@@ -1,0 +1,176 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// One worker's part in mirroring a tag that several share (see ``WorkCoordinator``): it crawls
+/// the tag when no other worker does (the crawl's images go to the shared queue, not to this
+/// worker), claims images from the queue a few at a time as it has room for them, and renews its
+/// leases while it works. It ends once the crawl is over, the queue has nothing it may claim, and
+/// no other live worker holds claims that could still run out and come to it.
+final class SharedTagWork: Sendable {
+    let coordinator: any WorkCoordinator
+    let source: String
+    let jobs: JobRunner
+    let session: JobSession
+    let images: ImageCompletion
+    let claims: ClaimedImages
+    let logger: Logger
+
+    init(
+        coordinator: any WorkCoordinator, source: String, jobs: JobRunner, session: JobSession, images: ImageCompletion,
+        claims: ClaimedImages, logger: Logger
+    ) {
+        self.coordinator = coordinator
+        self.source = source
+        self.jobs = jobs
+        self.session = session
+        self.images = images
+        self.claims = claims
+        self.logger = logger
+    }
+
+    /// Images this worker holds at most: enough to keep its downloads busy, few enough that the
+    /// other workers find work in the queue.
+    var maxHeld: Int { max(4, jobs.scheduler.configuration.maxConcurrent * 2) }
+
+    /// Works until the shared work is done; returns this worker's crawl, if it crawled.
+    func run(
+        readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Result,
+        submit: @escaping @Sendable ([ImgurImage]) async -> Void
+    ) async throws(MirrorError) -> TagCrawler.Result {
+        let started = Date()
+        try await coordinator.register(source: source)
+        let heartbeat = Task { await keepLeases() }
+        defer { heartbeat.cancel() }
+        let crawling = Task { () -> Result<TagCrawler.Result?, MirrorError> in
+            do throws(MirrorError) {
+                return .success(try await crawlWhenNoOneDoes(since: started, readListing: readListing))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let crawlEnded = { @Sendable [crawlingDone] () -> Bool in crawlingDone.isSet }
+        defer { crawling.cancel() }
+        let claiming = await withTaskCancellationHandler { () async -> Result<Void, MirrorError> in
+            do throws(MirrorError) {
+                return .success(try await claimUntilDone(submit: submit, crawlEnded: crawlEnded))
+            } catch {
+                return .failure(error)
+            }
+        } onCancel: {
+            crawling.cancel()
+        }
+        try claiming.get()
+        let crawl = try await crawling.value.get()
+        return crawl ?? TagCrawler.Result()
+    }
+
+    /// The crawl is over for this worker: it crawled, or another did.
+    private let crawlingDone = CancellationFlag()
+
+    /// Crawls the tag once the lease is this worker's, unless another worker crawled it to its end
+    /// since `since`; while another crawls, asks again now and then (its lease runs out if it dies).
+    private func crawlWhenNoOneDoes(
+        since: Date, readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Result
+    ) async throws(MirrorError) -> TagCrawler.Result? {
+        defer { crawlingDone.set() }
+        while !Task.isCancelled, !session.isHalted {
+            switch try await coordinator.leadCrawl(of: source, since: since) {
+            case .done:
+                return nil
+            case .busy:
+                try? await Task.sleep(for: coordinator.leaseDuration / 3)
+            case .lead:
+                logger.debug("crawling \(source) for the workers")
+                // The images go to the shared queue (the store), where every worker claims them.
+                let crawl = await readListing { _ in }
+                let completed = !Task.isCancelled && !session.isHalted && crawl.stoppedBy == nil
+                try await coordinator.endCrawl(of: source, completed: completed)
+                return crawl
+            }
+        }
+        return nil
+    }
+
+    /// Claims images while there is room, until nothing is left this worker could do.
+    private func claimUntilDone(
+        submit: @escaping @Sendable ([ImgurImage]) async -> Void, crawlEnded: @escaping @Sendable () -> Bool
+    ) async throws(MirrorError) {
+        var idle = false
+        while !Task.isCancelled, !session.isHalted {
+            let room = maxHeld - images.inFlight
+            var claimed: [ImgurImage] = []
+            if room > 0 {
+                claimed = try await coordinator.claimImages(limit: room)
+                if !claimed.isEmpty {
+                    idle = false
+                    await submit(claimed)
+                    continue
+                }
+            }
+            if room > 0, crawlEnded(), images.inFlight == 0 {
+                // Nothing to claim: done, unless a live worker's claims may still run out.
+                guard try await coordinator.othersHoldClaims() else { return }
+                if !idle { logger.debug("waiting for other workers' claims to finish or run out") }
+                idle = true
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    /// Renews this worker's leases three times a lease; stops the downloads of images whose
+    /// claims ran out and went to another worker.
+    private func keepLeases() async {
+        let clock = ContinuousClock()
+        var last = (time: clock.now, bytes: Int64(0))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: coordinator.leaseDuration / 3)
+            guard !Task.isCancelled else { return }
+            let snapshot = jobs.progress.snapshot
+            let now = clock.now
+            let seconds = Double((now - last.time).components.seconds) + Double((now - last.time).components.attoseconds) / 1e18
+            let rate = seconds > 0 ? Double(snapshot.bytesReceived - last.bytes) / seconds : 0
+            last = (now, snapshot.bytesReceived)
+            let figures = WorkerFigures(filesDone: snapshot.filesDone, bytes: snapshot.bytesReceived, bytesPerSecond: max(rate, 0))
+            do throws(MirrorError) {
+                let lost = try await coordinator.heartbeat(figures, holding: claims.ids)
+                for id in lost {
+                    logger.warning("the claim on image \(id) ran out and another worker took it; stopping its downloads here")
+                    for url in claims.remove(id) { await jobs.scheduler.cancel(url) }
+                }
+            } catch {
+                // The next beat tries again; leases last three beats.
+                logger.warning("could not renew this worker's leases: \(error)")
+            }
+        }
+    }
+}
+
+/// The images this worker holds claims on, with their files' URLs.
+final class ClaimedImages: Sendable {
+    private let held = Mutex<[String: [String]]>([:])
+
+    func insert(_ id: String, urls: [String]) {
+        held.withLock { $0[id] = urls }
+    }
+
+    /// Forgets `id`; returns its URLs.
+    @discardableResult
+    func remove(_ id: String) -> [String] {
+        held.withLock { $0.removeValue(forKey: id) } ?? []
+    }
+
+    var ids: Set<String> { held.withLock { Set($0.keys) } }
+}
+
+extension JobRunner.Outcome {
+    /// Whether a shared mirror leaves the image alone for a while: it failed here and would fail
+    /// again at once; a cancelled one is any worker's at once.
+    var parksClaim: Bool {
+        switch self {
+        case .failed, .deferred: true
+        case .downloaded, .alreadyPresent, .unchanged, .removed, .interrupted, .halted: false
+        }
+    }
+}
+

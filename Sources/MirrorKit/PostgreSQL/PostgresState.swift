@@ -1,0 +1,337 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The mirror's state in a PostgreSQL database, for several workers (processes on one host, or
+/// cron jobs on several) that share one mirror directory: the same records as ``StateDatabase``
+/// keeps in SQLite, plus the claims, leases and workers of ``PostgresCoordinator``.
+///
+/// Times that decide who holds what are the server's (`now()`), so hosts whose clocks disagree
+/// still agree on when a lease ran out.
+package final class PostgresState: MirrorStore {
+    package let location: String
+    let client: PostgresClient
+    let logger: Logger
+    /// The host this process runs on: each host keeps its own API budget (its own IP's).
+    let hostName: String
+    private let running: Task<Void, Never>
+
+    /// Connects to `database` and brings its schema to the latest version.
+    package init(_ database: PostgresLocation, logger: Logger) async throws(MirrorError) {
+        location = database.description
+        self.logger = logger
+        hostName = ProcessInfo.processInfo.hostName
+        var configuration = PostgresClient.Configuration(
+            host: database.host, port: database.port, username: database.user, password: database.password,
+            database: database.database, tls: .disable)
+        configuration.options.connectTimeout = .seconds(10)
+        configuration.options.maximumConnections = 8
+        // One connection first: the pool retries a server that is down for a minute before a
+        // query fails, where a run should say at once that the database cannot be reached.
+        do {
+            var probe = PostgresConnection.Configuration(
+                host: database.host, port: database.port, username: database.user, password: database.password,
+                database: database.database, tls: .disable)
+            probe.options.connectTimeout = .seconds(10)
+            let connection = try await PostgresConnection.connect(configuration: probe, id: 0, logger: logger)
+            try await connection.close()
+        } catch {
+            throw Self.failure(error, location: database.description)
+        }
+        let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "mirror.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
+        self.client = client
+        running = Task { await client.run() }
+        do {
+            try await migrate()
+        } catch {
+            await close()
+            throw error
+        }
+    }
+
+    package func close() async {
+        running.cancel()
+        await running.value
+    }
+
+    /// Applies the migrations this database lacks, one transaction each, under an advisory lock.
+    private func migrate() async throws(MirrorError) {
+        try await transaction { connection, logger in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLock))", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+                logger: logger)
+            let rows = try await connection.query("SELECT coalesce(max(version), 0) FROM schema_migrations", logger: logger)
+            var current = 0
+            for try await version in rows.decode(Int.self) { current = version }
+            guard current <= PostgresSchema.latest else {
+                throw MirrorError.stateDatabase(
+                    path: self.location, problem: "schema version \(current), this mirror knows up to \(PostgresSchema.latest)")
+            }
+            for migration in PostgresSchema.migrations where migration.version > current {
+                for statement in migration.sql {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO schema_migrations (version) VALUES (\(migration.version))", logger: logger)
+            }
+        }
+    }
+
+    /// The schema version the database is at.
+    package func schemaVersion() async throws(MirrorError) -> Int {
+        guard let row = try await rows("SELECT coalesce(max(version), 0) FROM schema_migrations").first else { return 0 }
+        return try decode(row, Int.self)
+    }
+
+    // MARK: - Files
+
+    private static let columns =
+        "path, item, source, url, etag, last_modified, bytes, md5, version, updated, mirrored_at, checked_at"
+
+    func latestFile(of item: String) async throws(MirrorError) -> MirroredFile? {
+        try await files("SELECT \(unescaped: Self.columns) FROM files WHERE item = \(item) ORDER BY id DESC LIMIT 1").first
+    }
+
+    func fate(of item: String, url: String) async throws(MirrorError) -> (latest: MirroredFile?, removed: Bool) {
+        let latest = try await latestFile(of: item)
+        let removed = try await rows("SELECT 1 FROM removed WHERE url = \(url)")
+        return (latest, !removed.isEmpty)
+    }
+
+    package func versions(of item: String) async throws(MirrorError) -> [MirroredFile] {
+        try await files("SELECT \(unescaped: Self.columns) FROM files WHERE item = \(item) ORDER BY id")
+    }
+
+    func item(owning path: String) async throws(MirrorError) -> String? {
+        guard let row = try await rows("SELECT item FROM files WHERE path = \(path)").first else { return nil }
+        return try decode(row, String.self)
+    }
+
+    package func item(named name: String) async throws(MirrorError) -> String? {
+        let suffix = "/" + name
+        guard let row = try await rows(
+            """
+            SELECT item FROM files WHERE path = \(name) OR item = \(name) OR url = \(name) OR right(path, length(\(suffix))) = \(suffix)
+            ORDER BY path = \(name) DESC, item = \(name) DESC, id DESC LIMIT 1
+            """).first
+        else { return nil }
+        return try decode(row, String.self)
+    }
+
+    func record(_ file: MirroredFile) async throws(MirrorError) {
+        // Deleted and inserted anew, as SQLite's REPLACE: a row's id is its age.
+        let now = Self.now()
+        try await transaction { connection, logger in
+            try await connection.query("DELETE FROM files WHERE path = \(file.path)", logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO files (\(unescaped: Self.columns)) VALUES (\(file.path), \(file.item), \(file.source),
+                    \(file.url), \(file.etag), \(file.lastModified), \(file.bytes), \(file.md5), \(file.version),
+                    \(file.updated), \(now), \(now))
+                """, logger: logger)
+        }
+    }
+
+    func confirm(
+        _ path: String, url: String, etag: String?, lastModified: String?, release: FeedRelease?,
+        replacingValidators: Bool
+    ) async throws(MirrorError) {
+        let hasRelease = release != nil
+        try await execute(
+            """
+            UPDATE files SET url = \(url),
+                etag = CASE WHEN \(replacingValidators) THEN \(etag) ELSE coalesce(\(etag), etag) END,
+                last_modified = CASE WHEN \(replacingValidators) THEN \(lastModified) ELSE coalesce(\(lastModified), last_modified) END,
+                checked_at = \(Self.now()),
+                version = CASE WHEN \(hasRelease) THEN \(release?.version) ELSE version END,
+                updated = CASE WHEN \(hasRelease) THEN \(release?.updated) ELSE updated END
+            WHERE path = \(path)
+            """)
+    }
+
+    func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) async throws(MirrorError) {
+        try await execute(
+            """
+            UPDATE files SET item = \(newItem), source = coalesce(source, \(source)), version = \(release.version),
+                updated = \(release.updated) WHERE item = \(item)
+            """)
+    }
+
+    func setMD5(_ md5: String, of path: String) async throws(MirrorError) {
+        try await execute("UPDATE files SET md5 = \(md5) WHERE path = \(path)")
+    }
+
+    func filesToRevalidate(
+        source: String, claiming folders: [String]
+    ) async throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
+        for folder in folders {
+            try await execute("UPDATE files SET source = \(source) WHERE source IS NULL AND starts_with(path, \(folder + "/"))")
+        }
+        let rows = try await rows(
+            """
+            SELECT \(unescaped: Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY id LIMIT 1)
+            FROM files WHERE source = \(source)
+              AND id = (SELECT max(id) FROM files AS newer WHERE newer.item = files.item)
+              AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)
+            ORDER BY checked_at, id
+            """)
+        var found: [(latest: MirroredFile, firstPath: String)] = []
+        for row in rows {
+            let first = try decode(row, String.self, column: 12)
+            found.append((try Self.file(from: row, in: self), first))
+        }
+        return found
+    }
+
+    package func versionFigures() async throws(MirrorError) -> VersionFigures {
+        let row = try await rows(
+            """
+            SELECT count(DISTINCT item), count(*),
+                (SELECT count(*) FROM (SELECT item FROM files GROUP BY item HAVING count(*) > 1) AS kept) FROM files
+            """).first
+        guard let row else { return VersionFigures(items: 0, files: 0, itemsWithVersions: 0) }
+        let (items, files, versions) = try decode(row, (Int, Int, Int).self)
+        return VersionFigures(items: items, files: files, itemsWithVersions: versions)
+    }
+
+    func recordRemoved(_ url: String) async throws(MirrorError) {
+        try await execute("INSERT INTO removed (url, seen_at) VALUES (\(url), \(Self.now())) ON CONFLICT DO NOTHING")
+    }
+
+    // MARK: - Runs
+
+    package func recordRun(_ run: RunRecord) async throws(MirrorError) {
+        let json = (try? StateDatabase.runEncoder.encode(run)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let (started, ended) = (Int64(run.startedAt.timeIntervalSince1970), Int64(run.endedAt.timeIntervalSince1970))
+        try await transaction { connection, logger in
+            try await connection.query(
+                """
+                INSERT INTO runs (source, started_at, ended_at, exit_status, record)
+                VALUES (\(run.source), \(started), \(ended), \(Int64(run.exitStatus)), \(json))
+                """, logger: logger)
+            try await connection.query(
+                "DELETE FROM runs WHERE id <= (SELECT max(id) FROM runs) - \(StateDatabase.runsKept)", logger: logger)
+        }
+    }
+
+    package func lastRuns() async throws(MirrorError) -> [RunRecord] {
+        try await runs("SELECT record FROM runs WHERE id IN (SELECT max(id) FROM runs GROUP BY source) ORDER BY id DESC")
+    }
+
+    package func lastRun(of source: String) async throws(MirrorError) -> RunRecord? {
+        try await runs("SELECT record FROM runs WHERE source = \(source) ORDER BY id DESC LIMIT 1").first
+    }
+
+    package func lastSuccess(of source: String) async throws(MirrorError) -> Date? {
+        guard let row = try await rows("SELECT max(ended_at) FROM runs WHERE source = \(source) AND exit_status = 0").first
+        else { return nil }
+        let ended: Int? = try decode(row, Int?.self, column: 0)
+        guard let ended else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(ended))
+    }
+
+    private func runs(_ query: PostgresQuery) async throws(MirrorError) -> [RunRecord] {
+        var runs: [RunRecord] = []
+        for row in try await rows(query) {
+            let json = try decode(row, String.self)
+            if let run = try? StateDatabase.runDecoder.decode(RunRecord.self, from: Data(json.utf8)) { runs.append(run) }
+        }
+        return runs
+    }
+
+    // MARK: - Helpers
+
+    func rows(_ query: PostgresQuery) async throws(MirrorError) -> [PostgresRow] {
+        do {
+            return try await client.query(query, logger: logger).collect()
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    func execute(_ query: PostgresQuery) async throws(MirrorError) {
+        _ = try await rows(query)
+    }
+
+    /// Runs `body` in one transaction; a `MirrorError` it throws is passed on as it is.
+    func transaction<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
+    ) async throws(MirrorError) -> T {
+        let logger = logger
+        do {
+            return try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+        } catch let error as MirrorError {
+            throw error
+        } catch let error as PostgresTransactionError {
+            if let closure = error.closureError as? MirrorError { throw closure }
+            throw failure(error.closureError ?? error.commitError ?? error.beginError ?? error)
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    func decode<T: PostgresDecodable>(_ row: PostgresRow, _ type: T.Type, column: Int = 0) throws(MirrorError) -> T {
+        do {
+            return try row.makeRandomAccess()[column].decode(T.self)
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    func decode<each Column: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each Column).Type) throws(MirrorError) -> (repeat each Column) {
+        do {
+            return try row.decode(type)
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    /// The error a failed query becomes: the server's message, not PostgresNIO's generic text.
+    func failure(_ error: any Error) -> MirrorError {
+        Self.failure(error, location: location)
+    }
+
+    static func failure(_ error: any Error, location: String) -> MirrorError {
+        if let error = error as? MirrorError { return error }
+        var problem: String
+        if let error = error as? PSQLError {
+            problem = error.serverInfo?[.message] ?? "\(error.code)"
+            if let underlying = error.underlying { problem += ": \(underlying)" }
+        } else {
+            problem = String(describing: error)
+        }
+        return .stateDatabase(path: location, problem: problem)
+    }
+
+    private func files(_ query: PostgresQuery) async throws(MirrorError) -> [MirroredFile] {
+        var files: [MirroredFile] = []
+        for row in try await rows(query) { files.append(try Self.file(from: row, in: self)) }
+        return files
+    }
+
+    /// The file of a row that starts with ``columns`` (more columns may follow).
+    private static func file(from row: PostgresRow, in state: PostgresState) throws(MirrorError) -> MirroredFile {
+        let cells = row.makeRandomAccess()
+        func text(_ index: Int) throws(MirrorError) -> String? {
+            do {
+                return try cells[index].decode(String?.self)
+            } catch {
+                throw state.failure(error)
+            }
+        }
+        let bytes: Int64
+        do {
+            bytes = try cells[6].decode(Int64.self)
+        } catch {
+            throw state.failure(error)
+        }
+        return MirroredFile(
+            path: try text(0) ?? "", item: try text(1) ?? "", source: try text(2), url: try text(3) ?? "", etag: try text(4),
+            lastModified: try text(5), bytes: bytes, md5: try text(7), version: try text(8), updated: try text(9),
+            mirroredAt: try text(10) ?? "", checkedAt: try text(11) ?? "")
+    }
+
+    static func now() -> String {
+        StateDatabase.now()
+    }
+}

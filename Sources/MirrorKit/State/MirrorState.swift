@@ -1,0 +1,70 @@
+import Foundation
+
+/// Where a mirror keeps what it knows between runs, as commands read it: the runs, the files
+/// and their versions, each crawl's figures. Two backends keep it: ``StateDatabase`` (SQLite in
+/// `.mirror/state.sqlite3`, the default, for one machine) and ``PostgresState`` (a PostgreSQL
+/// database several workers share). What the mirror itself writes is ``MirrorStore``.
+package protocol MirrorState: Sendable {
+    /// Where the state is, as an error or `mirror status` names it (never with a password).
+    var location: String { get }
+
+    func recordRun(_ run: RunRecord) async throws(MirrorError)
+    /// The last run of each source, the most recent first.
+    func lastRuns() async throws(MirrorError) -> [RunRecord]
+    /// The last run of `source`.
+    func lastRun(of source: String) async throws(MirrorError) -> RunRecord?
+    /// When a run of `source` last ended with status 0.
+    func lastSuccess(of source: String) async throws(MirrorError) -> Date?
+
+    /// Every version of `item`, oldest first.
+    func versions(of item: String) async throws(MirrorError) -> [MirroredFile]
+    /// The item `name` stands for: a file's path, its file name, a URL that served it, or an item.
+    func item(named name: String) async throws(MirrorError) -> String?
+    func versionFigures() async throws(MirrorError) -> VersionFigures
+
+    /// Every source with a crawl cursor, and where each stands.
+    func crawlSources() async throws(MirrorError) -> [String]
+    func figures(source: String) async throws(MirrorError) -> CrawlFigures
+    /// The API budget last seen (by this host, when hosts share the state).
+    func budget(api: String) async throws(MirrorError) -> APIBudget?
+
+    /// Lets go of connections; the state is not used after.
+    func close() async
+}
+
+extension MirrorState {
+    package func close() async {}
+}
+
+/// Everything a run reads and writes: the records of ``MirrorState``, a tag's crawl
+/// (``CrawlStore``), and the files' versions as jobs look them up and commit them.
+protocol MirrorStore: MirrorState, CrawlStore {
+    /// The item's newest version: the file recorded last.
+    func latestFile(of item: String) async throws(MirrorError) -> MirroredFile?
+    /// What a job needs to know, in one query: the item's newest version, and whether `url` is
+    /// known removed upstream.
+    func fate(of item: String, url: String) async throws(MirrorError) -> (latest: MirroredFile?, removed: Bool)
+    /// The item whose version `path` is, if any.
+    func item(owning path: String) async throws(MirrorError) -> String?
+    /// Records `file` as its item's newest version (replacing whatever was recorded for its path).
+    func record(_ file: MirroredFile) async throws(MirrorError)
+    /// Notes that the server confirmed `path` as its item's current content: the release the
+    /// feed now names for it, and the validators the server sent, which replace the stored ones
+    /// when `replacingValidators`, else only fill in what a 304 repeated.
+    func confirm(
+        _ path: String, url: String, etag: String?, lastModified: String?, release: FeedRelease?,
+        replacingValidators: Bool
+    ) async throws(MirrorError)
+    /// Takes over the files recorded under `item` for `newItem`, as the release `release`, in one step.
+    func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) async throws(MirrorError)
+    /// Records the MD5 of `path`, computed once it was needed.
+    func setMD5(_ md5: String, of path: String) async throws(MirrorError)
+    /// The newest version of every item `source` mirrored, with the path of its first version,
+    /// least recently confirmed first, but not those of URLs known removed: what a `new-file` run
+    /// revalidates. Files recorded without a source in `folders` become `source`'s first.
+    func filesToRevalidate(
+        source: String, claiming folders: [String]
+    ) async throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)]
+    /// `url` answered that its media is gone: it is not asked for again.
+    func recordRemoved(_ url: String) async throws(MirrorError)
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Logging
+import Testing
+@testable import MirrorKit
+
+/// The state in a real PostgreSQL server: migrations, the records a run keeps, and the claims,
+/// leases and slots workers divide their work by.
+@Suite("PostgreSQL state: migrations, records, claims and leases", .timeLimit(.minutes(2)))
+struct PostgresStateTests {
+    private func withState(
+        lease: Duration = .seconds(30), _ body: (PostgresServer, PostgresState) async throws -> Void
+    ) async throws {
+        try await PostgresServer.with { server in
+            let state = try await PostgresState(try PostgresLocation(server.url), logger: TestSupport.logger)
+            do {
+                try await body(server, state)
+                await state.close()
+            } catch {
+                await state.close()
+                throw error
+            }
+        }
+    }
+
+    private func image(_ id: String) -> ImgurImage {
+        ImgurImage(id: id, type: "image/jpeg", size: 1000)
+    }
+
+    @Test(.enabled(if: PostgresServer.isAvailable, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func migrationsRunOnceAndANewerSchemaIsRefused() async throws {
+        try await withState { server, state in
+            #expect(try await state.schemaVersion() == PostgresSchema.latest)
+            // A second worker opening the same database migrates nothing and sees the same version.
+            let second = try await PostgresState(try PostgresLocation(server.url), logger: TestSupport.logger)
+            #expect(try await second.schemaVersion() == PostgresSchema.latest)
+            try await second.execute("INSERT INTO schema_migrations (version) VALUES (\(PostgresSchema.latest + 1))")
+            await second.close()
+            let error = await #expect(throws: MirrorError.self) {
+                _ = try await PostgresState(try PostgresLocation(server.url), logger: TestSupport.logger)
+            }
+            #expect(error?.description.contains("schema version \(PostgresSchema.latest + 1)") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test(.enabled(if: PostgresServer.isAvailable, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func filesCursorsAndRunsReadBackAsWritten() async throws {
+        try await withState { _, state in
+            let file = MirroredFile(
+                path: "full/a.jpg", item: "https://i/a.jpg", source: "tag cats", url: "https://i/a.jpg", etag: "\"e\"",
+                lastModified: nil, bytes: 42, md5: nil)
+            try await state.record(file)
+            var newer = file
+            newer.path = "full/a(1).jpg"
+            try await state.record(newer)
+            #expect(try await state.versions(of: file.item).map(\.path) == ["full/a.jpg", "full/a(1).jpg"])
+            #expect(try await state.latestFile(of: file.item)?.path == "full/a(1).jpg")
+            #expect(try await state.item(named: "a(1).jpg") == file.item)
+            try await state.recordRemoved("https://i/a.jpg")
+            #expect(try await state.fate(of: file.item, url: "https://i/a.jpg").removed)
+            #expect(try await state.versionFigures() == VersionFigures(items: 1, files: 2, itemsWithVersions: 1))
+
+            var cursor = CrawlCursor(source: "imgur tag cats time all")
+            cursor.pass = 2
+            cursor.nextPage = 7
+            cursor.headID = "abc"
+            cursor.totalItems = 11_000
+            cursor.pageSize = 60
+            let added = try await state.recordPage(
+                ListedPage(newEntryIDs: ["x", "y"], images: [(image("x"), nil)], pendingAlbumIDs: ["A1"], cursor: cursor),
+                source: cursor.source)
+            #expect(added.map(\.id) == ["x"])
+            let read = try await state.cursor(for: cursor.source)
+            #expect(read.pass == 2 && read.nextPage == 7 && read.headID == "abc" && read.estimatedPages == 184)
+            #expect(try await state.knownEntries(["x", "z"], source: cursor.source) == ["x": 2])
+            #expect(try await state.pendingAlbums() == ["A1"])
+            #expect(try await state.recordAlbum("A1", images: [image("x"), image("w")], source: cursor.source).map(\.id) == ["w"])
+            #expect(try await state.pendingImages(after: 0, limit: 10).images.map(\.id) == ["x", "w"])
+            try await state.markImagesDone(["x"])
+            #expect(try await state.pendingImages(after: 0, limit: 10).images.map(\.id) == ["w"])
+
+            let summary = MirrorSummary()
+            let run = RunRecord(
+                source: "tag cats", startedAt: Date(timeIntervalSince1970: 1000), endedAt: Date(timeIntervalSince1970: 1060),
+                exitStatus: 0, summary: summary)
+            try await state.recordRun(run)
+            #expect(try await state.lastRun(of: "tag cats") == run)
+            #expect(try await state.lastSuccess(of: "tag cats") == Date(timeIntervalSince1970: 1060))
+        }
+    }
+
+    @Test(.enabled(if: PostgresServer.isAvailable, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func workersClaimDisjointImagesAndTakeOverClaimsThatRanOut() async throws {
+        try await withState { _, state in
+            let cursor = CrawlCursor(source: "s")
+            _ = try await state.recordPage(
+                ListedPage(newEntryIDs: [], images: (0..<10).map { (image("i\($0)"), nil) }, pendingAlbumIDs: [], cursor: cursor),
+                source: "s")
+            let first = PostgresCoordinator(state: state, leaseDuration: .seconds(2))
+            let second = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
+            try await first.register(source: "tag s")
+            try await second.register(source: "tag s")
+            // At once, from two workers: SKIP LOCKED gives each its own rows.
+            async let a = first.claimImages(limit: 4)
+            async let b = second.claimImages(limit: 4)
+            let (claimedA, claimedB) = try await (a, b)
+            #expect(claimedA.count == 4 && claimedB.count == 4)
+            #expect(Set(claimedA.map(\.id)).isDisjoint(with: claimedB.map(\.id)))
+            #expect(try await second.othersHoldClaims())
+            // The first stops renewing (killed): its claims run out and go to the second.
+            try await Task.sleep(for: .milliseconds(2500))
+            let taken = try await second.claimImages(limit: 10)
+            #expect(Set(taken.map(\.id)) == Set(claimedA.map(\.id)).union(["i8", "i9"]))
+            #expect(try await !second.othersHoldClaims())
+            // The first, back, hears that its claims are gone.
+            let lost = try await first.heartbeat(
+                WorkerFigures(filesDone: 0, bytes: 0, bytesPerSecond: 0), holding: Set(claimedA.map(\.id)))
+            #expect(lost == Set(claimedA.map(\.id)))
+            // A failure is parked: no one claims it again this round; a cancel is anyone's at once.
+            try await second.release(["i8"], park: true)
+            try await second.release(["i9"], park: false)
+            #expect(try await first.claimImages(limit: 10).map(\.id) == ["i9"])
+            // Done images are nobody's.
+            try await state.markImagesDone(claimedB.map(\.id))
+            let workers = try await second.workers()
+            #expect(workers.count == 2)
+            #expect(workers.first { $0.id == second.workerID }?.claims == 4)
+        }
+    }
+
+    @Test(.enabled(if: PostgresServer.isAvailable, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func oneWorkerCrawlsAndTheHostSlotsAreCountedAcrossWorkers() async throws {
+        try await withState { _, state in
+            let started = Date(timeIntervalSinceNow: -1)
+            let first = PostgresCoordinator(state: state, leaseDuration: .seconds(2))
+            let second = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
+            #expect(try await first.leadCrawl(of: "tag s", since: started) == .lead)
+            #expect(try await second.leadCrawl(of: "tag s", since: started) == .busy)
+            try await first.endCrawl(of: "tag s", completed: true)
+            #expect(try await second.leadCrawl(of: "tag s", since: started) == .done)
+            // A crawl whose holder died is taken over once its lease runs out.
+            #expect(try await first.leadCrawl(of: "tag t", since: started) == .lead)
+            try await Task.sleep(for: .milliseconds(2500))
+            #expect(try await second.leadCrawl(of: "tag t", since: started) == .lead)
+
+            let one = try await first.takeHostSlot("i.imgur.com", limit: 2)
+            let two = try await second.takeHostSlot("i.imgur.com", limit: 2)
+            #expect(one != nil && two != nil && one != two)
+            #expect(try await second.takeHostSlot("i.imgur.com", limit: 2) == nil)
+            #expect(try await second.takeHostSlot("other.example", limit: 2) != nil)
+            await first.releaseHostSlot("i.imgur.com", slot: one!)
+            #expect(try await second.takeHostSlot("i.imgur.com", limit: 2) == one)
+        }
+    }
+
+    @Test func aBadStateURLIsNamedWithoutItsPassword() throws {
+        for (text, expected) in [
+            ("postgresql://u:s3cret@/db", "names no host"),
+            ("postgresql://u:s3cret@h", "names no database"),
+            ("postgresql://u:s3cret@h/db?sslmode=require", "'sslmode' is not supported"),
+            ("mysql://u:s3cret@h/db", "is not a postgresql://"),
+        ] {
+            let error = #expect(throws: MirrorError.self) { _ = try PostgresLocation(text, environment: [:]) }
+            #expect(error?.description.contains(expected) == true, "\(String(describing: error))")
+            #expect(error?.description.contains("s3cret") == false)
+        }
+        let location = try PostgresLocation("postgresql://u:s3cret@db.example:6543/mirror")
+        #expect(location.description == "postgresql://u@db.example:6543/mirror")
+        #expect(location.password == "s3cret")
+    }
+
+    @Test func aServerThatIsNotThereIsAClearErrorNotAHang() async throws {
+        let port = try NginxServer.freePort()
+        let start = ContinuousClock.now
+        let error = await #expect(throws: MirrorError.self) {
+            _ = try await PostgresState(try PostgresLocation("postgresql://u@127.0.0.1:\(port)/db"), logger: TestSupport.logger)
+        }
+        #expect(error?.description.contains("postgresql://u@127.0.0.1:\(port)/db") == true, "\(String(describing: error))")
+        #expect(ContinuousClock.now - start < .seconds(30))
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// A real PostgreSQL server of its own for a test: Debian's postgresql, `initdb` into a temporary
+/// directory and the postmaster on a free loopback port, stopped (and its files removed) by
+/// ``stop()``. Tests that need it are skipped with a message where PostgreSQL is not installed
+/// (`scripts/setup` installs it; CI runs that).
+final class PostgresServer {
+    static let binaries: URL? = {
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql")
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        return versions.compactMap(Int.init).sorted().reversed()
+            .map { root.appendingPathComponent("\($0)/bin") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("initdb").path) }
+    }()
+
+    static var isAvailable: Bool { binaries != nil }
+    static let user = "mirror"
+
+    let port: Int
+    private let work: URL
+    private let process: ChildProcess.Started
+
+    /// A URL for `--state`, naming database `postgres`.
+    var url: String { "postgresql://\(Self.user)@127.0.0.1:\(port)/postgres" }
+
+    init() throws {
+        guard let binaries = Self.binaries else { throw EventuallyTimeout(description: "PostgreSQL is not installed") }
+        work = FileManager.default.temporaryDirectory.appendingPathComponent("postgres-\(UUID().uuidString)")
+        let data = work.appendingPathComponent("data")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        // PostgreSQL refuses to run as root: as root, the server runs as Debian's postgres user.
+        let asServer = getuid() == 0 ? Self.dropToPostgres : []
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: work.path)
+        if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", work.path]) }
+        try Self.run(asServer.first ?? binaries.appendingPathComponent("initdb").path, Array(asServer.dropFirst()) + (asServer.isEmpty ? [] : [binaries.appendingPathComponent("initdb").path]) + [
+            "-D", data.path, "-A", "trust", "-U", Self.user, "--no-sync", "-E", "UTF8", "--locale", "C",
+        ])
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = try NginxServer.freePort()
+            let postgres = binaries.appendingPathComponent("postgres").path
+            let arguments = [
+                "-D", data.path, "-p", "\(port)", "-k", work.path, "-c", "listen_addresses=127.0.0.1",
+                "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=100",
+            ]
+            let log = try FileHandle(forWritingTo: Self.createFile(work.appendingPathComponent("log")))
+            let process = try ChildProcess(
+                executable: asServer.first ?? postgres, arguments: Array(asServer.dropFirst()) + (asServer.isEmpty ? [] : [postgres]) + arguments,
+                standardOutput: log.fileDescriptor, standardError: log.fileDescriptor
+            ).start()
+            try? log.close()
+            if try NginxServer.waitForPort(port, while: process) {
+                self.port = port
+                self.process = process
+                return
+            }
+            _ = process.waitBlocking()
+            guard attempt < 3 else {
+                let text = (try? String(contentsOf: work.appendingPathComponent("log"), encoding: .utf8)) ?? ""
+                throw EventuallyTimeout(description: "PostgreSQL did not start: \(text.suffix(800))")
+            }
+        }
+    }
+
+    /// Stops the server at once (its data is thrown away) and removes its files.
+    func stop() async {
+        process.signal(SIGQUIT)
+        _ = await process.wait()
+        try? FileManager.default.removeItem(at: work)
+    }
+
+    /// Runs `body` with a server of its own, stopped after, whatever `body` does.
+    static func with<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
+        let server = try PostgresServer()
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    private static let dropToPostgres = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
+
+    private static func createFile(_ url: URL) -> URL {
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        if getuid() == 0 { chmod(url.path, 0o666) }
+        return url
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) throws {
+        let status = try ChildProcess(executable: executable, arguments: arguments).runBlocking()
+        guard status == 0 else {
+            throw EventuallyTimeout(description: "\(executable) \(arguments.joined(separator: " ")) exited \(status)")
+        }
+    }
+}
