@@ -1,0 +1,175 @@
+import FixtureServer
+import Foundation
+import Synchronization
+import Testing
+@testable import MirrorKit
+
+/// Several `mirror` processes on one directory and one PostgreSQL server, as cron jobs on several
+/// hosts would be: they divide the tag, a killed one's work passes to the others, and its
+/// half-downloaded file is resumed, not fetched again.
+@Suite("Workers sharing a mirror through PostgreSQL", .timeLimit(.minutes(3)))
+struct SharedWorkersTests {
+    static let requirement = PostgresServer.isAvailable
+
+    private func launch(_ arguments: [String], log: URL) throws -> ChildProcess.Started {
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        defer { try? handle.close() }
+        return try ChildProcess(
+            executable: MirrorProcess.executable.path, arguments: arguments, standardError: handle.fileDescriptor
+        ).start()
+    }
+
+    private func workerArguments(_ tag: String, out: String, idFile: String, server: FixtureServer, postgres: PostgresServer) -> [String] {
+        [
+            tag, "--out", out, "--client-id-file", idFile, "--quiet", "--api-base", server.baseURL,
+            "--media-base", server.baseURL, "--state", postgres.url, "--lease-seconds", "3", "--concurrency", "2",
+        ]
+    }
+
+    /// The partial download `pid` has open, and its length.
+    private func openPartial(of pid: Int32) -> (path: String, length: Int64)? {
+        let fds = "/proc/\(pid)/fd"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? [] {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fds)/\(name)"),
+                  target.contains("/.mirror/partials/"), target.hasSuffix(".part")
+            else { continue }
+            var info = stat()
+            guard stat(target, &info) == 0 else { continue }
+            return (target, Int64(info.st_size))
+        }
+        return nil
+    }
+
+    private func files(in folder: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+    }
+
+    private func mediaRequests(_ server: FixtureServer) -> Int {
+        server.requests.filter { !$0.path.hasPrefix("/3/") }.count
+    }
+
+    @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func threeWorkersOneKilledMidFileEveryFileOnceAndTheHalfFileResumed() async throws {
+        try await PostgresServer.with { postgres in
+            try await TestSupport.withServer { server in
+                server.addGeneratedTag("shared", pages: 3, perPage: 20, albumEvery: 5, imagesPerAlbum: 2, imageSize: 8 << 10)
+                // The newest post is a large file, slow enough to be caught half-way.
+                let size = 48 << 20
+                let big = try #require(server.prependToGeneratedTag("shared", count: 1, albumEvery: 0, imageSize: size).first)
+                server.inject(.throttle(bytesPerSecond: 4 << 20), path: "/\(big).jpg")
+                let ids = server.generatedImageIDs("shared")
+                try await MirrorProcess.withClientID { dir, idFile in
+                    let out = dir.appendingPathComponent("out").path
+                    let arguments = workerArguments("shared", out: out, idFile: idFile, server: server, postgres: postgres)
+                    let workers = try (0..<3).map { try launch(arguments, log: dir.appendingPathComponent("worker-\($0).log")) }
+                    // Every small full-size file lands, and one worker is a third into the large one (the
+                    // thumbnails it holds wait behind it: full-size files go first).
+                    let pids = workers.map(\.pid)
+                    let holder = Mutex<Int32?>(nil)
+                    try await eventually("the small files land and the large one is a third in", within: .seconds(60)) {
+                        guard files(in: out + "/full").count == ids.count - 1 else { return false }
+                        let pid = pids.first { (openPartial(of: $0)?.length ?? 0) >= Int64(size / 3) }
+                        holder.withLock { $0 = pid }
+                        return pid != nil
+                    }
+                    let killedPID = try #require(holder.withLock { $0 })
+                    let killed = try #require(workers.first { $0.pid == killedPID })
+                    killed.signal(SIGKILL)
+                    #expect(await killed.wait() == .signalled(SIGKILL))
+                    for worker in workers where worker.pid != killed.pid {
+                        let status = await worker.wait()
+                        let log = (try? String(contentsOf: dir.appendingPathComponent("worker-\(workers.firstIndex { $0.pid == worker.pid }!).log"), encoding: .utf8)) ?? ""
+                        #expect(status == .exited(0), "\(log)")
+                    }
+
+                    // Every file once, under its own name, byte for byte.
+                    #expect(files(in: out + "/full") == ids.map { "\($0).jpg" }.sorted())
+                    #expect(files(in: out + "/preview") == ids.map { "\($0)m.jpg" }.sorted())
+                    for id in ids {
+                        #expect(TestSupport.digest(ofFile: out + "/full/\(id).jpg") == TestSupport.digest(server.content(of: "/\(id).jpg")))
+                    }
+                    // No small file asked for twice; the large one resumed by Range, not sent again.
+                    for id in ids where id != big {
+                        #expect(server.requestCount(path: "/\(id).jpg") == 1, "\(id)")
+                        #expect(server.requestCount(path: "/\(id)m.jpg") == 1, "\(id)")
+                    }
+                    #expect(server.requestCount(path: "/\(big).jpg") == 2)
+                    #expect(server.requests.last { $0.path == "/\(big).jpg" }?.header("Range") != nil)
+                    let sent = server.bodyBytesSent(path: "/\(big).jpg")
+                    #expect(Double(sent) <= Double(size) * 1.05, "\(sent) bytes sent for a file of \(size)")
+
+                    // A rerun finds nothing to fetch.
+                    let before = mediaRequests(server)
+                    let rerun = try await MirrorProcess.run(arguments)
+                    #expect(rerun.status == 0, "\(rerun.stderr)")
+                    #expect(mediaRequests(server) == before)
+                }
+            }
+        }
+    }
+
+    @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func statusShowsTheWorkersTheirClaimsAndRates() async throws {
+        try await PostgresServer.with { postgres in
+            try await TestSupport.withServer { server in
+                server.addGeneratedTag("watched", pages: 1, perPage: 6, albumEvery: 0, imageSize: 4 << 20)
+                for id in server.generatedImageIDs("watched") {
+                    server.inject(.throttle(bytesPerSecond: 1 << 20), path: "/\(id).jpg")
+                }
+                try await MirrorProcess.withClientID { dir, idFile in
+                    let out = dir.appendingPathComponent("out").path
+                    let arguments = workerArguments("watched", out: out, idFile: idFile, server: server, postgres: postgres)
+                    let workers = try (0..<2).map { try launch(arguments, log: dir.appendingPathComponent("w\($0).log")) }
+                    let live = Mutex("")
+                    let url = postgres.url
+                    try await eventually("both workers are live, with claims and a rate", within: .seconds(30)) {
+                        guard let status = try? await MirrorProcess.run(["status", "--out", out, "--state", url, "--json"]),
+                              status.status == 0,
+                              let report = try? JSONDecoder.snakeCase.decode(StatusReport.self, from: Data(status.stdout.utf8)),
+                              let workers = report.workers
+                        else { return false }
+                        live.withLock { $0 = status.stdout }
+                        return workers.filter(\.live).count == 2 && workers.allSatisfy { $0.claims > 0 && $0.bytesPerSecond > 0 }
+                    }
+                    #expect(!live.withLock { $0 }.contains("fixtureid"))
+                    let text = try await MirrorProcess.run(["status", "--out", out, "--state", postgres.url])
+                    #expect(text.stdout.contains("workers running: 2"), "\(text.stdout)")
+                    #expect(text.stdout.contains("images claimed"), "\(text.stdout)")
+                    for worker in workers { #expect(await worker.wait() == .exited(0)) }
+                    let after = try await MirrorProcess.run(["status", "--out", out, "--state", postgres.url])
+                    #expect(after.stdout.contains("no worker running"), "\(after.stdout)")
+                    #expect(after.stdout.components(separatedBy: "exit status 0").count - 1 >= 2, "\(after.stdout)")
+                }
+            }
+        }
+    }
+
+    @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func aFeedIsRefusedWithThePostgresStateAndADatabaseThatIsDownIsNamed() async throws {
+        try await MirrorProcess.withClientID { dir, idFile in
+            let out = dir.appendingPathComponent("out").path
+            let feed = try await MirrorProcess.run([
+                "feed", "http://127.0.0.1:9/feed.xml", "--out", out, "--state", "postgresql://u:pw@127.0.0.1/db",
+            ])
+            #expect(feed.status == 78, "\(feed.stderr)")
+            #expect(feed.stderr.contains("the PostgreSQL state (--state or the config's 'state') is for tags"))
+            let port = try NginxServer.freePort()
+            let down = try await MirrorProcess.run([
+                "cats", "--out", out, "--client-id-file", idFile, "--state", "postgresql://u:s3cret@127.0.0.1:\(port)/db",
+            ])
+            #expect(down.status != 0)
+            #expect(down.stderr.contains("postgresql://u@127.0.0.1:\(port)/db"), "\(down.stderr)")
+            #expect(!down.stderr.contains("s3cret"))
+        }
+    }
+}
+
+extension JSONDecoder {
+    static var snakeCase: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}
