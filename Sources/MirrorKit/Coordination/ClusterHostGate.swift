@@ -23,12 +23,25 @@ struct ClusterHostGate: DownloadTransport {
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {
         let host = URLAuthority.of(url)
+        let (coordinator, limit) = (coordinator, limit)
         var slot: Int?
         while slot == nil {
-            do {
-                slot = try await coordinator.takeHostSlot(host, limit: limit)
-            } catch {
-                throw DownloadError(url: url, reason: .storage(error.description))
+            // Taken and let go outside the caller's cancellation: a query cut short after its
+            // commit would leave a slot taken that no one lets go (and the heartbeat renews).
+            let taken = await Task { () -> Result<Int?, MirrorError> in
+                do throws(MirrorError) {
+                    return .success(try await coordinator.takeHostSlot(host, limit: limit))
+                } catch {
+                    return .failure(error)
+                }
+            }.value
+            switch taken {
+            case .success(let taken): slot = taken
+            case .failure(let error): throw DownloadError(url: url, reason: .storage(error.description))
+            }
+            if let taken = slot, Task.isCancelled {
+                await Task { await coordinator.releaseHostSlot(host, slot: taken) }.value
+                throw DownloadError(url: url, reason: .transfer(.cancelled))
             }
             if slot == nil {
                 // Jittered, so workers that wait together do not ask together.
@@ -48,7 +61,7 @@ struct ClusterHostGate: DownloadTransport {
         } catch {
             result = .failure(error)
         }
-        await coordinator.releaseHostSlot(host, slot: taken)
+        await Task { await coordinator.releaseHostSlot(host, slot: taken) }.value
         return try result.get()
     }
 

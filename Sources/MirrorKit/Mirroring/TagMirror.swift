@@ -113,9 +113,13 @@ package struct TagMirror: Sendable {
                 guard describe(image, item, !resumed) else { break }
                 images.expect(item.id, files: 2)
                 claims.insert(image.id, urls: [item.previewURL, item.fullURL])
+                // Alone, thumbnails wait while full-size files take the bandwidth. Shared, they
+                // do not: a thumbnail held behind this worker's large file would strand its claim
+                // (and, were the worker killed, be asked for again by another), while the other
+                // workers' connections are what a CDN's per-connection limit rewards.
                 await session.submit(
                     MirrorJob(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
-                    forced: false, then: { await images.settle(item.id, $0) })
+                    forced: coordinator != nil, then: { await images.settle(item.id, $0) })
                 await session.submit(
                     MirrorJob(url: item.fullURL, relativePath: "full/\(item.fullFileName)", expectedSize: item.expectedSize),
                     forced: true, then: { await images.settle(item.id, $0) })

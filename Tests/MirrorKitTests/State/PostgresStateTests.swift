@@ -178,3 +178,48 @@ struct PostgresStateTests {
         #expect(ContinuousClock.now - start < .seconds(30))
     }
 }
+
+/// A transport whose fetches wait until cancelled.
+private struct HangingTransport: DownloadTransport {
+    func fetch(
+        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        progress: @escaping @Sendable (TransferProgress) -> Void, receiving: @escaping @Sendable (Bool) -> Void
+    ) async throws(DownloadError) -> FetchedFile {
+        while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+        throw DownloadError(url: url, reason: .transfer(.cancelled))
+    }
+
+    func pause(_ id: TransferID) {}
+    func resume(_ id: TransferID) {}
+    func partialLength(of url: String) -> Int64 { 0 }
+    func discardPartial(of url: String) {}
+}
+
+@Suite("Cluster-wide host slots", .timeLimit(.minutes(1)))
+struct ClusterHostGateTests {
+    @Test(.enabled(if: PostgresServer.isAvailable, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func aCancelledFetchGivesItsSlotBackAndAWaitingOneGetsIt() async throws {
+        try await PostgresServer.with { server in
+            let state = try await PostgresState(try PostgresLocation(server.url), logger: TestSupport.logger)
+            let coordinator = PostgresCoordinator(state: state)
+            let gate = ClusterHostGate(inner: HangingTransport(), coordinator: coordinator, limit: 1, pollInterval: .milliseconds(20))
+            let first = Task { try await gate.fetch("http://cdn.example/a", id: .next(), expectedSize: nil, held: nil, progress: { _ in }, receiving: { _ in }) }
+            let other = PostgresCoordinator(state: state)
+            try await eventually("the first fetch holds the slot") {
+                guard let slot = try? await other.takeHostSlot("cdn.example", limit: 1) else { return true }
+                await other.releaseHostSlot("cdn.example", slot: slot)
+                return false
+            }
+            let second = Task { try await gate.fetch("http://cdn.example/b", id: .next(), expectedSize: nil, held: nil, progress: { _ in }, receiving: { _ in }) }
+            try await Task.sleep(for: .milliseconds(200))
+            // Cancelled while it fetches, and the one waiting for a slot: both give theirs back.
+            first.cancel()
+            _ = await first.result
+            try await Task.sleep(for: .milliseconds(200))
+            second.cancel()
+            _ = await second.result
+            #expect(try await other.takeHostSlot("cdn.example", limit: 1) == 0)
+            await state.close()
+        }
+    }
+}
