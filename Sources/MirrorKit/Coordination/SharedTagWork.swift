@@ -103,12 +103,16 @@ final class SharedTagWork: Sendable {
             if room > 0 {
                 claimed = try await coordinator.claimImages(limit: room)
                 if !claimed.isEmpty {
+                    logger.debug("claimed \(claimed.count) images: \(claimed.map(\.id).joined(separator: " "))")
                     idle = false
                     await submit(claimed)
                     continue
                 }
             }
             if room > 0, crawlEnded(), images.inFlight == 0 {
+                // What this worker finished is marked first: other workers wait on its claims
+                // as it waits on theirs.
+                await images.flush()
                 // Nothing to claim: done, unless a live worker's claims may still run out.
                 guard try await coordinator.othersHoldClaims() else { return }
                 if !idle { logger.debug("waiting for other workers' claims to finish or run out") }

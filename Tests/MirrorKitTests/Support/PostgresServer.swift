@@ -50,7 +50,8 @@ final class PostgresServer {
                 standardOutput: log.fileDescriptor, standardError: log.fileDescriptor
             ).start()
             try? log.close()
-            if try NginxServer.waitForPort(port, while: process) {
+            // Listening is not ready: until recovery ends, connections are refused "starting up".
+            if try NginxServer.waitForPort(port, while: process), Self.waitUntilReady(port: port, binaries: binaries) {
                 self.port = port
                 self.process = process
                 return
@@ -81,6 +82,19 @@ final class PostgresServer {
             await server.stop()
             throw error
         }
+    }
+
+    private static func waitUntilReady(port: Int, binaries: URL) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let ready = try? ChildProcess(
+                executable: binaries.appendingPathComponent("pg_isready").path,
+                arguments: ["-q", "-h", "127.0.0.1", "-p", "\(port)", "-U", user, "-d", "postgres"]
+            ).runBlocking()
+            if ready == 0 { return true }
+            usleep(50_000)
+        }
+        return false
     }
 
     private static let dropToPostgres = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
