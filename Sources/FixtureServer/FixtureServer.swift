@@ -128,6 +128,11 @@ public final class FixtureServer: Sendable {
 
     // MARK: - Faults and counters
 
+    /// Sends every media file no faster than `bytesPerSecond` on each connection (nil: at full speed).
+    public func throttleMedia(bytesPerSecond: Int?) {
+        state.withLock { $0.mediaThrottle = bytesPerSecond }
+    }
+
     /// Acts out `fault` on the next `times` requests for `path`.
     public func inject(_ fault: Fault, path: String, times: Int = 1) {
         state.withLock { $0.faults[path, default: []].append(contentsOf: repeatElement(fault, count: times)) }

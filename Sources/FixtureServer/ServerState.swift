@@ -38,6 +38,9 @@ struct ServerState: Sendable {
     var media: [String: MediaResource]
     var removedIDs: Set<String>
     var faults: [String: [Fault]] = [:]
+    /// Every media response's rate, each connection on its own, unless a fault says otherwise:
+    /// a CDN that limits each connection rather than each client.
+    var mediaThrottle: Int?
     var requestCounts: [String: Int] = [:]
     var bodyBytesSent: [String: Int] = [:]
     var log: [RecordedRequest] = []
@@ -63,7 +66,10 @@ struct ServerState: Sendable {
     }
 
     mutating func nextFault(for path: String) -> Fault? {
-        guard var queue = faults[path], !queue.isEmpty else { return nil }
+        guard var queue = faults[path], !queue.isEmpty else {
+            guard let mediaThrottle, media[path] != nil else { return nil }
+            return .throttle(bytesPerSecond: mediaThrottle)
+        }
         let fault = queue.removeFirst()
         faults[path] = queue
         return fault

@@ -24,6 +24,9 @@ struct FixtureServerCommand: AsyncParsableCommand {
         "A fault for the next requests to PATH, as PATH=FAULT[@TIMES] (repeatable). FAULT is drop-after:BYTES, ignore-range, status:CODE[:RETRY_AFTER], stall:BYTES:SECONDS or throttle:BYTES_PER_SECOND; TIMES defaults to 1, * for every request."))
     var fault: [String] = []
 
+    @Option(help: "Send every media file no faster than this many bytes per second on each connection, as a CDN that limits connections does.")
+    var mediaThrottle: Int?
+
     @Option(help: ArgumentHelp(
         "A tag generated in the shape of a real one, as NAME=PAGESxPER_PAGE[:ALBUM_EVERY[:IMAGES_PER_ALBUM[:BYTES]]] (repeatable), e.g. cats=182x60:5:3: every ALBUM_EVERY-th entry an album whose images the page does not embed."))
     var generatedTag: [String] = []
@@ -43,6 +46,10 @@ struct FixtureServerCommand: AsyncParsableCommand {
                 throw ValidationError("--media takes PATH=BYTES, got '\(entry)'")
             }
             server.addMedia(path: String(parts[0]), size: size)
+        }
+        if let mediaThrottle {
+            guard mediaThrottle > 0 else { throw ValidationError("--media-throttle takes a rate above 0") }
+            server.throttleMedia(bytesPerSecond: mediaThrottle)
         }
         for entry in fault {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)

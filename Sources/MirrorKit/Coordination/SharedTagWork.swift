@@ -79,7 +79,9 @@ final class SharedTagWork: Sendable {
             case .done:
                 return nil
             case .busy:
-                try? await Task.sleep(for: coordinator.leaseDuration / 3)
+                // Soon, not once a lease: the crawl may end at any moment, and until this
+                // worker knows it has, it cannot finish.
+                try? await Task.sleep(for: .milliseconds(500))
             case .lead:
                 logger.debug("crawling \(source) for the workers")
                 // The images go to the shared queue (the store), where every worker claims them.

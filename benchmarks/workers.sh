@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# How a tag's throughput grows with the workers that share it through PostgreSQL, against a CDN
+# that limits each connection (the fixture server's --media-throttle): 1, 2 and 4 `mirror`
+# processes on one directory and one database, each with --concurrency 2; then 4 workers held to
+# 4 connections in all by --cluster-max-per-host; beside them curl --parallel fetching the same
+# files over 2, 4 and 8 connections, the most those connection counts can give.
+# Loopback only; a PostgreSQL of its own in a temporary directory (Debian's postgresql package).
+#
+#   benchmarks/workers.sh            # 60 images of 2 MiB, 1 MiB/s per connection
+#   benchmarks/workers.sh --smoke    # seconds-long, tiny sizes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+images=60 bytes=$((2 << 20)) rate=$((1 << 20)) configuration=release
+if [ "${1:-}" = "--smoke" ]; then images=8 bytes=65536 rate=$((256 << 10)) configuration=debug; fi
+scripts/setup
+for tool in jq bc curl; do command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 69; }; done
+swift build -c "$configuration" --product fixture-server >&2
+swift build -c "$configuration" --product mirror >&2
+bin=$(swift build -c "$configuration" --show-bin-path)
+pg=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+
+work=$(mktemp -d)
+chmod 755 "$work"
+server="" postmaster=""
+cleanup() {
+    [ -n "$server" ] && kill "$server" 2>/dev/null
+    [ -n "$postmaster" ] && kill -QUIT "$postmaster" 2>/dev/null && wait "$postmaster" 2>/dev/null
+    rm -rf "$work"
+    return 0
+}
+trap cleanup EXIT
+echo fixture > "$work/client-id"
+
+# PostgreSQL refuses to run as root: as root, it runs as Debian's postgres user.
+as_postgres=()
+if [ "$(id -u)" -eq 0 ]; then
+    as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+    mkdir "$work/pg" && chown postgres:postgres "$work/pg"
+else
+    mkdir "$work/pg"
+fi
+"${as_postgres[@]}" "$pg/initdb" -D "$work/pg/data" -A trust -U mirror --no-sync -E UTF8 --locale C >/dev/null
+pg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"${as_postgres[@]}" "$pg/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/pg" -c listen_addresses=127.0.0.1 \
+    -c fsync=off -c synchronous_commit=off >"$work/pg.log" 2>&1 &
+postmaster=$!
+for _ in $(seq 100); do "$pg/pg_isready" -q -h 127.0.0.1 -p "$pg_port" -U mirror -d postgres && break; sleep 0.1; done
+
+"$bin/fixture-server" --fixtures Fixtures --url-file "$work/url" --media-throttle "$rate" \
+    --generated-tag "shared=1x$images:0:1:$bytes" >/dev/null &
+server=$!
+for _ in $(seq 100); do [ -s "$work/url" ] && break; sleep 0.05; done
+base=$(cat "$work/url")
+media_bytes() { curl -s "$base/_fixture/stats" | jq '[.paths | to_entries[] | select(.key | startswith("/3/") | not) | .value.bodyBytes] | add // 0'; }
+media_requests() { curl -s "$base/_fixture/stats" | jq '[.paths | to_entries[] | select(.key | startswith("/3/") | not) | .value.requests] | add // 0'; }
+
+# The files, for curl: the API's one page lists every image.
+curl -s -H 'Authorization: Client-ID fixture' "$base/3/gallery/t/shared/time/all/0" \
+    | jq -r --arg base "$base" '.data.items[] | "\($base)/\(.id).jpg\n\($base)/\(.id)m.jpg"' > "$work/urls"
+files=$(wc -l < "$work/urls")
+
+echo "mirror workers sharing one tag through PostgreSQL: $images images of $bytes bytes and their thumbnails ($files files),"
+echo "each connection held to $rate bytes/s; $(date -u +%F), $(nproc) cores, $configuration build"
+printf '%-44s %8s %10s %9s %8s %s\n' run seconds MB/s requests ratio exits
+first=""
+run_workers() { # label workers [extra options...]
+    local label=$1 count=$2
+    shift 2
+    local db="w$RANDOM$RANDOM"
+    "$pg/createdb" -h 127.0.0.1 -p "$pg_port" -U mirror "$db"
+    rm -rf "$work/out"
+    local before_bytes before_requests start
+    before_bytes=$(media_bytes) before_requests=$(media_requests)
+    start=$(date +%s.%N)
+    local pids=()
+    for _ in $(seq "$count"); do
+        "$bin/mirror" shared --out "$work/out" --client-id-file "$work/client-id" --api-base "$base" --media-base "$base" \
+            --state "postgresql://mirror@127.0.0.1:$pg_port/$db" --concurrency 2 --quiet "$@" &
+        pids+=($!)
+    done
+    local exits=""
+    for pid in "${pids[@]}"; do
+        set +e; wait "$pid"; exits+="$? "; set -e
+    done
+    report "$label" "$start" "$before_bytes" "$before_requests" "$exits"
+    local got
+    got=$(find "$work/out/full" "$work/out/preview" -type f | wc -l)
+    [ "$got" -eq "$files" ] || { echo "only $got of $files files in the mirror" >&2; exit 1; }
+}
+run_curl() { # label connections
+    rm -rf "$work/curl" && mkdir "$work/curl"
+    local before_bytes before_requests start
+    before_bytes=$(media_bytes) before_requests=$(media_requests)
+    start=$(date +%s.%N)
+    (cd "$work/curl" && curl -s --no-progress-meter --parallel --parallel-max "$2" --remote-name-all $(cat "$work/urls") 2>/dev/null)
+    report "$1" "$start" "$before_bytes" "$before_requests" "0"
+}
+report() { # label start bytes-before requests-before exits
+    local seconds bytes requests rate_mb ratio
+    seconds=$(echo "$(date +%s.%N) - $2" | bc)
+    bytes=$(( $(media_bytes) - $3 ))
+    requests=$(( $(media_requests) - $4 ))
+    rate_mb=$(echo "scale=2; $bytes / $seconds / 1048576" | bc)
+    [ -z "$first" ] && first=$rate_mb
+    ratio=$(echo "scale=2; $rate_mb / $first" | bc)
+    printf '%-44s %8.2f %10s %9d %7sx %s\n' "$1" "$seconds" "$rate_mb" "$requests" "$ratio" "$5"
+}
+
+run_workers "mirror, 1 worker x 2 connections" 1
+run_workers "mirror, 2 workers x 2 connections" 2
+run_workers "mirror, 4 workers x 2 connections" 4
+run_workers "mirror, 4 workers, --cluster-max-per-host 4" 4 --cluster-max-per-host 4
+run_curl "curl --parallel, 2 connections" 2
+run_curl "curl --parallel, 4 connections" 4
+run_curl "curl --parallel, 8 connections" 8
