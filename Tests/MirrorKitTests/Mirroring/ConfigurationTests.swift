@@ -20,6 +20,25 @@ struct ConfigurationTests {
         #expect(configuration.mode == .skipIfExists)
     }
 
+    @Test func theSharedStateKeysAreCheckedAndNamed() async throws {
+        try await withFile(#"{"state":"postgresql://u:s3cret@db.example/mirror","leaseSeconds":10}"#) { path in
+            let settings = try RunSettings(file: MirrorConfiguration.load(from: path))
+            #expect(settings.postgres?.description == "postgresql://u@db.example:5432/mirror")
+            #expect(settings.leaseDuration == .seconds(10))
+            #expect(settings.clusterMaxPerHost == RunSettings.Defaults.clusterMaxPerHost)
+        }
+        try await withFile(#"{"state":"postgresql://u:s3cret@db.example"}"#) { path in
+            let error = #expect(throws: MirrorError.self) { try MirrorConfiguration.load(from: path) }
+            #expect(error?.description.contains("config file \(path): 'state' must be a postgresql://") == true, "\(String(describing: error))")
+            #expect(error?.description.contains("s3cret") == false)
+        }
+        try await withFile(#"{"leaseSeconds":1}"#) { path in
+            #expect(throws: MirrorError.configuration("config file \(path): 'leaseSeconds' must be 2 to 3600")) {
+                try MirrorConfiguration.load(from: path)
+            }
+        }
+    }
+
     @Test func anUnknownKeyIsNamed() async throws {
         try await withFile(#"{"apiBase":"https://a.example","concurency":4}"#) { path in
             #expect(throws: MirrorError.configuration("config file \(path): unknown key 'concurency'")) {
