@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import Synchronization
 
 /// ``WorkCoordinator`` in the PostgreSQL state: claims are rows taken with
 /// `SELECT … FOR UPDATE SKIP LOCKED` (two workers never wait on, nor take, the same row), each
@@ -11,6 +12,15 @@ package final class PostgresCoordinator: WorkCoordinator {
     let state: PostgresState
     /// How long an image that failed is left alone before any worker claims it again.
     let parkDuration: Duration
+    /// What this worker holds besides its images, as it knows it: the heartbeat renews these
+    /// alone, so a lease whose release failed runs out rather than being renewed for ever.
+    private let held = Mutex(Held())
+
+    private struct Held {
+        var crawls: Set<String> = []
+        /// `host slot`.
+        var slots: Set<String> = []
+    }
 
     package init(state: PostgresState, leaseDuration: Duration = .seconds(30), parkDuration: Duration = .seconds(600)) {
         self.state = state
@@ -23,17 +33,22 @@ package final class PostgresCoordinator: WorkCoordinator {
     private var leaseSeconds: Double { Double(leaseDuration.components.seconds) + Double(leaseDuration.components.attoseconds) / 1e18 }
     private var parkSeconds: Double { Double(parkDuration.components.seconds) }
 
-    package func register(source: String) async throws(MirrorError) {
-        try await state.execute(
+    package func register(source: String) async throws(MirrorError) -> Date {
+        let rows = try await state.rows(
             """
             INSERT INTO workers (id, host, pid, source, started_at, heartbeat_at, lease_until)
             VALUES (\(workerID), \(state.hostName), \(Int64(getpid())), \(source), now(), now(),
                 now() + make_interval(secs => \(leaseSeconds)))
+            RETURNING started_at
             """)
+        guard let row = rows.first else { return Date() }
+        return try state.decode(row, Date.self)
     }
 
     package func heartbeat(_ figures: WorkerFigures, holding images: Set<String>) async throws(MirrorError) -> Set<String> {
         let (workerID, lease) = (workerID, leaseSeconds)
+        let (crawls, slots) = held.withLock { (Array($0.crawls), Array($0.slots)) }
+        let ids = Array(images)
         let renewed = try await state.transaction { connection, logger -> [String] in
             try await connection.query(
                 """
@@ -42,15 +57,19 @@ package final class PostgresCoordinator: WorkCoordinator {
                 WHERE id = \(workerID)
                 """, logger: logger)
             try await connection.query(
-                "UPDATE leases SET lease_until = now() + make_interval(secs => \(lease)) WHERE holder = \(workerID)",
-                logger: logger)
+                """
+                UPDATE leases SET lease_until = now() + make_interval(secs => \(lease))
+                WHERE holder = \(workerID) AND name = ANY(\(crawls))
+                """, logger: logger)
             try await connection.query(
-                "UPDATE host_slots SET lease_until = now() + make_interval(secs => \(lease)) WHERE holder = \(workerID)",
-                logger: logger)
+                """
+                UPDATE host_slots SET lease_until = now() + make_interval(secs => \(lease))
+                WHERE holder = \(workerID) AND host || ' ' || slot = ANY(\(slots))
+                """, logger: logger)
             let rows = try await connection.query(
                 """
                 UPDATE images SET lease_until = now() + make_interval(secs => \(lease))
-                WHERE claimed_by = \(workerID) AND NOT done RETURNING id
+                WHERE claimed_by = \(workerID) AND NOT done AND id = ANY(\(ids)) RETURNING id
                 """, logger: logger)
             var ids: [String] = []
             for try await id in rows.decode(String.self) { ids.append(id) }
@@ -90,10 +109,12 @@ package final class PostgresCoordinator: WorkCoordinator {
             try await state.execute("UPDATE leases SET holder = NULL, lease_until = NULL WHERE name = \(name) AND holder = \(workerID)")
             return .done
         }
+        held.withLock { _ = $0.crawls.insert(name) }
         return .lead
     }
 
     package func endCrawl(of source: String, completed: Bool) async throws(MirrorError) {
+        held.withLock { _ = $0.crawls.remove("crawl \(source)") }
         try await state.execute(
             """
             UPDATE leases SET holder = NULL, lease_until = NULL,
@@ -142,7 +163,7 @@ package final class PostgresCoordinator: WorkCoordinator {
 
     package func takeHostSlot(_ host: String, limit: Int) async throws(MirrorError) -> Int? {
         let (workerID, lease) = (workerID, leaseSeconds)
-        return try await state.transaction { connection, logger -> Int? in
+        let slot = try await state.transaction { connection, logger -> Int? in
             try await connection.query(
                 """
                 INSERT INTO host_slots (host, slot) SELECT \(host), slot FROM generate_series(0, \(limit - 1)) AS slot
@@ -160,9 +181,12 @@ package final class PostgresCoordinator: WorkCoordinator {
             for try await slot in rows.decode(Int.self) { return slot }
             return nil
         }
+        if let slot { held.withLock { _ = $0.slots.insert("\(host) \(slot)") } }
+        return slot
     }
 
     package func releaseHostSlot(_ host: String, slot: Int) async {
+        held.withLock { _ = $0.slots.remove("\(host) \(slot)") }
         try? await state.execute(
             "UPDATE host_slots SET holder = NULL, lease_until = NULL WHERE host = \(host) AND slot = \(slot) AND holder = \(workerID)")
     }

@@ -38,8 +38,8 @@ final class SharedTagWork: Sendable {
         readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Result,
         submit: @escaping @Sendable ([ImgurImage]) async -> Void
     ) async throws(MirrorError) -> TagCrawler.Result {
-        let started = Date()
-        try await coordinator.register(source: source)
+        // The server's time: a crawl "since" is compared with the server's clock, not this host's.
+        let started = try await coordinator.register(source: source)
         let heartbeat = Task { await keepLeases() }
         defer { heartbeat.cancel() }
         let crawling = Task { () -> Result<TagCrawler.Result?, MirrorError> in
@@ -50,7 +50,6 @@ final class SharedTagWork: Sendable {
             }
         }
         let crawlEnded = { @Sendable [crawlingDone] () -> Bool in crawlingDone.isSet }
-        defer { crawling.cancel() }
         let claiming = await withTaskCancellationHandler { () async -> Result<Void, MirrorError> in
             do throws(MirrorError) {
                 return .success(try await claimUntilDone(submit: submit, crawlEnded: crawlEnded))
@@ -60,9 +59,15 @@ final class SharedTagWork: Sendable {
         } onCancel: {
             crawling.cancel()
         }
+        if case .failure(let error) = claiming {
+            // The downloads under way stop too: without this worker's heartbeat their claims run
+            // out, and another worker would take them while they still write.
+            session.halt(error)
+            crawling.cancel()
+        }
+        let crawl = await crawling.value
         try claiming.get()
-        let crawl = try await crawling.value.get()
-        return crawl ?? TagCrawler.Result()
+        return try crawl.get() ?? TagCrawler.Result()
     }
 
     /// The crawl is over for this worker: it crawled, or another did.
@@ -100,6 +105,15 @@ final class SharedTagWork: Sendable {
     ) async throws(MirrorError) {
         var idle = false
         while !Task.isCancelled, !session.isHalted {
+            if let host = jobs.health.verdicts.first {
+                // This worker's address is refused or its host down: it takes no more, and what
+                // it let go is any other worker's (on another address, it may fare better).
+                logger.warning("\(host); leaving the rest to the other workers")
+                return
+            }
+            // Read before claiming: the crawl's last page may land between an empty claim and
+            // the check, and must not be taken for nothing left.
+            let ended = crawlEnded()
             let room = maxHeld - images.inFlight
             var claimed: [ImgurImage] = []
             if room > 0 {
@@ -111,7 +125,7 @@ final class SharedTagWork: Sendable {
                     continue
                 }
             }
-            if room > 0, crawlEnded(), images.inFlight == 0 {
+            if room > 0, ended, images.inFlight == 0 {
                 // What this worker finished is marked first: other workers wait on its claims
                 // as it waits on theirs.
                 await images.flush()
@@ -129,6 +143,7 @@ final class SharedTagWork: Sendable {
     private func keepLeases() async {
         let clock = ContinuousClock()
         var last = (time: clock.now, bytes: Int64(0))
+        var renewed = clock.now
         while !Task.isCancelled {
             try? await Task.sleep(for: coordinator.leaseDuration / 3)
             guard !Task.isCancelled else { return }
@@ -140,13 +155,21 @@ final class SharedTagWork: Sendable {
             let figures = WorkerFigures(filesDone: snapshot.filesDone, bytes: snapshot.bytesReceived, bytesPerSecond: max(rate, 0))
             do throws(MirrorError) {
                 let lost = try await coordinator.heartbeat(figures, holding: claims.ids)
-                for id in lost {
+                renewed = clock.now
+                // An image marked done since the beat began is not lost.
+                for id in lost.intersection(claims.ids) {
                     logger.warning("the claim on image \(id) ran out and another worker took it; stopping its downloads here")
                     for url in claims.remove(id) { await jobs.scheduler.cancel(url) }
                 }
             } catch {
-                // The next beat tries again; leases last three beats.
+                // The next beat tries again; leases last three beats. Near the end of the last,
+                // this worker stops its downloads: once its claims run out, another worker may
+                // take them over, and two must never write one partial.
                 logger.warning("could not renew this worker's leases: \(error)")
+                if clock.now - renewed >= coordinator.leaseDuration * 2 / 3 {
+                    session.halt(error)
+                    return
+                }
             }
         }
     }
@@ -174,8 +197,10 @@ extension JobRunner.Outcome {
     /// again at once; a cancelled one is any worker's at once.
     var parksClaim: Bool {
         switch self {
-        case .failed, .deferred: true
-        case .downloaded, .alreadyPresent, .unchanged, .removed, .interrupted, .halted: false
+        // A host that did not answer or throttled this worker (its link, its address) may serve
+        // another: only the file's own failures (a 404, a body too large) wait.
+        case .failed(let error): !JobRunner.isUnansweredOrThrottled(error)
+        case .deferred, .downloaded, .alreadyPresent, .unchanged, .removed, .interrupted, .halted: false
         }
     }
 }

@@ -12,8 +12,8 @@ protocol WorkCoordinator: Sendable {
     /// How long a claim holds unless renewed; leases are renewed three times within it.
     var leaseDuration: Duration { get }
 
-    /// Says this worker is at work on `source`.
-    func register(source: String) async throws(MirrorError)
+    /// Says this worker is at work on `source`; returns when it started, by the shared clock.
+    func register(source: String) async throws(MirrorError) -> Date
     /// Renews this worker's leases and says what it has done; returns the images whose claims it
     /// has lost (not renewed in time, and taken over since): it must stop working on them.
     func heartbeat(_ figures: WorkerFigures, holding images: Set<String>) async throws(MirrorError) -> Set<String>

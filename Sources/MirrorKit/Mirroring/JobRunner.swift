@@ -205,7 +205,12 @@ struct JobRunner: Sendable {
 
     /// A throttling answer or a connection failure from a host this run has given up.
     private func isHostTrouble(_ error: DownloadError) -> Bool {
-        guard health.verdict(forURL: error.url) != nil else { return false }
+        health.verdict(forURL: error.url) != nil && Self.isUnansweredOrThrottled(error)
+    }
+
+    /// The host did not answer, or throttled: trouble of this worker's link or address, which
+    /// another worker may not have.
+    static func isUnansweredOrThrottled(_ error: DownloadError) -> Bool {
         switch error.reason {
         case .httpStatus(let status): return RetryPolicy.isThrottling(status: status)
         case .transfer(let reason): return TransferError(url: error.url, reason: reason).unanswered != nil

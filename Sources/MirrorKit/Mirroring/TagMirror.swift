@@ -112,7 +112,7 @@ package struct TagMirror: Sendable {
                 }
                 guard describe(image, item, !resumed) else { break }
                 images.expect(item.id, files: 2)
-                claims.insert(image.id, urls: [item.previewURL, item.fullURL])
+                if coordinator != nil { claims.insert(image.id, urls: [item.previewURL, item.fullURL]) }
                 // Alone, thumbnails wait while full-size files take the bandwidth. Shared, they
                 // do not: a thumbnail held behind this worker's large file would strand its claim
                 // (and, were the worker killed, be asked for again by another), while the other

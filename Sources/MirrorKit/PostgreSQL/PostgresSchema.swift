@@ -66,6 +66,11 @@ enum PostgresSchema {
                 PRIMARY KEY (host, slot))
             """,
         ]),
+        // Claims by worker: a heartbeat renews its own, an idle worker asks after others', and
+        // both would read every open image without it.
+        (2, [
+            "CREATE INDEX images_claimed ON images (claimed_by) WHERE NOT done",
+        ]),
     ]
 
     static var latest: Int { migrations.last!.version }

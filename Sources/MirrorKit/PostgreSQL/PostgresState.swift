@@ -19,7 +19,8 @@ package final class PostgresState: MirrorStore {
     /// Connects to `database` and brings its schema to the latest version.
     package init(_ database: PostgresLocation, logger: Logger) async throws(MirrorError) {
         location = database.description
-        self.logger = logger
+        // PostgresNIO's own lines (connections opened and closed) are not the run's news.
+        self.logger = Logger(label: "mirror.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
         hostName = ProcessInfo.processInfo.hostName
         var configuration = PostgresClient.Configuration(
             host: database.host, port: database.port, username: database.user, password: database.password,
@@ -241,9 +242,14 @@ package final class PostgresState: MirrorStore {
 
     // MARK: - Helpers
 
+    // Queries run in a task of their own, outside the caller's cancellation: PostgresNIO refuses
+    // a query from a cancelled task, and a run stopped by its deadline or a signal must still
+    // record what it finished and let go of its claims and its crawl.
+
     func rows(_ query: PostgresQuery) async throws(MirrorError) -> [PostgresRow] {
+        let (client, logger) = (client, logger)
         do {
-            return try await client.query(query, logger: logger).collect()
+            return try await Task { try await client.query(query, logger: logger).collect() }.value
         } catch {
             throw failure(error)
         }
@@ -257,9 +263,11 @@ package final class PostgresState: MirrorStore {
     func transaction<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
     ) async throws(MirrorError) -> T {
-        let logger = logger
+        let (client, logger) = (client, logger)
         do {
-            return try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+            return try await Task {
+                try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+            }.value
         } catch let error as MirrorError {
             throw error
         } catch let error as PostgresTransactionError {

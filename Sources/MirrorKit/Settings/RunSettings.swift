@@ -92,6 +92,11 @@ package struct RunSettings: Sendable {
         postgres = try given.state.map { text throws(MirrorError) in try PostgresLocation(text) }
         leaseDuration = .seconds(given.leaseSeconds ?? Defaults.leaseSeconds)
         clusterMaxPerHost = given.clusterMaxPerHost ?? Defaults.clusterMaxPerHost
+        // new-file asks again after every file the tag mirrored, listed or not: a sweep no claim
+        // divides, which would race the workers that claim the same files.
+        if postgres != nil, mode == .newFile {
+            throw .configuration("mode new-file is for one machine: with the PostgreSQL state (--state or the config's 'state') workers mirror in skip-if-exists mode")
+        }
     }
 
     /// Settings for mirroring `tag`.

@@ -63,8 +63,7 @@ struct SharedWorkersTests {
                     let out = dir.appendingPathComponent("out").path
                     let arguments = workerArguments("shared", out: out, idFile: idFile, server: server, postgres: postgres)
                     let workers = try (0..<3).map { try launch(arguments, log: dir.appendingPathComponent("worker-\($0).log")) }
-                    // Every small full-size file lands, and one worker is a third into the large one (the
-                    // thumbnails it holds wait behind it: full-size files go first).
+                    // Every small full-size file lands, and one worker is a third into the large one.
                     let pids = workers.map(\.pid)
                     let holder = Mutex<Int32?>(nil)
                     try await eventually("the small files land and the large one is a third in", within: .seconds(60)) {
@@ -77,7 +76,8 @@ struct SharedWorkersTests {
                     let killed = try #require(workers.first { $0.pid == killedPID })
                     killed.signal(SIGKILL)
                     #expect(await killed.wait() == .signalled(SIGKILL))
-                    // The killed worker's lease runs out in 3 s; the rest of the large file takes 8 s.
+                    // The killed worker's lease runs out in 3 s; the rest of the large file then comes
+                    // at full speed (the throttle was for the first request).
                     let survivors = workers.filter { $0.pid != killed.pid }
                     try? await eventually("the survivors finish", within: .seconds(60)) { survivors.allSatisfy { !$0.isRunning } }
                     for (index, worker) in workers.enumerated() where worker.isRunning {
@@ -112,6 +112,60 @@ struct SharedWorkersTests {
                     let rerun = try await MirrorProcess.run(arguments)
                     #expect(rerun.status == 0, "\(rerun.stderr)")
                     #expect(mediaRequests(server) == before)
+                }
+            }
+        }
+    }
+
+    @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func aDeadlineStopsAWorkerWithZeroRecordsWhatItDidAndTheNextRunFinishes() async throws {
+        try await PostgresServer.with { postgres in
+            try await TestSupport.withServer { server in
+                server.addGeneratedTag("timed", pages: 1, perPage: 12, albumEvery: 0, imageSize: 256 << 10)
+                for id in server.generatedImageIDs("timed").suffix(6) {
+                    server.inject(.throttle(bytesPerSecond: 64 << 10), path: "/\(id).jpg")
+                }
+                try await MirrorProcess.withClientID { dir, idFile in
+                    let out = dir.appendingPathComponent("out").path
+                    let arguments = workerArguments("timed", out: out, idFile: idFile, server: server, postgres: postgres)
+                    // Stopped by its deadline, a run still records, lets go and exits 0: the
+                    // database is written after the cancel as before it.
+                    let cut = try await MirrorProcess.run(arguments + ["--max-duration", "2s"])
+                    #expect(cut.status == 0, "\(cut.stderr)")
+                    #expect(!cut.stderr.contains("state database"), "\(cut.stderr)")
+                    let status = try await MirrorProcess.run(["status", "--out", out, "--state", postgres.url])
+                    #expect(status.stdout.contains("exit status 0"), "\(status.stdout)")
+                    #expect(status.stdout.contains("0 images claimed"), "\(status.stdout)")
+                    server.clearFaults()
+                    let next = try await MirrorProcess.run(arguments)
+                    #expect(next.status == 0, "\(next.stderr)")
+                    let ids = server.generatedImageIDs("timed")
+                    #expect(files(in: out + "/full") == ids.map { "\($0).jpg" }.sorted())
+                    #expect(files(in: out + "/preview") == ids.map { "\($0)m.jpg" }.sorted())
+                }
+            }
+        }
+    }
+
+    @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func aWorkerThatCannotReachTheCDNLeavesItsImagesToAWorkerThatCan() async throws {
+        try await PostgresServer.with { postgres in
+            try await TestSupport.withServer { server in
+                server.addGeneratedTag("split", pages: 1, perPage: 16, albumEvery: 0, imageSize: 4096)
+                try await MirrorProcess.withClientID { dir, idFile in
+                    let out = dir.appendingPathComponent("out").path
+                    var cutOff = workerArguments("split", out: out, idFile: idFile, server: server, postgres: postgres)
+                    // Its media host is a port nothing listens on: down, for this worker alone.
+                    let down = try NginxServer.freePort()
+                    cutOff[cutOff.firstIndex(of: "--media-base")! + 1] = "http://127.0.0.1:\(down)"
+                    let first = try await MirrorProcess.run(cutOff + ["--retries", "1"])
+                    #expect(first.status == 75, "\(first.stderr)")
+                    // What it could not fetch is not parked: another worker takes all of it at once.
+                    let healthy = try await MirrorProcess.run(
+                        workerArguments("split", out: out, idFile: idFile, server: server, postgres: postgres))
+                    #expect(healthy.status == 0, "\(healthy.stderr)")
+                    let ids = server.generatedImageIDs("split")
+                    #expect(files(in: out + "/full") == ids.map { "\($0).jpg" }.sorted())
                 }
             }
         }

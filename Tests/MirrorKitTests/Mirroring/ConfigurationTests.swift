@@ -32,6 +32,10 @@ struct ConfigurationTests {
             #expect(error?.description.contains("config file \(path): 'state' must be a postgresql://") == true, "\(String(describing: error))")
             #expect(error?.description.contains("s3cret") == false)
         }
+        try await withFile(#"{"state":"postgresql://u@db.example/mirror","mode":"new-file"}"#) { path in
+            let error = #expect(throws: MirrorError.self) { try RunSettings(file: MirrorConfiguration.load(from: path)) }
+            #expect(error?.description.contains("mode new-file is for one machine") == true, "\(String(describing: error))")
+        }
         try await withFile(#"{"leaseSeconds":1}"#) { path in
             #expect(throws: MirrorError.configuration("config file \(path): 'leaseSeconds' must be 2 to 3600")) {
                 try MirrorConfiguration.load(from: path)

@@ -97,8 +97,8 @@ struct PostgresStateTests {
                 source: "s")
             let first = PostgresCoordinator(state: state, leaseDuration: .seconds(2))
             let second = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
-            try await first.register(source: "tag s")
-            try await second.register(source: "tag s")
+            _ = try await first.register(source: "tag s")
+            _ = try await second.register(source: "tag s")
             // At once, from two workers: SKIP LOCKED gives each its own rows.
             async let a = first.claimImages(limit: 4)
             async let b = second.claimImages(limit: 4)
@@ -215,7 +215,11 @@ struct ClusterHostGateTests {
             // Cancelled while it fetches, and the one waiting for a slot: both give theirs back.
             first.cancel()
             _ = await first.result
-            try await Task.sleep(for: .milliseconds(200))
+            try await eventually("the waiting fetch gets the slot given back") {
+                guard let slot = try? await other.takeHostSlot("cdn.example", limit: 1) else { return true }
+                await other.releaseHostSlot("cdn.example", slot: slot)
+                return false
+            }
             second.cancel()
             _ = await second.result
             #expect(try await other.takeHostSlot("cdn.example", limit: 1) == 0)
