@@ -141,9 +141,7 @@ struct RunLifecycle {
             let snapshot = await mirror.progress.refresh()
             let now = clock.now
             if display {
-                let elapsed = now - start
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                Console.showProgress(lines.lines(for: snapshot, at: seconds, columns: Console.columns()))
+                Console.showProgress(lines.lines(for: snapshot, at: (now - start).inSeconds, columns: Console.columns()))
             }
             if let metrics, now >= nextMetrics {
                 nextMetrics = now + .seconds(5)

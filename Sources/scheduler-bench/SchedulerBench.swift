@@ -39,7 +39,7 @@ struct SchedulerBench {
         let (a, l) = (median(alone), median(loaded))
         print("(a) 50 MiB forced item, median of \(runs)")
         print("    alone                        \(format(a))")
-        print("    with 1,000 previews queued   \(format(l))   ratio \(String(format: "%.2f", seconds(l) / seconds(a)))×  (target ≤ 1.25×)")
+        print("    with 1,000 previews queued   \(format(l))   ratio \(String(format: "%.2f", l.inSeconds / a.inSeconds))×  (target ≤ 1.25×)")
         try await server.stop()
 
         var overhead: [Duration] = []
@@ -50,7 +50,7 @@ struct SchedulerBench {
         }
         let (total, base) = (median(overhead), median(harness))
         print("(b) 100,000 items through the scheduler, instant transport, median of \(runs)")
-        print("    total                        \(format(total))   (\(String(format: "%.2f", seconds(total) * 10)) µs per item)")
+        print("    total                        \(format(total))   (\(String(format: "%.2f", total.inSeconds * 10)) µs per item)")
         print("    100,000 callers, no scheduler \(format(base))")
         print("    the scheduler's own share    \(format(total - base))   (target < 1 s)")
     }
@@ -108,10 +108,7 @@ struct SchedulerBench {
     }
 
     static func median(_ values: [Duration]) -> Duration { values.sorted()[values.count / 2] }
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-    static func format(_ duration: Duration) -> String { String(format: "%.3f s", seconds(duration)) }
+    static func format(_ duration: Duration) -> String { String(format: "%.3f s", duration.inSeconds) }
 }
 
 /// Finishes every fetch at once: what remains is the scheduler's own work.

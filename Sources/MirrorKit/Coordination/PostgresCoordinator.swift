@@ -30,8 +30,8 @@ package final class PostgresCoordinator: WorkCoordinator {
         workerID = "\(state.hostName):\(getpid()):\(nonce)"
     }
 
-    private var leaseSeconds: Double { Double(leaseDuration.components.seconds) + Double(leaseDuration.components.attoseconds) / 1e18 }
-    private var parkSeconds: Double { Double(parkDuration.components.seconds) }
+    private var leaseSeconds: Double { leaseDuration.inSeconds }
+    private var parkSeconds: Double { parkDuration.inSeconds }
 
     package func register(source: String) async throws(MirrorError) -> Date {
         let rows = try await state.rows(

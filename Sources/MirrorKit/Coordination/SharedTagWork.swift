@@ -149,7 +149,7 @@ final class SharedTagWork: Sendable {
             guard !Task.isCancelled else { return }
             let snapshot = jobs.progress.snapshot
             let now = clock.now
-            let seconds = Double((now - last.time).components.seconds) + Double((now - last.time).components.attoseconds) / 1e18
+            let seconds = (now - last.time).inSeconds
             let rate = seconds > 0 ? Double(snapshot.bytesReceived - last.bytes) / seconds : 0
             last = (now, snapshot.bytesReceived)
             let figures = WorkerFigures(filesDone: snapshot.filesDone, bytes: snapshot.bytesReceived, bytesPerSecond: max(rate, 0))

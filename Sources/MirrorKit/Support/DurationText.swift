@@ -39,3 +39,15 @@ enum DurationText {
         (1...366 * 86_400).contains(seconds) ? .seconds(seconds) : nil
     }
 }
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// The duration in seconds, fractions included: for rates and for APIs that take seconds.
+    package var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

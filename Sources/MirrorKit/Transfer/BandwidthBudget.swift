@@ -37,7 +37,6 @@ final class BandwidthBudget {
         let now = ContinuousClock.now
         let elapsed = now - refilledAt
         refilledAt = now
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        tokens = min(burst, tokens + seconds * bytesPerSecond)
+        tokens = min(burst, tokens + elapsed.inSeconds * bytesPerSecond)
     }
 }

@@ -385,10 +385,3 @@ final class CurlTransfer {
         return detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
     }
 }
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}

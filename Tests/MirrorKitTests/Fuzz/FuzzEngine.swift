@@ -246,9 +246,3 @@ enum Fuzzer {
 /// glibc's `malloc_trim`, which the Glibc module does not import.
 private let mallocTrim: (@convention(c) (Int) -> Int32)? = dlsym(nil, "malloc_trim")
     .map { unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }
-
-extension Duration {
-    var inSeconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
