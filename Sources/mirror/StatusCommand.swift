@@ -41,7 +41,8 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let report: StatusReport
         if let state {
-            report = try await sharedReport(state, in: directory)
+            guard let shared = try await sharedReport(state, in: directory) else { return }
+            report = shared
         } else {
             if let versions {
                 try await printVersions(of: versions, in: directory)
@@ -58,24 +59,25 @@ struct StatusCommand: AsyncParsableCommand {
         for line in StatusLines.report(report) { Console.print(line) }
     }
 
-    /// The report of a shared state: the workers, and the records in PostgreSQL.
-    private func sharedReport(_ text: String, in directory: MirrorDirectory) async throws -> StatusReport {
+    /// The report of a shared state: the workers, and the records in PostgreSQL; nil once
+    /// `--versions` has printed what it asks for.
+    private func sharedReport(_ text: String, in directory: MirrorDirectory) async throws -> StatusReport? {
         do {
             let postgres = try await PostgresState(
                 try PostgresLocation(text), logger: Logger(label: "mirror.status", factory: { _ in SwiftLogNoOpLogHandler() }))
+            let report: Result<StatusReport?, any Error>
             do {
                 if let versions {
                     try await printVersions(of: versions, in: postgres)
-                    await postgres.close()
-                    throw ExitCode.success
+                    report = .success(nil)
+                } else {
+                    report = .success(try await StatusReport.gather(in: directory, postgres: postgres))
                 }
-                let report = try await StatusReport.gather(in: directory, postgres: postgres)
-                await postgres.close()
-                return report
             } catch {
-                await postgres.close()
-                throw error
+                report = .failure(error)
             }
+            await postgres.close()
+            return try report.get()
         } catch let error as MirrorError {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }

@@ -23,37 +23,7 @@ struct ClusterHostGate: DownloadTransport {
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {
         let host = URLAuthority.of(url)
-        let (coordinator, limit) = (coordinator, limit)
-        var slot: Int?
-        while slot == nil {
-            // Taken and let go outside the caller's cancellation: a query cut short after its
-            // commit would leave a slot taken that no one lets go (and the heartbeat renews).
-            let taken = await Task { () -> Result<Int?, MirrorError> in
-                do throws(MirrorError) {
-                    return .success(try await coordinator.takeHostSlot(host, limit: limit))
-                } catch {
-                    return .failure(error)
-                }
-            }.value
-            switch taken {
-            case .success(let taken): slot = taken
-            case .failure(let error): throw DownloadError(url: url, reason: .storage(error.description))
-            }
-            if let taken = slot, Task.isCancelled {
-                await Task { await coordinator.releaseHostSlot(host, slot: taken) }.value
-                throw DownloadError(url: url, reason: .transfer(.cancelled))
-            }
-            if slot == nil {
-                // Jittered, so workers that wait together do not ask together.
-                let wait = pollInterval + .milliseconds(Int.random(in: 0...100))
-                do {
-                    try await Task.sleep(for: wait)
-                } catch {
-                    throw DownloadError(url: url, reason: .transfer(.cancelled))
-                }
-            }
-        }
-        let taken = slot!
+        let slot = try await takeSlot(on: host, for: url)
         let result: Result<FetchedFile, DownloadError>
         do {
             result = .success(try await inner.fetch(
@@ -61,8 +31,32 @@ struct ClusterHostGate: DownloadTransport {
         } catch {
             result = .failure(error)
         }
-        await Task { await coordinator.releaseHostSlot(host, slot: taken) }.value
+        await coordinator.releaseHostSlot(host, slot: slot)
         return try result.get()
+    }
+
+    /// Waits for a free slot on `host` and takes it. The coordinator finishes a take or a release
+    /// even when the caller is cancelled: a slot taken as the fetch was cancelled is let go here.
+    private func takeSlot(on host: String, for url: String) async throws(DownloadError) -> Int {
+        while true {
+            let slot: Int?
+            do {
+                slot = try await coordinator.takeHostSlot(host, limit: limit)
+            } catch {
+                throw DownloadError(url: url, reason: .storage(error.description))
+            }
+            if let slot {
+                guard Task.isCancelled else { return slot }
+                await coordinator.releaseHostSlot(host, slot: slot)
+                throw DownloadError(url: url, reason: .transfer(.cancelled))
+            }
+            // Jittered, so workers that wait together do not ask together.
+            do {
+                try await Task.sleep(for: pollInterval + .milliseconds(Int.random(in: 0...100)))
+            } catch {
+                throw DownloadError(url: url, reason: .transfer(.cancelled))
+            }
+        }
     }
 
     func pause(_ id: TransferID) { inner.pause(id) }

@@ -6,6 +6,10 @@ import Foundation
 /// across them all. Every claim is a lease: a worker renews its leases while it works, and a
 /// worker that dies (killed, its host down) stops renewing them, so they run out and another
 /// worker takes its work over, resuming its partial files from the shared directory.
+///
+/// Each call finishes even when its caller is cancelled: a take cut short after its commit, or a
+/// release never sent, would leave a lease no one lets go, and a cancelled run must still record
+/// what it did.
 protocol WorkCoordinator: Sendable {
     /// This worker, as other workers and `mirror status` see it: `host:pid:nonce`.
     var workerID: String { get }

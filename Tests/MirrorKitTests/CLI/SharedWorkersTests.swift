@@ -202,6 +202,11 @@ struct SharedWorkersTests {
                     let after = try await MirrorProcess.run(["status", "--out", out, "--state", postgres.url])
                     #expect(after.stdout.contains("no worker running"), "\(after.stdout)")
                     #expect(after.stdout.components(separatedBy: "exit status 0").count - 1 >= 2, "\(after.stdout)")
+                    let first = try #require(server.generatedImageIDs("watched").first)
+                    let versions = try await MirrorProcess.run(["status", "--out", out, "--state", postgres.url, "--versions", "\(first).jpg"])
+                    #expect(versions.status == 0, "\(versions.stderr)")
+                    #expect(versions.stdout.contains("1 version"), "\(versions.stdout)")
+                    #expect(versions.stdout.contains("full/\(first).jpg"), "\(versions.stdout)")
                 }
             }
         }

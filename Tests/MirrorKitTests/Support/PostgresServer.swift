@@ -28,25 +28,23 @@ final class PostgresServer {
         work = FileManager.default.temporaryDirectory.appendingPathComponent("postgres-\(UUID().uuidString)")
         let data = work.appendingPathComponent("data")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        // PostgreSQL refuses to run as root: as root, the server runs as Debian's postgres user.
-        let asServer = getuid() == 0 ? Self.dropToPostgres : []
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: work.path)
         if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", work.path]) }
-        try Self.run(asServer.first ?? binaries.appendingPathComponent("initdb").path, Array(asServer.dropFirst()) + (asServer.isEmpty ? [] : [binaries.appendingPathComponent("initdb").path]) + [
+        let initdb = Self.asServer(binaries.appendingPathComponent("initdb").path, [
             "-D", data.path, "-A", "trust", "-U", Self.user, "--no-sync", "-E", "UTF8", "--locale", "C",
         ])
+        try Self.run(initdb.executable, initdb.arguments)
         var attempt = 0
         while true {
             attempt += 1
             let port = try NginxServer.freePort()
-            let postgres = binaries.appendingPathComponent("postgres").path
-            let arguments = [
+            let postgres = Self.asServer(binaries.appendingPathComponent("postgres").path, [
                 "-D", data.path, "-p", "\(port)", "-k", work.path, "-c", "listen_addresses=127.0.0.1",
                 "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=100",
-            ]
+            ])
             let log = try FileHandle(forWritingTo: Self.createFile(work.appendingPathComponent("log")))
             let process = try ChildProcess(
-                executable: asServer.first ?? postgres, arguments: Array(asServer.dropFirst()) + (asServer.isEmpty ? [] : [postgres]) + arguments,
+                executable: postgres.executable, arguments: postgres.arguments,
                 standardOutput: log.fileDescriptor, standardError: log.fileDescriptor
             ).start()
             try? log.close()
@@ -97,7 +95,12 @@ final class PostgresServer {
         return false
     }
 
-    private static let dropToPostgres = ["/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
+    /// `binary arguments` as the server's user: PostgreSQL refuses to run as root, so as root it
+    /// runs as Debian's postgres user.
+    private static func asServer(_ binary: String, _ arguments: [String]) -> (executable: String, arguments: [String]) {
+        guard getuid() == 0 else { return (binary, arguments) }
+        return ("/usr/bin/setpriv", ["--reuid=postgres", "--regid=postgres", "--init-groups", "--", binary] + arguments)
+    }
 
     private static func createFile(_ url: URL) -> URL {
         _ = FileManager.default.createFile(atPath: url.path, contents: nil)
