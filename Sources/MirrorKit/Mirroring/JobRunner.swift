@@ -45,10 +45,6 @@ package struct Sharing: Sendable {
     var maxPerHost: Int
 
     package init(state: PostgresState, coordinator: PostgresCoordinator, maxPerHost: Int) {
-        self.init(store: state, coordinator: coordinator, maxPerHost: maxPerHost)
-    }
-
-    init(store state: any MirrorStore, coordinator: any WorkCoordinator, maxPerHost: Int) {
         self.state = state
         self.coordinator = coordinator
         self.maxPerHost = maxPerHost
