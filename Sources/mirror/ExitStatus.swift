@@ -31,6 +31,26 @@ enum ExitStatus {
 }
 
 extension ExitStatus {
+    /// The status of a run of several sources, from theirs: a signal first, then what cannot be
+    /// mended by waiting (the mirror, the config, bad data, a refusal), then failed files, then
+    /// "try later", then success.
+    static func worst(_ statuses: [Int32]) -> Int32 {
+        func severity(_ status: Int32) -> Int {
+            switch status {
+            case 0: 0
+            case tryLater: 1
+            case someFilesFailed: 2
+            case unavailable: 3
+            case dataError: 4
+            case noInput: 5
+            case configuration: 6
+            case cannotCreate: 7
+            default: 8
+            }
+        }
+        return statuses.max { severity($0) < severity($1) } ?? 0
+    }
+
     /// Prints `message` as one line on standard error and returns the exit to throw.
     static func fail(_ message: String, status: Int32) -> ExitCode {
         Console.printError("mirror: \(message)")

@@ -8,8 +8,10 @@ struct FeedCommand: AsyncParsableCommand {
         commandName: "feed",
         abstract: "Mirror the enclosures of an Atom, RSS or Dash docset feed into enclosures/, each taking the bandwidth first.")
 
-    @Argument(help: "The feed: its URL (http or https), a local file, or - for standard input.")
-    var feed: String
+    @Argument(help: ArgumentHelp(
+        "Feeds: each a URL (http or https), a local file, or - for standard input; mirrored in turn, each summed up on its own line.",
+        valueName: "feed"))
+    var feeds: [String]
 
     @Option(help: ArgumentHelp(
         "What relative enclosure links resolve against in a feed read from a file or standard input.",
@@ -24,9 +26,11 @@ struct FeedCommand: AsyncParsableCommand {
         if let baseURL, !MirrorConfiguration.isHTTPURL(baseURL) {
             throw ValidationError("--base-url must be an http or https URL, got '\(baseURL)'")
         }
-        if feed.contains("://"), !MirrorConfiguration.isHTTPURL(feed) {
+        guard !feeds.isEmpty else { throw ValidationError("name at least one feed") }
+        for feed in feeds where feed.contains("://") && !MirrorConfiguration.isHTTPURL(feed) {
             throw ValidationError("the feed URL must be http or https, got '\(feed)'")
         }
+        if feeds.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read once") }
         try validateFlags(flags)
     }
 
@@ -37,24 +41,28 @@ struct FeedCommand: AsyncParsableCommand {
         return flags
     }
 
-    /// A file's path made absolute: it names the feed in the state database.
-    private var location: FeedLocation {
-        switch FeedLocation(argument: feed) {
-        case .file(let path): .file(URL(fileURLWithPath: path).standardizedFileURL.path)
-        case let other: other
+    /// Each feed, a file's path made absolute (it names the feed in the state database), each once.
+    private var locations: [FeedLocation] {
+        var seen: Set<String> = []
+        return feeds.compactMap { feed -> FeedLocation? in
+            let location: FeedLocation = switch FeedLocation(argument: feed) {
+            case .file(let path): .file(URL(fileURLWithPath: path).standardizedFileURL.path)
+            case let other: other
+            }
+            return seen.insert(location.description).inserted ? location : nil
         }
     }
 
     func run() async throws {
-        let (location, baseURL) = (location, baseURL)
-        try await RunLifecycle(common: common, flags: flags, label: "feed").run { settings throws(MirrorError) in
+        let (locations, baseURL) = (locations, baseURL)
+        try await RunLifecycle(common: common, flags: flags).run { settings throws(MirrorError) in
             // A feed's few large files gain nothing from many workers; its state stays in .mirror.
             if settings.postgres != nil {
                 throw .configuration("a feed keeps its state in .mirror (SQLite); the PostgreSQL state (--state or the config's 'state') is for tags that workers share")
             }
             return { directory, engine, _, logger throws(MirrorError) in
-                try FeedMirror(
-                    directory: directory, engine: engine, settings: settings.feed(location, baseURL: baseURL), logger: logger)
+                let driver = try MirrorDriver(directory: directory, engine: engine, settings: settings.feedDriver, logger: logger)
+                return (driver, settings.sources(feeds: locations, baseURL: baseURL, engine: engine, logger: logger))
             }
         }
     }

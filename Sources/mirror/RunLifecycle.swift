@@ -11,15 +11,14 @@ struct RunLifecycle {
     let common: CommonOptions
     /// The flags given, over the config file's values.
     let flags: MirrorConfiguration
-    /// What the summary line starts with: the tag, or `feed`.
-    let label: String
 
-    /// Makes the mirror; with a ``Sharing``, its state is shared with other workers.
-    typealias MakeMirror = (MirrorDirectory, TransferEngine, Sharing?, Logger) throws(MirrorError) -> any MirrorRun
+    /// Makes the driver and the run's sources; with a ``Sharing``, the state is shared with other
+    /// workers.
+    typealias MakeRun = (MirrorDirectory, TransferEngine, Sharing?, Logger) throws(MirrorError) -> (MirrorDriver, [any MirrorSource])
 
-    /// Runs the mirror `prepare` makes. `prepare` checks what must be right before the directory
-    /// is touched (the client id file), and returns how to make the mirror once it is.
-    func run(_ prepare: (RunSettings) throws(MirrorError) -> MakeMirror) async throws {
+    /// Runs the sources `prepare` makes. `prepare` checks what must be right before the directory
+    /// is touched (the client id file), and returns how to make the run once it is.
+    func run(_ prepare: (RunSettings) throws(MirrorError) -> MakeRun) async throws {
         let settings: RunSettings
         do {
             let file = try common.config.map(MirrorConfiguration.load(from:)) ?? MirrorConfiguration()
@@ -36,7 +35,13 @@ struct RunLifecycle {
         }
     }
 
-    private func run(_ settings: RunSettings, logger: Logger, _ makeMirror: MakeMirror) async throws {
+    /// What a source's summary line starts with: a tag's name, or the source (`album Ef1gH`,
+    /// `feed https://…`).
+    static func label(of source: String) -> String {
+        source.hasPrefix("tag ") ? String(source.dropFirst(4)) : source
+    }
+
+    private func run(_ settings: RunSettings, logger: Logger, _ makeRun: MakeRun) async throws {
         let directory = try MirrorDirectory(root: URL(fileURLWithPath: common.out))
         // With the state in PostgreSQL, workers share the directory by leases on their work; flock
         // over NFS is not to be trusted, and would keep all but one worker out.
@@ -50,45 +55,64 @@ struct RunLifecycle {
         }
         let sharing = shared.map { Sharing(state: $0.state, coordinator: $0.coordinator, maxPerHost: settings.clusterMaxPerHost) }
         let engine = TransferEngine(configuration: settings.engine)
-        let mirror: any MirrorRun
+        let driver: MirrorDriver
+        let sources: [any MirrorSource]
         do {
-            mirror = try makeMirror(directory, engine, sharing, logger)
+            (driver, sources) = try makeRun(directory, engine, sharing, logger)
         } catch {
             await engine.shutDown()
             await shared?.state.close()
             throw error
         }
-        let lastSuccess: Date? = (try? await mirror.state.lastSuccess(of: mirror.source)) ?? nil
-        let previous: RunRecord? = (try? await mirror.state.lastRun(of: mirror.source)) ?? nil
+        // The run as the metrics file names it: its sources together.
+        let runName = sources.map(\.name).joined(separator: ", ")
+        let lastSuccess: Date? = (try? await driver.state.lastSuccess(of: runName)) ?? nil
+        let previous: RunRecord? = (try? await driver.state.lastRun(of: runName)) ?? nil
         let metrics = settings.metricsFile.map(MetricsFile.init(path:))
-        let (display, label) = (showsProgress(settings), label)
+        let display = showsProgress(settings)
+        let progressLabel = sources.count == 1 ? Self.label(of: runName) : "\(sources.count) sources"
         // The watcher starts inside the work, once signals are handled: a Ctrl-C at the first
         // frame stops the run rather than being lost.
-        let ((summary, metricsProblemReported), stop) = await Interruption.cancelOnSignal(deadline: settings.deadline) {
+        let ((results, metricsProblemReported), stop) = await Interruption.cancelOnSignal(deadline: settings.deadline) {
             let watcher = Task {
                 await Self.watch(
-                    mirror, label: label, display: display, metrics: metrics, previous: previous, lastSuccess: lastSuccess,
-                    logger: logger)
+                    driver.progress, source: runName, label: progressLabel, display: display, metrics: metrics,
+                    previous: previous, lastSuccess: lastSuccess, logger: logger)
             }
-            let summary = await mirror.run()
+            let results = await driver.run(sources)
             watcher.cancel()
-            return (summary, await watcher.value)
+            return (results, await watcher.value)
         }
         // No libcurl call may be running once the process starts to exit.
         await engine.shutDown()
         Console.endProgress()
-        let status = Report.exitStatus(summary, stop: stop)
-        let record = RunRecord(
-            source: mirror.source, startedAt: mirror.progress.snapshot.startedAt, endedAt: Date(), exitStatus: status,
-            summary: summary)
-        do {
-            try await mirror.state.recordRun(record)
-        } catch {
-            logger.warning("the run could not be recorded for mirror status: \(error)")
+        let endedAt = Date()
+        let startedAt = driver.progress.snapshot.startedAt
+        var statuses: [Int32] = []
+        var total = MirrorSummary()
+        for result in results {
+            let status = Report.exitStatus(result.summary, stop: stop)
+            statuses.append(status)
+            total.addUp(result.summary)
+            guard !result.notStarted else { continue }
+            let record = RunRecord(
+                source: result.source, startedAt: startedAt, endedAt: endedAt, exitStatus: status, summary: result.summary)
+            do {
+                try await driver.state.recordRun(record)
+            } catch {
+                logger.warning("the run could not be recorded for mirror status: \(error)")
+            }
+        }
+        let status = ExitStatus.worst(statuses)
+        if sources.count > 1 {
+            // The run as a whole, for `mirror status` and the metrics' last success.
+            let record = RunRecord(source: runName, startedAt: startedAt, endedAt: endedAt, exitStatus: status, summary: total)
+            try? await driver.state.recordRun(record)
         }
         if let metrics {
+            let record = RunRecord(source: runName, startedAt: startedAt, endedAt: endedAt, exitStatus: status, summary: total)
             let figures = MetricsFile.Figures(
-                finished: record, progress: mirror.progress.snapshot, listing: summary.listing, lastSuccess: lastSuccess)
+                finished: record, progress: driver.progress.snapshot, listing: total.listing, lastSuccess: lastSuccess)
             do {
                 try metrics.write(figures)
             } catch where !metricsProblemReported {
@@ -100,14 +124,24 @@ struct RunLifecycle {
             await shared.state.close()
         }
         withExtendedLifetime(lock) {}
-        Report.print(summary, label: label, quiet: common.quiet, stop: stop, logger: logger)
-        if settings.logFormat == .json, !common.quiet || status != 0 {
-            let fields = [
-                "source": mirror.source, "exit_status": "\(status)", "files": "\(summary.wanted)",
-                "downloaded": "\(summary.downloaded)", "bytes": "\(summary.bytesDownloaded)",
-                "failed": "\(summary.failures.count)",
-            ]
-            Console.printErrorLine(JSONLine.encode(level: status == 0 ? "notice" : "error", message: "\(label): \(summary.line)", fields: fields))
+        for result in results {
+            let label = Self.label(of: result.source)
+            if result.notStarted {
+                if !common.quiet { Console.print("\(label): not started, the run stopped first") }
+                continue
+            }
+            Report.print(result.summary, label: label, quiet: common.quiet, stop: stop, logger: logger)
+            let sourceStatus = Report.exitStatus(result.summary, stop: stop)
+            if settings.logFormat == .json, !common.quiet || sourceStatus != 0 {
+                let summary = result.summary
+                let fields = [
+                    "source": result.source, "exit_status": "\(sourceStatus)", "files": "\(summary.wanted)",
+                    "downloaded": "\(summary.downloaded)", "bytes": "\(summary.bytesDownloaded)",
+                    "failed": "\(summary.failures.count)",
+                ]
+                Console.printErrorLine(JSONLine.encode(
+                    level: sourceStatus == 0 ? "notice" : "error", message: "\(label): \(summary.line)", fields: fields))
+            }
         }
         if status != 0 { throw ExitCode(status) }
     }
@@ -128,8 +162,8 @@ struct RunLifecycle {
     /// Redraws the progress four times a second and rewrites the metrics file every five seconds,
     /// until cancelled; true when the metrics file could not be written (and that was said).
     private static func watch(
-        _ mirror: any MirrorRun, label: String, display: Bool, metrics: MetricsFile?, previous: RunRecord?, lastSuccess: Date?,
-        logger: Logger
+        _ progress: RunProgress, source: String, label: String, display: Bool, metrics: MetricsFile?, previous: RunRecord?,
+        lastSuccess: Date?, logger: Logger
     ) async -> Bool {
         var lines = ProgressLines(label: label)
         let clock = ContinuousClock()
@@ -138,7 +172,7 @@ struct RunLifecycle {
         var metricsFailed = false
         if display { Console.beginProgress() }
         while !Task.isCancelled {
-            let snapshot = await mirror.progress.refresh()
+            let snapshot = await progress.refresh()
             let now = clock.now
             if display {
                 Console.showProgress(lines.lines(for: snapshot, at: (now - start).inSeconds, columns: Console.columns()))
@@ -147,7 +181,7 @@ struct RunLifecycle {
                 nextMetrics = now + .seconds(5)
                 do {
                     try metrics.write(MetricsFile.Figures(
-                        source: mirror.source, progress: snapshot, previous: previous, lastSuccess: lastSuccess))
+                        source: source, progress: snapshot, previous: previous, lastSuccess: lastSuccess))
                 } catch where !metricsFailed {
                     // Once: the file's directory will not come back within the run.
                     metricsFailed = true

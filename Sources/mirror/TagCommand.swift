@@ -14,10 +14,23 @@ extension ThumbnailSize: ExpressibleByArgument {}
 struct TagCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tag",
-        abstract: "Mirror every image of an Imgur tag: thumbnails into preview/, originals into full/.")
+        abstract: "Mirror Imgur tags, albums, posts and images: thumbnails into preview/, originals into full/.",
+        discussion: """
+            Each SOURCE is a tag (cats, #cats) or an Imgur URL as a browser shows it, with or \
+            without https:// and www. or m.: imgur.com/t/TAG, imgur.com/a/ID, \
+            imgur.com/gallery/ID (a title before the id is fine: /gallery/some-title-ID), \
+            imgur.com/ID, i.imgur.com/ID.jpg. Several sources in one run share one lock, one API \
+            budget and the downloads; each is summed up on its own line, and the exit status is \
+            the worst of theirs.
+            """)
 
-    @Argument(help: "The tag, e.g. cats.")
-    var tag: String
+    @Argument(help: ArgumentHelp("Tags or Imgur URLs, e.g. cats or https://imgur.com/a/Ef1gH.", valueName: "source"))
+    var sources: [String] = []
+
+    @Option(name: [.customShort("i"), .long], help: ArgumentHelp(
+        "Read more sources from this file, one a line (# starts a comment), or - for standard input.",
+        valueName: "file"))
+    var inputFile: String?
 
     @OptionGroup var common: CommonOptions
 
@@ -30,7 +43,7 @@ struct TagCommand: AsyncParsableCommand {
     @Option(help: "Imgur media base URL (default \(RunSettings.Defaults.mediaBase)).")
     var mediaBase: String?
 
-    @Option(help: "Read at most this many listing pages (default: all).")
+    @Option(help: "Read at most this many listing pages of each tag (default: all).")
     var pages: Int?
 
     @Option(help: "Listing order: viral, top or time (default \(RunSettings.Defaults.sort.rawValue)).")
@@ -72,19 +85,87 @@ struct TagCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard !tag.isEmpty, tag.count <= 100 else { throw ValidationError("the tag must be 1 to 100 characters") }
+        if sources.isEmpty, inputFile == nil {
+            throw ValidationError("name at least one source: \(ImgurAddress.acceptedForms)")
+        }
+        _ = try SourceList.addresses(sources)
         try validateFlags(flags)
     }
 
     func run() async throws {
-        try await RunLifecycle(common: common, flags: flags, label: tag).run { settings throws(MirrorError) in
+        // Every source is read before anything is created: a typo on line 40 costs no half run.
+        var texts = sources.map { (text: $0, origin: nil as String?) }
+        if let inputFile {
+            texts += try SourceList.read(inputFile).map { (text: $0.text, origin: $0.origin) }
+        }
+        let addresses: [ImgurAddress]
+        do {
+            addresses = try SourceList.addresses(texts)
+        } catch let error as ValidationError {
+            throw ExitStatus.fail(error.message, status: ExitCode.validationFailure.rawValue)
+        }
+        try await RunLifecycle(common: common, flags: flags).run { settings throws(MirrorError) in
+            if settings.postgres != nil, addresses.count != 1 || addresses.first.map({ if case .tag = $0 { false } else { true } }) == true {
+                throw .configuration("workers sharing the PostgreSQL state (--state or the config's 'state') mirror one tag per run; albums, posts and several sources keep their state in .mirror")
+            }
             let clientID = try ClientIDFile.read(settings.clientIDFile)
             return { directory, engine, sharing, logger throws(MirrorError) in
                 let client = ImgurClient(
                     apiBase: settings.apiBase, clientID: clientID, engine: engine, politeness: settings.politeness, logger: logger)
-                return try TagMirror(
-                    directory: directory, client: client, engine: engine, settings: settings.tag(tag), sharing: sharing, logger: logger)
+                let driver = try MirrorDriver(
+                    directory: directory, engine: engine, settings: settings.imgurDriver, sharing: sharing, logger: logger)
+                return (driver, settings.sources(addresses, client: client, logger: logger))
             }
         }
+    }
+}
+
+/// The sources a command names: its arguments and the lines of `--input-file`.
+enum SourceList {
+    /// The lines of `path` (or standard input for `-`) that name a source: blank lines and `#`
+    /// comments (a `#` at the start of a line, or after a space) left out; each with where it stood.
+    static func read(_ path: String) throws -> [(text: String, origin: String)] {
+        let data: Data?
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            data = FileManager.default.contents(atPath: path)
+        }
+        guard let data, let text = String(data: data, encoding: .utf8) else {
+            throw ExitStatus.fail("cannot read the input file \(path)" + (data == nil ? "" : ": it is not UTF-8 text"), status: ExitStatus.noInput)
+        }
+        var lines: [(text: String, origin: String)] = []
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var entry = Substring(line)
+            // `#cats` is a tag; `# a comment` or `cats # why` is a comment.
+            if entry.hasPrefix("# ") || entry == "#" {
+                continue
+            }
+            if let comment = entry.range(of: " #") { entry = entry[..<comment.lowerBound] }
+            let trimmed = entry.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty else { continue }
+            lines.append((trimmed, "\(path == "-" ? "standard input" : path):\(number + 1)"))
+        }
+        return lines
+    }
+
+    /// The addresses of `texts`, each once, in order; a usage error naming the first that is no source.
+    static func addresses(_ texts: [String]) throws -> [ImgurAddress] {
+        try addresses(texts.map { (text: $0, origin: nil as String?) })
+    }
+
+    static func addresses(_ texts: [(text: String, origin: String?)]) throws -> [ImgurAddress] {
+        var seen: Set<String> = []
+        var addresses: [ImgurAddress] = []
+        for (text, origin) in texts {
+            do {
+                let address = try ImgurAddress(parsing: text)
+                if seen.insert(address.description).inserted { addresses.append(address) }
+            } catch {
+                let place = origin.map { "\($0): " } ?? ""
+                throw ValidationError("\(place)\(error): not a source; give \(ImgurAddress.acceptedForms)")
+            }
+        }
+        return addresses
     }
 }

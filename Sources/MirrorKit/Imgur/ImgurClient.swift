@@ -97,6 +97,24 @@ package struct ImgurClient: Sendable {
         return envelope.data
     }
 
+    /// An album with its title, and its images when the answer embeds them all.
+    func album(_ albumID: String) async throws(ImgurError) -> ImgurAlbum {
+        let envelope: ImgurEnvelope<ImgurAlbum> = try await get("/3/album/\(Self.pathSegment(albumID))")
+        return envelope.data
+    }
+
+    /// A gallery post: an image, or an album (whose images may not all be embedded).
+    func galleryPost(_ id: String) async throws(ImgurError) -> GalleryItem {
+        let envelope: ImgurEnvelope<GalleryItem> = try await get("/3/gallery/\(Self.pathSegment(id))")
+        return envelope.data
+    }
+
+    /// One image, in or out of the gallery.
+    func image(_ imageID: String) async throws(ImgurError) -> ImgurImage {
+        let envelope: ImgurEnvelope<ImgurImage> = try await get("/3/image/\(Self.pathSegment(imageID))")
+        return envelope.data
+    }
+
     private func get<Payload: Decodable>(_ path: String) async throws(ImgurError) -> Payload {
         let response = try await call(apiBase + path)
         do {

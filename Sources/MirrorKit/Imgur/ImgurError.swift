@@ -25,6 +25,9 @@ package struct ImgurError: Error, Sendable, CustomStringConvertible {
     /// budget itself is spent and no call was made.
     var lastStatus: Int? = nil
 
+    /// The API says the album, post or image does not exist (or no longer does).
+    var isNotFound: Bool { kind == .status(404) || kind == .status(410) }
+
     /// The API said "not now" to every call (the budget, a 429, "over capacity", no answer at
     /// all), not only to one album or page.
     var isAPIWide: Bool {

@@ -86,22 +86,25 @@ struct JobRunner: Sendable {
     let scheduler: DownloadScheduler
     let health: HostHealth
     let mode: DownloadMode
-    /// The tag or feed the files are recorded as mirrored by (see ``MirroredFile/source``).
-    let source: String?
+    /// The source the files are recorded as mirrored by (see ``MirroredFile/source``).
+    private(set) var source: String?
     let logger: Logger
     private let flights = Flights()
     /// Items this run has asked for: a `new-file` run's sweep revalidates the others.
     let handled = ItemSet()
     /// What the run has done so far, for the terminal, the metrics file and `mirror status`.
     let progress: RunProgress
+    /// Writes each file's metadata sidecar; nil when the run keeps none.
+    let sidecars: MetadataSidecars?
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, source: String? = nil, concurrency: Int,
         retry: RetryPolicy, isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
         maxFileSize: Int64 = Downloader.defaultMaxFileSize, progress: RunProgress = RunProgress(),
-        sharing: Sharing? = nil, logger: Logger
+        sharing: Sharing? = nil, metadata: Bool = false, logger: Logger
     ) throws(MirrorError) {
         self.directory = directory
+        sidecars = metadata ? MetadataSidecars(directory: directory) : nil
         self.progress = progress
         self.mode = mode
         self.source = source
@@ -139,6 +142,13 @@ struct JobRunner: Sendable {
             keepingAtMost: configuration.suspendedCountBudget,
             bytes: max(configuration.suspendedBytesBudget, maxFileSize))
         if !dropped.isEmpty { logger.info("dropped \(dropped.count) partial downloads of earlier runs, over the budget") }
+    }
+
+    /// The same runner (its scheduler, state and flights), recording files as `source`'s.
+    func named(_ source: String) -> JobRunner {
+        var runner = self
+        runner.source = source
+        return runner
     }
 
     /// Makes the names given so far durable (before anything that vouches for them is written).

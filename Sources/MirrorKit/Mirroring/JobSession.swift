@@ -115,13 +115,15 @@ final class JobSession: Sendable {
         if case .halted(let error) = outcome { halt(error) }
         let (waiter, drained) = state.withLock { state in
             state.running[number] = nil
+            let before = state.tally
             runner.record(outcome, in: &state.tally)
             let tally = state.tally
+            // By difference: the progress counts every source of the run, this tally one.
             runner.progress.update { progress in
                 progress.filesDone += 1
-                progress.filesDownloaded = tally.downloaded
-                progress.filesFailed = tally.failures.count
-                progress.filesRemoved = tally.removed.count
+                progress.filesDownloaded += tally.downloaded - before.downloaded
+                progress.filesFailed += tally.failures.count - before.failures.count
+                progress.filesRemoved += tally.removed.count - before.removed.count
             }
             let waiter = state.roomWaiters.isEmpty ? nil : state.roomWaiters.removeValue(forKey: state.roomWaiters.keys.min()!)
             let drained = state.finished && state.running.isEmpty ? state.drained.take() : nil

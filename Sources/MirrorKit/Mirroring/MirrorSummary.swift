@@ -29,7 +29,18 @@ package struct MirrorSummary: Sendable {
     /// Where the listing's crawl stands after this run, for tag mirrors.
     package var listing: ListingProgress?
 
-    init() {}
+    package init() {}
+
+    /// Adds `other`'s figures to these: a run's totals over its sources.
+    package mutating func addUp(_ other: MirrorSummary) {
+        wanted += other.wanted
+        addOutcomes(of: other)
+        skippedReleases += other.skippedReleases
+        removedAlbums += other.removedAlbums
+        problems += other.problems
+        unavailableHosts = unavailableHosts.isEmpty ? other.unavailableHosts : unavailableHosts
+        listing = listing ?? other.listing
+    }
 
     /// True when every wanted file is in the mirror and the whole listing was read.
     package var isComplete: Bool {

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Live progress on a terminal.
 package enum ProgressDisplay: String, Sendable, CaseIterable, Codable {
@@ -99,18 +100,45 @@ package struct RunSettings: Sendable {
         }
     }
 
-    /// Settings for mirroring `tag`.
-    package func tag(_ tag: String) -> TagMirror.Settings {
-        TagMirror.Settings(
-            crawl: TagCrawler.Options(tag: tag, sort: sort, window: window, maxPages: pages),
-            urls: MediaURLBuilder(mediaBase: mediaBase, thumbnail: thumbnail),
-            mode: mode, concurrency: concurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata)
+    /// How the driver fetches and names an Imgur run's files.
+    package var imgurDriver: MirrorDriver.Settings {
+        MirrorDriver.Settings(
+            mode: mode, concurrency: concurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata,
+            isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder)
     }
 
-    /// Settings for mirroring `feed`.
-    package func feed(_ feed: FeedLocation, baseURL: String?) -> FeedMirror.Settings {
-        FeedMirror.Settings(
-            feed: feed, baseURL: baseURL, mode: mode, retry: retry, maxFileSize: maxFileSize, metadata: metadata)
+    /// How the driver fetches and names a feed run's files: one at a time, each taking the
+    /// bandwidth (enclosures are large).
+    package var feedDriver: MirrorDriver.Settings {
+        MirrorDriver.Settings(mode: mode, concurrency: 1, retry: retry, maxFileSize: maxFileSize, metadata: metadata)
+    }
+
+    /// How `tag`'s listing is read.
+    func crawl(_ tag: String) -> TagCrawler.Options {
+        TagCrawler.Options(tag: tag, sort: sort, window: window, maxPages: pages)
+    }
+
+    var mediaURLs: MediaURLBuilder {
+        MediaURLBuilder(mediaBase: mediaBase, thumbnail: thumbnail)
+    }
+
+    /// The source each address names, reading the API through `client`.
+    package func sources(_ addresses: [ImgurAddress], client: ImgurClient, logger: Logger) -> [any MirrorSource] {
+        addresses.map { address -> any MirrorSource in
+            switch address {
+            case .tag(let name): TagSource(client: client, options: crawl(name), urls: mediaURLs, logger: logger)
+            case .album(let id): PostSource(client: client, target: .album(id), urls: mediaURLs, logger: logger)
+            case .post(let id): PostSource(client: client, target: .post(id), urls: mediaURLs, logger: logger)
+            case .image(let id): PostSource(client: client, target: .image(id), urls: mediaURLs, logger: logger)
+            }
+        }
+    }
+
+    /// The source of each feed.
+    package func sources(
+        feeds: [FeedLocation], baseURL: String?, engine: TransferEngine, logger: Logger
+    ) -> [any MirrorSource] {
+        feeds.map { FeedSource(feed: $0, baseURL: baseURL, engine: engine, retry: retry, logger: logger) }
     }
 
     package var engine: TransferEngine.Configuration {

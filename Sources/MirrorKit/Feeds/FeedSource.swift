@@ -1,134 +1,92 @@
 import Foundation
 import Logging
 
-/// Mirrors the enclosures of an Atom, RSS or Dash feed into `enclosures/`, one forced download at
-/// a time: feed files are large (docsets run to hundreds of MB), so each gets the bandwidth.
-package struct FeedMirror: Sendable {
-    package struct Settings: Sendable {
-        var feed: FeedLocation
-        /// What relative links resolve against in a feed read from a file or standard input.
-        var baseURL: String?
-        var mode: DownloadMode
-        var retry: RetryPolicy
-        /// The most bytes an enclosure may have, whatever its server claims.
-        var maxFileSize: Int64
-        /// Write each enclosure's metadata sidecar (see ``MetadataSidecars``).
-        var metadata: Bool
-
-        init(
-            feed: FeedLocation, baseURL: String? = nil, mode: DownloadMode = RunSettings.Defaults.mode,
-            retry: RetryPolicy = RetryPolicy(), maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false
-        ) {
-            self.feed = feed
-            self.metadata = metadata
-            self.baseURL = baseURL
-            self.maxFileSize = maxFileSize
-            self.mode = mode
-            self.retry = retry
-        }
-
-        init(
-            feedURL: String, mode: DownloadMode = RunSettings.Defaults.mode, retry: RetryPolicy = RetryPolicy(),
-            maxFileSize: Int64 = Downloader.defaultMaxFileSize
-        ) {
-            self.init(feed: .url(feedURL), mode: mode, retry: retry, maxFileSize: maxFileSize)
-        }
-    }
-
+/// An Atom, RSS or Dash feed as a source: its enclosures go into `enclosures/`, each forced:
+/// feed files are large (docsets run to hundreds of MB), so each gets the bandwidth. An entry
+/// whose release changed (its version, `updated` or URL) is fetched again in `new-file` mode, kept
+/// beside the old; `skip-if-exists` keeps the old file and reports the release as skipped.
+package struct FeedSource: MirrorSource {
+    let feed: FeedLocation
+    /// What relative links resolve against in a feed read from a file or standard input.
+    let baseURL: String?
     let engine: TransferEngine
-    let jobs: JobRunner
-    let settings: Settings
+    /// Attempts and backoff for fetching the feed itself.
+    let retry: RetryPolicy
     let logger: Logger
 
-    package init(directory: MirrorDirectory, engine: TransferEngine, settings: Settings, logger: Logger) throws(MirrorError) {
+    package init(feed: FeedLocation, baseURL: String? = nil, engine: TransferEngine, retry: RetryPolicy, logger: Logger) {
+        self.feed = feed
+        self.baseURL = baseURL
         self.engine = engine
-        self.settings = settings
+        self.retry = retry
         self.logger = logger
-        jobs = try JobRunner(
-            directory: directory, engine: engine, mode: settings.mode, source: "feed \(settings.feed)",
-            concurrency: 1, retry: settings.retry, maxFileSize: settings.maxFileSize, progress: RunProgress(),
-            logger: logger)
     }
 
-    package var progress: RunProgress { jobs.progress }
-    package var state: any MirrorState { jobs.state }
-    package var source: String { "feed \(settings.feed)" }
+    package var name: String { "feed \(feed)" }
 
-    /// Mirrors every enclosure of the feed; in `new-file` mode, then asks after every other file
-    /// this feed mirrored before. An entry whose release changed (its version, `updated` or URL)
-    /// is fetched again in `new-file` mode, kept beside the old; `skip-if-exists` keeps the old
-    /// file and reports the release as skipped.
-    package func run() async -> MirrorSummary {
-        var summary = MirrorSummary()
-        let session = jobs.start(source: source)
-        jobs.progress.enter(.readingFeed)
+    package func list(into sink: SourceSink) async -> SourceListing {
+        var listing = SourceListing()
+        sink.progress.enter(.readingFeed)
         let feed: Feed
         do {
             feed = try await loadFeed()
         } catch {
-            await session.finish(into: &summary)
-            // A failure of the disk met while winding up (already in the summary) stays first.
-            if Task.isCancelled { summary.interrupted = true } else { summary.stoppedBy = summary.stoppedBy ?? .feed(error) }
-            jobs.progress.enter(.finished)
-            return summary
+            if !Task.isCancelled { listing.stoppedBy = .feed(error) }
+            return listing
         }
-        summary.problems = feed.problems
-        var names = EnclosureNames(feed: settings.feed.description, enclosures: feed.enclosures)
+        listing.problems = feed.problems
+        var names = EnclosureNames(feed: self.feed.description, enclosures: feed.enclosures)
         var seenURLs: Set<String> = []
-        for enclosure in feed.enclosures where !session.isHalted {
+        for enclosure in feed.enclosures where !sink.isHalted {
             // Two entries may offer the same URL; one download serves both.
             guard seenURLs.insert(enclosure.url).inserted else { continue }
             let job: MirrorJob?
             do {
-                job = try await plan(enclosure, kind: feed.kind, names: &names, summary: &summary)
+                job = try await plan(enclosure, kind: feed.kind, names: &names, sink: sink, listing: &listing)
             } catch {
                 // Not knowing whose a name is, the enclosure could be taken for another's file.
-                session.halt(error)
+                sink.halt(error)
                 break
             }
             if let length = enclosure.length { logger.debug("\(enclosure.url): the feed says \(length) bytes") }
             guard let job else { continue }
-            if settings.metadata {
+            if let sidecars = sink.sidecars {
                 do throws(MirrorError) {
                     let fileName = String(job.relativePath.dropFirst("enclosures/".count))
-                    try MetadataSidecars(directory: jobs.directory).write(enclosure, feed: feed, fileName: fileName)
+                    try sidecars.write(enclosure, feed: feed, fileName: fileName)
                 } catch where error.stopsTheRun {
-                    session.halt(error)
+                    sink.halt(error)
                     break
                 } catch {
-                    summary.problems.append("metadata of \(enclosure.url): \(error)")
+                    sink.report("metadata of \(enclosure.url): \(error)")
                 }
             }
-            await session.submit(job, forced: true)
+            await sink.submit(job, forced: true)
         }
-        if feed.enclosures.isEmpty { logger.warning("feed \(settings.feed) lists no enclosures") }
-        if settings.mode == .newFile { jobs.progress.enter(.revalidating) }
-        await jobs.revalidateTheRest(in: session, claiming: ["enclosures"])
-        jobs.progress.enter(.downloading)
-        await session.finish(into: &summary)
-        jobs.progress.enter(.finished)
-        summary.unavailableHosts = jobs.health.verdicts
-        return summary
+        if feed.enclosures.isEmpty { logger.warning("feed \(self.feed) lists no enclosures") }
+        await sink.revalidateTheRest(claiming: ["enclosures"])
+        return listing
     }
 
     /// The job for `enclosure`, or nil when a new release is left alone (`skip-if-exists`).
     private func plan(
-        _ enclosure: FeedEnclosure, kind: Feed.Kind, names: inout EnclosureNames, summary: inout MirrorSummary
+        _ enclosure: FeedEnclosure, kind: Feed.Kind, names: inout EnclosureNames, sink: SourceSink,
+        listing: inout SourceListing
     ) async throws(MirrorError) -> MirrorJob? {
         let item = names.item(for: enclosure, kind: kind)
         let release = FeedRelease(version: enclosure.version, updated: enclosure.updated)
-        let held = try await heldVersion(of: item, enclosure: enclosure, release: release)
-        if let held, try jobs.directory.fileExists(held.path), let change = Self.change(from: held, to: enclosure) {
-            if settings.mode == .skipIfExists {
+        let held = try await heldVersion(of: item, enclosure: enclosure, release: release, sink: sink)
+        if let held, try sink.holds(held.path), let change = Self.change(from: held, to: enclosure) {
+            if sink.runner.mode == .skipIfExists {
                 let line = "\(held.path): \(change); kept the file there (skip-if-exists)"
                 logger.info("\(line)")
-                summary.skippedReleases.append(line)
+                listing.skippedReleases.append(line)
                 return nil
             }
             logger.info("\(held.path): \(change); fetching it")
         }
         var name = Self.fileName(for: enclosure)
-        let owner = try await jobs.state.item(owning: "enclosures/\(name)")
+        let owner = try await sink.store.item(owning: "enclosures/\(name)")
         if !names.claim(name, for: item) || owner.map({ $0 != item }) == true {
             // Another entry (of this feed, or mirrored before) has the name: docset.xar, say.
             // Keep both, apart, rather than take the old one for the new.
@@ -142,13 +100,13 @@ package struct FeedMirror: Sendable {
     /// The newest file recorded for `item`; one an earlier version of mirror recorded under the
     /// URL alone is taken over for the entry.
     private func heldVersion(
-        of item: String, enclosure: FeedEnclosure, release: FeedRelease
+        of item: String, enclosure: FeedEnclosure, release: FeedRelease, sink: SourceSink
     ) async throws(MirrorError) -> MirroredFile? {
-        if let held = try await jobs.state.latestFile(of: item) { return held }
+        if let held = try await sink.store.latestFile(of: item) { return held }
         for url in [enclosure.url] + enclosure.mirrors {
-            guard var legacy = try await jobs.state.latestFile(of: url), legacy.item == url else { continue }
+            guard var legacy = try await sink.store.latestFile(of: url), legacy.item == url else { continue }
             // What it holds is taken for the release the feed names now: nothing says otherwise.
-            try await jobs.state.adopt(item: url, as: item, source: jobs.source, release: release)
+            try await sink.store.adopt(item: url, as: item, source: sink.name, release: release)
             legacy.item = item
             legacy.version = release.version
             legacy.updated = release.updated
@@ -181,12 +139,12 @@ package struct FeedMirror: Sendable {
 
     /// Reads the feed: fetched from its URL, or read from a file or standard input.
     private func loadFeed() async throws(FeedError) -> Feed {
-        switch settings.feed {
+        switch feed {
         case .url(let url):
             return try await fetchFeed(url)
         case .file, .standardInput:
-            let bytes = try await settings.feed.readLocally(limit: Self.maximumFeedBytes)
-            return try FeedReader.parse(bytes, url: settings.feed.description, base: settings.baseURL)
+            let bytes = try await feed.readLocally(limit: Self.maximumFeedBytes)
+            return try FeedReader.parse(bytes, url: feed.description, base: baseURL)
         }
     }
 
@@ -200,7 +158,7 @@ package struct FeedMirror: Sendable {
         let request = TransferRequest(
             url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
             destination: .memory(limit: Self.maximumFeedBytes), inspector: FeedProlog())
-        return try await settings.retry.run(
+        return try await retry.run(
             onRetry: { failure, delay in logger.warning("\(failure); retrying in \(delay)") }
         ) { _ throws(FeedError) in
             let response: TransferResponse
@@ -275,7 +233,7 @@ struct EnclosureNames {
     func item(for enclosure: FeedEnclosure, kind: Feed.Kind) -> String {
         switch kind {
         case .dash:
-            return "dash \(feed) \(FeedMirror.fileName(for: enclosure))"
+            return "dash \(feed) \(FeedSource.fileName(for: enclosure))"
         case .atom, .rss:
             if let id = enclosure.entryID, !sharedIDs.contains(id) { return "entry \(feed) \(id)" }
             return "url " + enclosure.url

@@ -1,0 +1,66 @@
+/// Turns Imgur images into the driver's jobs: each image's thumbnail under `preview/` and its
+/// full-size file under `full/`, settled together as one group, with its metadata sidecar. Every
+/// Imgur source (tag, album, post) submits its images through this.
+struct ImageJobs: Sendable {
+    let sink: SourceSink
+    let urls: MediaURLBuilder
+    let groups: ImageCompletion
+    /// Images this worker holds claims on, when workers share the mirror.
+    let claims: ClaimedImages?
+
+    init(sink: SourceSink, urls: MediaURLBuilder, groups: ImageCompletion, claims: ClaimedImages? = nil) {
+        self.sink = sink
+        self.urls = urls
+        self.groups = groups
+        self.claims = claims
+    }
+
+    /// Writes what the API says of `image` (unless `replacing` is false and there is a sidecar
+    /// already); false when the run must stop.
+    func describe(_ image: ImgurImage, replacing: Bool) -> Bool {
+        guard let sidecars = sink.sidecars, let item = urls.item(for: image) else { return true }
+        do throws(MirrorError) {
+            try sidecars.write(image, item: item, replacing: replacing)
+        } catch where error.stopsTheRun {
+            sink.halt(error)
+            return false
+        } catch {
+            sink.report("metadata of \(image.id): \(error)")
+        }
+        return true
+    }
+
+    /// Mirrors `found`; `resumed`: found by an earlier run, as the API described them then.
+    func submit(_ found: [ImgurImage], resumed: Bool) async {
+        var unusable: [String] = []
+        let shared = claims != nil
+        for image in found {
+            guard let item = urls.item(for: image) else {
+                sink.report("skipped image with unusable id '\(image.id)'")
+                unusable.append(image.id)
+                continue
+            }
+            guard describe(image, replacing: !resumed) else { break }
+            groups.expect(item.id, files: 2)
+            claims?.insert(image.id, urls: [item.previewURL, item.fullURL])
+            let groups = groups
+            // Alone, thumbnails wait while full-size files take the bandwidth. Shared, they do
+            // not: a thumbnail held behind this worker's large file would strand its claim (and,
+            // were the worker killed, be asked for again by another), while the other workers'
+            // connections are what a CDN's per-connection limit rewards.
+            await sink.submit(
+                MirrorJob(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
+                forced: shared, then: { await groups.settle(item.id, $0) })
+            await sink.submit(
+                MirrorJob(url: item.fullURL, relativePath: "full/\(item.fullFileName)", expectedSize: item.expectedSize),
+                forced: true, then: { await groups.settle(item.id, $0) })
+        }
+        // An id that makes no safe file name will not make one next run either.
+        guard !unusable.isEmpty else { return }
+        do throws(MirrorError) {
+            try await sink.store.markImagesDone(unusable)
+        } catch {
+            sink.halt(error)
+        }
+    }
+}

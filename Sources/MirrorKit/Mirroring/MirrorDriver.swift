@@ -1,0 +1,120 @@
+import Foundation
+import Logging
+
+/// Runs every source of a run through one job runner: one scheduler, one engine, one state
+/// database, one set of host verdicts. Each source gets a job session of its own (its window, its
+/// tally, its summary line) and they run in the order given; the driver alone knows about jobs,
+/// naming and summaries, and sources only list.
+package final class MirrorDriver: Sendable {
+    package struct Settings: Sendable {
+        var mode: DownloadMode
+        /// Downloads running at once.
+        var concurrency: Int
+        /// Attempts and backoff for each file.
+        var retry: RetryPolicy
+        /// The most bytes any file may have, whatever its source or server claims.
+        var maxFileSize: Int64
+        /// Write each file's metadata sidecar (see ``MetadataSidecars``).
+        var metadata: Bool
+        /// Tells a host's placeholder for removed media from the file (Imgur's `removed.png`).
+        var isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)?
+
+        package init(
+            mode: DownloadMode = .skipIfExists, concurrency: Int = 6, retry: RetryPolicy = RetryPolicy(),
+            maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false,
+            isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil
+        ) {
+            self.mode = mode
+            self.concurrency = concurrency
+            self.retry = retry
+            self.maxFileSize = maxFileSize
+            self.metadata = metadata
+            self.isRemovedPlaceholder = isRemovedPlaceholder
+        }
+    }
+
+    /// What one source of the run came to.
+    package struct SourceResult: Sendable {
+        package var source: String
+        package var summary: MirrorSummary
+        /// The run stopped (a signal, the deadline, a full disk) before this source was started.
+        package var notStarted: Bool
+    }
+
+    let runner: JobRunner
+    let logger: Logger
+
+    /// With `sharing`, the mirror's state and work are shared with other workers.
+    package init(
+        directory: MirrorDirectory, engine: TransferEngine, settings: Settings, sharing: Sharing? = nil, logger: Logger
+    ) throws(MirrorError) {
+        self.logger = logger
+        runner = try JobRunner(
+            directory: directory, engine: engine, mode: settings.mode, concurrency: settings.concurrency,
+            retry: settings.retry, isRemovedPlaceholder: settings.isRemovedPlaceholder,
+            maxFileSize: settings.maxFileSize, progress: RunProgress(), sharing: sharing,
+            metadata: settings.metadata, logger: logger)
+    }
+
+    /// What the run has done so far, all sources together.
+    package var progress: RunProgress { runner.progress }
+    /// Where the mirror's records, cursors and runs are kept.
+    package var state: any MirrorState { runner.state }
+
+    /// Mirrors each source in turn. Once the run is cancelled or halted, the sources not yet
+    /// started are not started (and say so).
+    package func run(_ sources: [any MirrorSource]) async -> [SourceResult] {
+        var results: [SourceResult] = []
+        var stopped: RunStopReason?
+        for source in sources {
+            if Task.isCancelled || stopped != nil {
+                var summary = MirrorSummary()
+                summary.interrupted = true
+                summary.stoppedBy = stopped
+                results.append(SourceResult(source: source.name, summary: summary, notStarted: true))
+                continue
+            }
+            let summary = await mirror(source)
+            // A mirror that cannot go on (a full disk, a state that takes no writes) cannot for
+            // the next source either.
+            if case .mirror(let error)? = summary.stoppedBy, error.stopsTheRun { stopped = summary.stoppedBy }
+            results.append(SourceResult(source: source.name, summary: summary, notStarted: false))
+        }
+        return results
+    }
+
+    /// Mirrors one source: what it lists, then (new-file) what it mirrored before.
+    package func run(_ source: any MirrorSource) async -> MirrorSummary {
+        await mirror(source)
+    }
+
+    private func mirror(_ source: any MirrorSource) async -> MirrorSummary {
+        let runner = runner.named(source.name)
+        let session = runner.start(source: source.name)
+        let sink = SourceSink(name: source.name, runner: runner, session: session, sidecars: runner.sidecars)
+        let listing = await source.list(into: sink)
+        var summary = MirrorSummary()
+        runner.progress.enter(.downloading)
+        await session.finish(into: &summary)
+        runner.progress.enter(.finished)
+        if let groups = listing.groups {
+            await groups.flush()
+            if let failure = groups.failure {
+                // The last batch is marked after the session's outcomes are counted.
+                summary.interrupted = true
+                summary.stoppedBy = summary.stoppedBy ?? .mirror(failure)
+            }
+        }
+        summary.problems = sink.reportedProblems + listing.problems
+        summary.removedAlbums = listing.removedAlbums
+        summary.skippedReleases = listing.skippedReleases
+        // A halted session's error (a full disk) comes first: it is why the listing stopped.
+        summary.stoppedBy = summary.stoppedBy ?? listing.stoppedBy
+        summary.unavailableHosts = runner.health.verdicts
+        summary.listing = listing.listing
+        // What stopped the listing before a cancel still counts (sources record no error a
+        // cancel caused): an auth failure or a full disk must not pass for a clean deadline stop.
+        if Task.isCancelled { summary.interrupted = true }
+        return summary
+    }
+}
