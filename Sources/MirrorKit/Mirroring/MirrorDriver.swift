@@ -19,8 +19,11 @@ package final class MirrorDriver: Sendable {
         /// Tells a host's placeholder for removed media from the file (Imgur's `removed.png`).
         var isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)?
 
+        /// Downloads at once unless told otherwise.
+        package static let defaultConcurrency = 6
+
         package init(
-            mode: DownloadMode = .skipIfExists, concurrency: Int = 6, retry: RetryPolicy = RetryPolicy(),
+            mode: DownloadMode = .skipIfExists, concurrency: Int = defaultConcurrency, retry: RetryPolicy = RetryPolicy(),
             maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false,
             isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil
         ) {

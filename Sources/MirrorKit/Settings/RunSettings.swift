@@ -24,7 +24,7 @@ package struct RunSettings: Sendable {
     package enum Defaults {
         package static let apiBase = "https://api.imgur.com"
         package static let mediaBase = "https://i.imgur.com"
-        package static let concurrency = 6
+        package static let concurrency = MirrorDriver.Settings.defaultConcurrency
         package static let maxWaitSeconds = 300
         package static let retries = 6
         package static let sort = GallerySort.time

@@ -22,7 +22,7 @@ struct FeedFileNameTests {
     }
 
     private func name(forLastSegment segment: String) -> String {
-        FeedMirror.fileName(for: FeedEnclosure(url: "https://h.example/files/\(Self.encoded(segment))"))
+        FeedSource.fileName(for: FeedEnclosure(url: "https://h.example/files/\(Self.encoded(segment))"))
     }
 
     @Test func aHundredCJKCharactersAreCutBetweenCharactersKeepingTheExtension() {
@@ -88,7 +88,7 @@ struct FeedFileNameTests {
     }
 
     private func run(_ server: FixtureServer, into dir: URL) async throws -> MirrorSummary {
-        let mirror = try FeedMirror(
+        let mirror = try FeedRun(
             directory: try MirrorDirectory(root: dir), engine: engine,
             settings: .init(feedURL: "\(server.baseURL)/feeds/names.rss", retry: RetryPolicy(maxAttempts: 1)),
             logger: TestSupport.logger)

@@ -4,11 +4,11 @@ import Testing
 @testable import MirrorKit
 
 @Suite("Mirroring feed enclosures from the fixture server", .timeLimit(.minutes(2)))
-struct FeedMirrorTests {
+struct FeedRunTests {
     let engine = TransferEngine()
 
     private func run(_ server: FixtureServer, feed: String, into dir: URL) async throws -> MirrorSummary {
-        let mirror = try FeedMirror(
+        let mirror = try FeedRun(
             directory: try MirrorDirectory(root: dir), engine: engine,
             settings: .init(feedURL: "\(server.baseURL)/feeds/\(feed)", retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5))),
             logger: TestSupport.logger)
@@ -55,7 +55,7 @@ struct FeedMirrorTests {
         }
     }
 
-    @Test func aMalformedFeedMirrorsNothing() async throws {
+    @Test func aMalformedFeedRunsNothing() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 let summary = try await run(server, feed: "broken.atom", into: dir)

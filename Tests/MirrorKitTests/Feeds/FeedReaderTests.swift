@@ -105,10 +105,10 @@ struct FeedReaderTests {
     }
 
     @Test func namesEnclosureFilesSafely() {
-        #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/a/Beta%201.0.xar")) == "Beta 1.0.xar")
-        #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/a/..%2F..%2Fetc%2Fpasswd")) == "_.._etc_passwd")
-        #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/")).hasPrefix("enclosure-"))
-        #expect(FeedMirror.fileName(for: FeedEnclosure(url: "http://h/f.mp3?x=1")) == "f.mp3")
+        #expect(FeedSource.fileName(for: FeedEnclosure(url: "http://h/a/Beta%201.0.xar")) == "Beta 1.0.xar")
+        #expect(FeedSource.fileName(for: FeedEnclosure(url: "http://h/a/..%2F..%2Fetc%2Fpasswd")) == "_.._etc_passwd")
+        #expect(FeedSource.fileName(for: FeedEnclosure(url: "http://h/")).hasPrefix("enclosure-"))
+        #expect(FeedSource.fileName(for: FeedEnclosure(url: "http://h/f.mp3?x=1")) == "f.mp3")
     }
 
     // MARK: - Real feeds

@@ -8,7 +8,7 @@ struct FeedVersionTests {
     let engine = TransferEngine()
 
     private func run(_ server: FixtureServer, feed: String, into dir: URL, mode: DownloadMode) async throws -> MirrorSummary {
-        let mirror = try FeedMirror(
+        let mirror = try FeedRun(
             directory: try MirrorDirectory(root: dir), engine: engine,
             settings: .init(
                 feedURL: "\(server.baseURL)/feeds/\(feed)", mode: mode,

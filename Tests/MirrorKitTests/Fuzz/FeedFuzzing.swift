@@ -33,7 +33,7 @@ enum FeedFuzzing {
                 if let problem = problem(with: url) { return problem }
             }
             if let length = enclosure.length, length <= 0 { return "an enclosure of length \(length)" }
-            let name = FeedMirror.fileName(for: enclosure)
+            let name = FeedSource.fileName(for: enclosure)
             if name.isEmpty || name.utf8.count > 255 || name.hasPrefix(".")
                 || name.contains(where: { $0 == "/" || $0 == "\0" || $0.isNewline }) {
                 return "the unsafe file name \(name.debugDescription) for \(enclosure.url)"

@@ -18,12 +18,12 @@ struct IncrementalCrawlTests {
             apiBase: server.baseURL, clientID: "fixture", engine: engine,
             politeness: .init(maxWait: .zero, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5))),
             logger: TestSupport.logger)
-        let settings = TagMirror.Settings(
+        let settings = TagRun.Settings(
             crawl: TagCrawler.Options(tag: tag, sort: sort, maxPages: pages),
             urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
             concurrency: 8,
             retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
-        let summary = try await TagMirror(
+        let summary = try await TagRun(
             directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
             logger: TestSupport.logger
         ).run()
@@ -249,18 +249,18 @@ struct IncrementalCrawlTests {
                 let client = ImgurClient(
                     apiBase: server.baseURL, clientID: "fixture", engine: engine,
                     politeness: .init(maxWait: .seconds(60)), logger: TestSupport.logger)
-                let settings = TagMirror.Settings(
+                let settings = TagRun.Settings(
                     crawl: TagCrawler.Options(tag: "wait"), urls: MediaURLBuilder(mediaBase: server.baseURL))
-                let mirror = try TagMirror(
+                let mirror = try TagRun(
                     directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
                     logger: TestSupport.logger)
                 let running = Task { await mirror.run() }
                 try await eventually("the album is asked for") { server.requestCount(path: "/3/album/\(album)/images") == 1 }
                 running.cancel()
                 #expect(await running.value.interrupted)
-                #expect(try await mirror.jobs.state.pendingAlbums() == [album])
+                #expect(try await mirror.driver.runner.state.pendingAlbums() == [album])
                 // Nor does the cancel count against the album, as a failure of its own would.
-                let failures = try await (mirror.jobs.state as! StateDatabase).read("SELECT failures FROM albums WHERE id = ?1", [.text(album)])
+                let failures = try await (mirror.driver.runner.state as! StateDatabase).read("SELECT failures FROM albums WHERE id = ?1", [.text(album)])
                 #expect(failures.first?.first?.integer == 0)
                 let (next, _) = try await run("wait", server, into: dir)
                 #expect(next.isComplete)

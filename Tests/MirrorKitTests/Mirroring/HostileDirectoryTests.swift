@@ -11,10 +11,10 @@ struct HostileDirectoryTests {
 
     private func mirrorTag(_ server: FixtureServer, into dir: URL, mode: DownloadMode = .skipIfExists) async throws -> MirrorSummary {
         let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
-        let settings = TagMirror.Settings(
+        let settings = TagRun.Settings(
             crawl: TagCrawler.Options(tag: "cats", maxPages: 1), urls: MediaURLBuilder(mediaBase: server.baseURL),
             mode: mode, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)))
-        return try await TagMirror(
+        return try await TagRun(
             directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
             logger: TestSupport.logger
         ).run()

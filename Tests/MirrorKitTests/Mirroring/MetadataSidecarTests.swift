@@ -9,10 +9,10 @@ struct MetadataSidecarTests {
 
     private func runTag(_ server: FixtureServer, into dir: URL, metadata: Bool = true) async throws -> MirrorSummary {
         let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
-        let settings = TagMirror.Settings(
+        let settings = TagRun.Settings(
             crawl: TagCrawler.Options(tag: "cats"), urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
             retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)), metadata: metadata)
-        return try await TagMirror(
+        return try await TagRun(
             directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
             logger: TestSupport.logger
         ).run()
@@ -140,7 +140,7 @@ struct MetadataSidecarTests {
     @Test func aFeedEnclosureGetsItsEntry() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
-                let mirror = try FeedMirror(
+                let mirror = try FeedRun(
                     directory: try MirrorDirectory(root: dir), engine: engine,
                     settings: .init(feed: .url("\(server.baseURL)/feeds/docsets.atom"), metadata: true),
                     logger: TestSupport.logger)

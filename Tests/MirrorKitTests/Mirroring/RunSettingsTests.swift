@@ -27,12 +27,12 @@ struct RunSettingsTests {
 
     @Test func theDefaultsStandInOnePlace() throws {
         let settings = try RunSettings()
-        let tag = settings.tag("cats")
         // What a library user gets without RunSettings is what the command line gets.
-        let plain = TagMirror.Settings(crawl: tag.crawl, urls: tag.urls)
+        let plain = MirrorDriver.Settings()
         #expect(plain.concurrency == settings.concurrency && settings.concurrency == RunSettings.Defaults.concurrency)
         #expect(plain.mode == settings.mode)
         #expect(plain.retry.maxAttempts == settings.retry.maxAttempts)
+        #expect(settings.crawl("cats").sort == RunSettings.Defaults.sort)
         #expect(ImgurClient.Politeness().maxWait == settings.maxWait)
         #expect(DownloadScheduler.Configuration().maxConcurrent == settings.concurrency)
     }

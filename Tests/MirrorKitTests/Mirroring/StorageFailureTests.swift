@@ -13,10 +13,10 @@ struct StorageFailureTests {
     }
 
     /// A new-file mirror of the fixture podcast into `dir`, one attempt per file.
-    private func podcastMirror(_ server: FixtureServer, into dir: URL) throws -> FeedMirror {
-        let settings = FeedMirror.Settings(
+    private func podcastMirror(_ server: FixtureServer, into dir: URL) throws -> FeedRun {
+        let settings = FeedRun.Settings(
             feedURL: "\(server.baseURL)/feeds/podcast.rss", mode: .newFile, retry: RetryPolicy(maxAttempts: 1))
-        return try FeedMirror(directory: try MirrorDirectory(root: dir), engine: TransferEngine(), settings: settings, logger: TestSupport.logger)
+        return try FeedRun(directory: try MirrorDirectory(root: dir), engine: TransferEngine(), settings: settings, logger: TestSupport.logger)
     }
 
     @Test(.enabled(if: geteuid() == 0, "needs root to mount a small file system"))
@@ -176,7 +176,7 @@ struct StorageFailureTests {
                 var times = [timespec(tv_sec: 1_000_000 + index, tv_nsec: 0), timespec(tv_sec: 1_000_000 + index, tv_nsec: 0)]
                 #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
             }
-            _ = try FeedMirror(
+            _ = try FeedRun(
                 directory: directory, engine: TransferEngine(), settings: .init(feedURL: "http://127.0.0.1:9/feed"),
                 logger: TestSupport.logger)
             #expect(!partials.folder.contains("stray.part"))

@@ -9,11 +9,11 @@ struct TagVersionTests {
 
     private func run(_ server: FixtureServer, into dir: URL, mode: DownloadMode) async throws -> MirrorSummary {
         let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
-        let settings = TagMirror.Settings(
+        let settings = TagRun.Settings(
             crawl: TagCrawler.Options(tag: "cats"),
             urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
             mode: mode, retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
-        return try await TagMirror(
+        return try await TagRun(
             directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
             logger: TestSupport.logger
         ).run()

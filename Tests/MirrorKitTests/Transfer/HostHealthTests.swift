@@ -106,12 +106,12 @@ struct HostHealthTests {
             }
             try await TestSupport.withTemporaryDirectory { dir in
                 let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
-                let settings = TagMirror.Settings(
+                let settings = TagRun.Settings(
                     crawl: TagCrawler.Options(tag: "cats"),
                     urls: MediaURLBuilder(mediaBase: server.baseURL),
                     retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
-                func mirror() throws -> TagMirror {
-                    try TagMirror(
+                func mirror() throws -> TagRun {
+                    try TagRun(
                         directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
                         logger: TestSupport.logger)
                 }

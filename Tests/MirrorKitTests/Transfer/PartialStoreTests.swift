@@ -59,9 +59,9 @@ struct PartialStoreTests {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: TransferEngine(), logger: TestSupport.logger)
-                let settings = TagMirror.Settings(
+                let settings = TagRun.Settings(
                     crawl: TagCrawler.Options(tag: "cats"), urls: MediaURLBuilder(mediaBase: server.baseURL))
-                let summary = try await TagMirror(
+                let summary = try await TagRun(
                     directory: try MirrorDirectory(root: dir), client: client, engine: TransferEngine(),
                     settings: settings, logger: TestSupport.logger
                 ).run()
@@ -125,10 +125,10 @@ struct PartialStoreTests {
                 // full/ is a file: no full-size file can be committed.
                 try TestSupport.write(Array("not a folder".utf8), to: dir.appendingPathComponent("full").path)
                 let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: TransferEngine(), logger: TestSupport.logger)
-                let settings = TagMirror.Settings(
+                let settings = TagRun.Settings(
                     crawl: TagCrawler.Options(tag: "cats"), urls: MediaURLBuilder(mediaBase: server.baseURL),
                     concurrency: 6, retry: RetryPolicy(maxAttempts: 1))
-                let summary = try await TagMirror(
+                let summary = try await TagRun(
                     directory: try MirrorDirectory(root: dir), client: client, engine: TransferEngine(),
                     settings: settings, logger: TestSupport.logger
                 ).run()

@@ -4,7 +4,7 @@ import Testing
 @testable import MirrorKit
 
 @Suite("Mirroring a tag from the fixture server", .timeLimit(.minutes(2)))
-struct TagMirrorTests {
+struct TagRunTests {
     let engine = TransferEngine()
 
     private func run(
@@ -14,12 +14,12 @@ struct TagMirrorTests {
         let directory = try MirrorDirectory(root: dir)
         let client = ImgurClient(
             apiBase: apiBase ?? server.baseURL, clientID: clientID, engine: engine, logger: TestSupport.logger)
-        let settings = TagMirror.Settings(
+        let settings = TagRun.Settings(
             crawl: TagCrawler.Options(tag: "cats", maxPages: pages),
             urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
             mode: mode,
             retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
-        return try await TagMirror(
+        return try await TagRun(
             directory: directory, client: client, engine: engine, settings: settings, logger: TestSupport.logger
         ).run()
     }
