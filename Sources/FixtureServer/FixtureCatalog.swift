@@ -16,6 +16,8 @@ struct FixtureCatalog: Sendable {
     var media: [String: MediaResource] = [:]
     /// Image IDs whose media the CDN answers with a redirect to /removed.png.
     var removedIDs: Set<String> = []
+    /// What the single-object endpoints answer.
+    var objects = APIObjects()
     let directory: URL
 
     static let thumbnailLetters = ["s", "b", "t", "m", "l", "h"]
@@ -24,14 +26,18 @@ struct FixtureCatalog: Sendable {
         self.directory = directory
         let imgur = directory.appendingPathComponent("imgur")
         let files = (try? FileManager.default.contentsOfDirectory(atPath: imgur.path)) ?? []
+        var bodies: [String: Any] = [:]
         for file in files.sorted() where file.hasSuffix(".json") {
             let data = try Data(contentsOf: imgur.appendingPathComponent(file))
             if file == "removed.json" {
                 removedIDs.formUnion(try JSONSerialization.jsonObject(with: data) as? [String] ?? [])
             } else {
-                registerImages(in: try JSONSerialization.jsonObject(with: data))
+                let body = try JSONSerialization.jsonObject(with: data)
+                registerImages(in: body)
+                bodies[file] = body
             }
         }
+        objects = APIObjects(files: bodies)
         let manifest = directory.appendingPathComponent("media.json")
         if let data = try? Data(contentsOf: manifest),
            let entries = try JSONSerialization.jsonObject(with: data) as? [String: Int] {

@@ -83,6 +83,11 @@ extension FixtureServer {
         }
     }
 
+    /// The images of generated album `id`.
+    public func generatedAlbumImageIDs(_ id: String) -> [String] {
+        state.withLock { $0.generatedAlbums[id] ?? [] }
+    }
+
     /// The ids of generated tag `name`'s albums.
     public func generatedAlbumIDs(_ name: String) -> [String] {
         state.withLock { state in

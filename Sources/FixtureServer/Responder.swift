@@ -80,6 +80,7 @@ extension FixtureServer {
                 return tag.pageBody(page) { state.generatedImageSizes[$0] ?? 0 }
             }
             if parts.count == 4, parts[1] == "album", parts[3] == "images" { return state.generatedAlbumBody(parts[2]) }
+            if parts.count == 3 { return state.generatedObjectBody(kind: parts[1], id: parts[2]) }
             return nil
         }
         if let generated {
@@ -102,11 +103,25 @@ extension FixtureServer {
         } else if parts.count == 4, parts[1] == "album", parts[3] == "images" {
             file = "imgur/album-\(parts[2])-images.json"
         }
+        if parts.count == 3, let object = Self.object(kind: parts[1], id: parts[2], in: catalog.objects) {
+            await writer.send(status: 200, headers: headers, body: ByteBuffer(bytes: object))
+            return
+        }
         guard let file, let data = fixtureFile(file) else {
             await writer.send(status: 404, headers: headers, body: apiError(404, "Not found", path))
             return
         }
         await writer.send(status: 200, headers: headers, body: ByteBuffer(bytes: data))
+    }
+
+    /// `/3/gallery/{id}`, `/3/album/{id}`, `/3/image/{id}`.
+    private static func object(kind: String, id: String, in objects: APIObjects) -> Data? {
+        switch kind {
+        case "gallery": objects.posts[id]
+        case "album": objects.albums[id]
+        case "image": objects.images[id]
+        default: nil
+        }
     }
 
     private func apiError(_ status: Int, _ message: String, _ path: String) -> ByteBuffer {

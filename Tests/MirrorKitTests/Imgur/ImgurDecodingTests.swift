@@ -89,6 +89,21 @@ struct ImgurDecodingTests {
         #expect(image.data.mp4Size != nil)
     }
 
+    /// `/3/album/{id}/images` answers a bare array, of 2013-era images with 5-character ids: every
+    /// one makes a media item (the client decodes it as `[ImgurImage]`).
+    @Test(.needsRealData) func decodesTheRealAlbumImageList() throws {
+        let realData = try #require(TestSupport.realData)
+        let data = try load(realData.appendingPathComponent("imgur/album-images.json"))
+        let images = try ImgurClient.decode(ImgurEnvelope<[ImgurImage]>.self, from: Array(data)).data
+        #expect(images.count == 11)
+        #expect(images.allSatisfy { $0.id.count == 5 })
+        let urls = MediaURLBuilder(mediaBase: "https://i.imgur.com")
+        let items = images.compactMap(urls.item(for:))
+        #expect(items.count == images.count)
+        #expect(items.first?.fullURL == "https://i.imgur.com/Ziz25.jpg")
+        #expect(items.first?.expectedSize == 919_391)
+    }
+
     @Test(.needsRealData) func readsEveryRealErrorShape() throws {
         let realData = try #require(TestSupport.realData)
         let expected = [
@@ -167,9 +182,13 @@ struct ImgurDecodingTests {
 private enum GalleryItemOrPage: Decodable {
     case page(TagPage)
     case item(GalleryItem)
+    /// `/3/album/{id}/images`: `data` is a bare array of images.
+    case albumImages([ImgurImage])
 
     init(from decoder: any Decoder) throws {
-        if let page = try? TagPage(from: decoder) {
+        if let images = try? [ImgurImage](from: decoder) {
+            self = .albumImages(images)
+        } else if let page = try? TagPage(from: decoder) {
             self = .page(page)
         } else {
             self = .item(try GalleryItem(from: decoder))
