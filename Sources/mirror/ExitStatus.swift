@@ -20,14 +20,6 @@ enum ExitStatus {
         case .locked: tryLater
         }
     }
-
-    static func of(_ error: ImgurError) -> Int32 {
-        switch error.kind {
-        case .malformedResponse: dataError
-        case .status, .unreachable: unavailable
-        case .rateLimited: tryLater
-        }
-    }
 }
 
 extension ExitStatus {

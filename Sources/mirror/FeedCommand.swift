@@ -23,11 +23,11 @@ struct FeedCommand: AsyncParsableCommand {
     @OptionGroup var download: DownloadOptions
 
     func validate() throws {
-        if let baseURL, !MirrorConfiguration.isHTTPURL(baseURL) {
+        if let baseURL, !HTTPURL.isValid(baseURL) {
             throw ValidationError("--base-url must be an http or https URL, got '\(baseURL)'")
         }
         guard !feeds.isEmpty else { throw ValidationError("name at least one feed") }
-        for feed in feeds where feed.contains("://") && !MirrorConfiguration.isHTTPURL(feed) {
+        for feed in feeds where feed.contains("://") && !HTTPURL.isValid(feed) {
             throw ValidationError("the feed URL must be http or https, got '\(feed)'")
         }
         if feeds.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read once") }

@@ -8,11 +8,14 @@ enum Report {
     static func exitStatus(_ summary: MirrorSummary, stop: Interruption.Stop?) -> Int32 {
         if case .signal(let number) = stop { return 128 + number }
         switch summary.stoppedBy {
-        case .api(let error):
+        case .listing(let failure):
+            switch failure.kind {
             // A spent budget at the deadline is the plan on a large tag: the next run carries on.
-            if !(stop == .deadline && summary.stoppedByTheBudget) { return ExitStatus.of(error) }
-        case .feed(let error):
-            return error.isFetchFailure ? ExitStatus.unavailable : ExitStatus.dataError
+            case .budget: if stop != .deadline { return ExitStatus.tryLater }
+            case .tryLater: return ExitStatus.tryLater
+            case .unavailable: return ExitStatus.unavailable
+            case .badData: return ExitStatus.dataError
+            }
         case .mirror(let error):
             return ExitStatus.of(error)
         case nil:
@@ -39,9 +42,9 @@ enum Report {
         }
         // A spent budget is the plan on a large tag; anything else that stopped the listing is a fault.
         switch summary.stoppedBy {
-        case .api where summary.stoppedByTheBudget: logger.warning("\(summary.stoppedBy!)")
+        case .listing where summary.stoppedByTheBudget: logger.warning("\(summary.stoppedBy!)")
         case .mirror(let error): logger.error("run stopped: \(error)")
-        case .api, .feed: logger.error(summary.wanted > 0 ? "listing stopped early: \(summary.stoppedBy!)" : "\(summary.stoppedBy!)")
+        case .listing: logger.error(summary.wanted > 0 ? "listing stopped early: \(summary.stoppedBy!)" : "\(summary.stoppedBy!)")
         case nil: break
         }
         if case .signal = stop {

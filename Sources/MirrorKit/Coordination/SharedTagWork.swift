@@ -35,14 +35,14 @@ final class SharedTagWork: Sendable {
 
     /// Works until the shared work is done; returns this worker's crawl, if it crawled.
     func run(
-        readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Result,
+        readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Report,
         submit: @escaping @Sendable ([ImgurImage]) async -> Void
-    ) async throws(MirrorError) -> TagCrawler.Result {
+    ) async throws(MirrorError) -> TagCrawler.Report {
         // The server's time: a crawl "since" is compared with the server's clock, not this host's.
         let started = try await coordinator.register(source: source)
         let heartbeat = Task { await keepLeases() }
         defer { heartbeat.cancel() }
-        let crawling = Task { () -> Result<TagCrawler.Result?, MirrorError> in
+        let crawling = Task { () -> Result<TagCrawler.Report?, MirrorError> in
             do throws(MirrorError) {
                 return .success(try await crawlWhenNoOneDoes(since: started, readListing: readListing))
             } catch {
@@ -67,7 +67,7 @@ final class SharedTagWork: Sendable {
         }
         let crawl = await crawling.value
         try claiming.get()
-        return try crawl.get() ?? TagCrawler.Result()
+        return try crawl.get() ?? TagCrawler.Report()
     }
 
     /// The crawl is over for this worker: it crawled, or another did.
@@ -76,8 +76,8 @@ final class SharedTagWork: Sendable {
     /// Crawls the tag once the lease is this worker's, unless another worker crawled it to its end
     /// since `since`; while another crawls, asks again now and then (its lease runs out if it dies).
     private func crawlWhenNoOneDoes(
-        since: Date, readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Result
-    ) async throws(MirrorError) -> TagCrawler.Result? {
+        since: Date, readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Report
+    ) async throws(MirrorError) -> TagCrawler.Report? {
         defer { crawlingDone.set() }
         while !Task.isCancelled, !session.isHalted {
             switch try await coordinator.leadCrawl(of: source, since: since) {

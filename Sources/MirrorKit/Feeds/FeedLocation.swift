@@ -10,7 +10,7 @@ package enum FeedLocation: Sendable, Equatable, CustomStringConvertible {
     package init(argument: String) {
         if argument == "-" {
             self = .standardInput
-        } else if MirrorConfiguration.isHTTPURL(argument) {
+        } else if HTTPURL.isValid(argument) {
             self = .url(argument)
         } else {
             self = .file(argument)

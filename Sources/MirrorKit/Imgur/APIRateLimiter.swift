@@ -62,7 +62,7 @@ actor APIRateLimiter {
         /// Calls kept in hand: the limiter stops before the budget falls below this.
         var reserve: Int = 5
         /// The longest the crawler may wait for a budget to reset or a server to recover.
-        var maxWait: Duration = .seconds(RunSettings.Defaults.maxWaitSeconds)
+        var maxWait: Duration = ImgurClient.Politeness.defaultMaxWait
     }
 
     let settings: Settings

@@ -22,7 +22,10 @@ package struct ImgurClient: Sendable {
         /// Retries of one call after a server error or a dropped connection.
         var retry: RetryPolicy
 
-        init(maxRequestsPerSecond: Double? = nil, maxWait: Duration = .seconds(RunSettings.Defaults.maxWaitSeconds), retry: RetryPolicy = RetryPolicy(maxAttempts: 4)) {
+        /// The longest wait for the API unless told otherwise.
+        static let defaultMaxWait: Duration = .seconds(300)
+
+        init(maxRequestsPerSecond: Double? = nil, maxWait: Duration = defaultMaxWait, retry: RetryPolicy = RetryPolicy(maxAttempts: 4)) {
             self.maxRequestsPerSecond = maxRequestsPerSecond
             self.maxWait = maxWait
             self.retry = retry

@@ -30,7 +30,10 @@ struct MediaURLBuilder: Sendable {
     var mediaBase: String
     var thumbnail: ThumbnailSize
 
-    init(mediaBase: String = RunSettings.Defaults.mediaBase, thumbnail: ThumbnailSize = RunSettings.Defaults.thumbnail) {
+    static let defaultMediaBase = "https://i.imgur.com"
+    static let defaultThumbnail = ThumbnailSize.medium
+
+    init(mediaBase: String = defaultMediaBase, thumbnail: ThumbnailSize = defaultThumbnail) {
         self.mediaBase = mediaBase.hasSuffix("/") ? String(mediaBase.dropLast()) : mediaBase
         self.thumbnail = thumbnail
     }

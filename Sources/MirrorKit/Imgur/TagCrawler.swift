@@ -29,7 +29,7 @@ struct TagCrawler: Sendable {
     }
 
     /// What a crawl did this run, and what went wrong on the way.
-    struct Result: Sendable {
+    struct Report: Sendable {
         var pagesRead = 0
         var albumsFetched = 0
         /// Albums or images that could not be listed; the crawl went on without them.
@@ -76,8 +76,8 @@ struct TagCrawler: Sendable {
         found: @Sendable ([ImgurImage]) async -> Void,
         seenAgain: @Sendable ([ImgurImage]) async -> Void = { _ in },
         shouldStop: @Sendable () -> Bool = { false }
-    ) async -> Result {
-        var result = Result()
+    ) async -> Report {
+        var result = Report()
         var cursor = CrawlCursor(source: options.source)
         do throws(MirrorError) {
             cursor = try await store.cursor(for: options.source)
@@ -92,7 +92,7 @@ struct TagCrawler: Sendable {
 
     private func walk(
         _ options: Options, cursor: inout CrawlCursor, found: @Sendable ([ImgurImage]) async -> Void,
-        seenAgain: @Sendable ([ImgurImage]) async -> Void, shouldStop: @Sendable () -> Bool, into result: inout Result
+        seenAgain: @Sendable ([ImgurImage]) async -> Void, shouldStop: @Sendable () -> Bool, into result: inout Report
     ) async throws(MirrorError) {
         let source = options.source
         func mayGoOn() -> Bool { !shouldStop() && !Task.isCancelled }
@@ -173,7 +173,7 @@ struct TagCrawler: Sendable {
     /// Counts this run's album failures against their albums, but only when the API answered
     /// other calls meanwhile: in an outage every album fails, and none of them is at fault. An
     /// album that failed on its own in ``albumAttempts`` runs is given up and reported once.
-    private func settleAlbumFailures(_ result: inout Result, source: String) async throws(MirrorError) {
+    private func settleAlbumFailures(_ result: inout Report, source: String) async throws(MirrorError) {
         guard result.apiAnswered else { return }
         for (albumID, problem) in result.albumFailures {
             let failures = try await store.recordAlbumFailure(albumID, problem: problem)
@@ -192,7 +192,7 @@ struct TagCrawler: Sendable {
     /// it is known.
     private func record(
         _ listing: TagPage, page: Int, options: Options, cursor: inout CrawlCursor,
-        found: @Sendable ([ImgurImage]) async -> Void, into result: inout Result
+        found: @Sendable ([ImgurImage]) async -> Void, into result: inout Report
     ) async throws(MirrorError) -> Bool {
         let source = options.source
         let known = try await store.knownEntries(listing.items.map(\.id), source: source)
@@ -253,7 +253,7 @@ struct TagCrawler: Sendable {
 
     /// Fetches one album's images. An album that fails stays pending (see ``settleAlbumFailures(_:source:)``).
     private func expand(
-        _ albumID: String, source: String, found: @Sendable ([ImgurImage]) async -> Void, into result: inout Result
+        _ albumID: String, source: String, found: @Sendable ([ImgurImage]) async -> Void, into result: inout Report
     ) async throws(MirrorError) -> Expansion {
         let context = try await store.albumContext(albumID) ?? ImgurAlbumContext(id: albumID)
         if let cached = try await store.cachedAlbum(albumID) {

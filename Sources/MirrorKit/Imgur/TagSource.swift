@@ -36,7 +36,7 @@ package struct TagSource: MirrorSource {
         let images = ImageJobs(sink: sink, urls: urls, groups: groups, claims: claims)
         var listing = SourceListing()
         listing.groups = groups
-        var crawl = TagCrawler.Result()
+        var crawl = TagCrawler.Report()
         do throws(MirrorError) {
             if let saved = try await sink.store.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
             if let coordinator, let claims {
@@ -74,7 +74,7 @@ package struct TagSource: MirrorSource {
     /// `new-file` mode, asks after what the listing did not bring up again.
     private func readListing(
         _ sink: SourceSink, _ images: ImageJobs, found: @escaping @Sendable ([ImgurImage]) async -> Void
-    ) async -> TagCrawler.Result {
+    ) async -> TagCrawler.Report {
         let crawler = TagCrawler(client: client, store: sink.store, progress: sink.progress, logger: logger)
         if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }
         let crawl = await crawler.crawl(

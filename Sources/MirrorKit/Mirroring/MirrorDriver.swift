@@ -20,7 +20,7 @@ package final class MirrorDriver: Sendable {
         var isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)?
 
         /// Downloads at once unless told otherwise.
-        package static let defaultConcurrency = 6
+        package static let defaultConcurrency = DownloadScheduler.Configuration.defaultConcurrency
 
         package init(
             mode: DownloadMode = .skipIfExists, concurrency: Int = defaultConcurrency, retry: RetryPolicy = RetryPolicy(),

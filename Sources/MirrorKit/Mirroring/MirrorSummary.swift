@@ -72,8 +72,7 @@ package struct MirrorSummary: Sendable {
     /// The listing stopped because the API budget is spent, or the API limits us: the plan on a
     /// large tag, not a fault (the cursor is saved and a later run carries on).
     package var stoppedByTheBudget: Bool {
-        guard let error = stoppedBy?.imgurError else { return false }
-        return error.kind == .rateLimited && error.isAPIWide
+        stoppedBy?.listingFailure?.kind == .budget
     }
 
     /// Nothing stopped the listing, or only the API budget did.

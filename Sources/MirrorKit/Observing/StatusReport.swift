@@ -39,7 +39,7 @@ package struct StatusReport: Sendable, Codable {
     }
 
     /// The failures of each source's last run: the next run of that source tries each again.
-    package var failuresToRetry: [RunRecord.Failure] { lastRuns.flatMap(\.failures) }
+    package var failuresToRetry: [RunRecord.FailedFile] { lastRuns.flatMap(\.failures) }
 
     /// A status file not rewritten for this long is a dead run's (its pid may be another
     /// process's by now): a running mirror rewrites it every second.

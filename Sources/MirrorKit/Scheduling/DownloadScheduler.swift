@@ -18,6 +18,9 @@ import Synchronization
 /// The decisions are ``SchedulerCore``'s; this actor performs them.
 package actor DownloadScheduler {
     package struct Configuration: Sendable, Equatable {
+        /// Downloads at once, and to one host, unless told otherwise.
+        package static let defaultConcurrency = 6
+
         var maxConcurrent: Int
         var maxPerHost: Int
         /// How long a transfer stays paused for a forced item before it is stopped instead:
@@ -28,7 +31,7 @@ package actor DownloadScheduler {
         var suspendedCountBudget: Int
 
         package init(
-            maxConcurrent: Int = RunSettings.Defaults.concurrency, maxPerHost: Int = RunSettings.Defaults.concurrency, pauseGrace: Duration = .seconds(10),
+            maxConcurrent: Int = Configuration.defaultConcurrency, maxPerHost: Int = Configuration.defaultConcurrency, pauseGrace: Duration = .seconds(10),
             suspendedBytesBudget: Int64 = 1 << 30, suspendedCountBudget: Int = 200
         ) {
             self.maxConcurrent = max(maxConcurrent, 1)

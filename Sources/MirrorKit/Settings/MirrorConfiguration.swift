@@ -114,7 +114,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
             throw refuse(.maxDuration, "must be a duration such as 50m, 90s or 1h30m, got '\(maxDuration)'")
         }
         for (key, value) in [(CodingKeys.apiBase, apiBase), (.mediaBase, mediaBase)] {
-            if let value, !Self.isHTTPURL(value) { throw refuse(key, "must be an http or https URL, got '\(value)'") }
+            if let value, !HTTPURL.isValid(value) { throw refuse(key, "must be an http or https URL, got '\(value)'") }
         }
         if let metricsFile, metricsFile.isEmpty || metricsFile.hasSuffix("/") {
             throw refuse(.metricsFile, "must name a file, got '\(metricsFile)'")
@@ -170,12 +170,6 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         }
     }
 
-    package static func isHTTPURL(_ text: String) -> Bool {
-        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
-        else { return false }
-        return true
-    }
 }
 
 

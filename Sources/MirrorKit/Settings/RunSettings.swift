@@ -23,13 +23,13 @@ package struct RunSettings: Sendable {
     /// The values used where neither the flags nor the config file give one.
     package enum Defaults {
         package static let apiBase = "https://api.imgur.com"
-        package static let mediaBase = "https://i.imgur.com"
+        package static let mediaBase = MediaURLBuilder.defaultMediaBase
         package static let concurrency = MirrorDriver.Settings.defaultConcurrency
-        package static let maxWaitSeconds = 300
-        package static let retries = 6
+        package static let maxWaitSeconds = Int(ImgurClient.Politeness.defaultMaxWait.components.seconds)
+        package static let retries = RetryPolicy.defaultAttempts
         package static let sort = GallerySort.time
         package static let window = GalleryWindow.all
-        package static let thumbnail = ThumbnailSize.medium
+        package static let thumbnail = MediaURLBuilder.defaultThumbnail
         package static let mode = DownloadMode.skipIfExists
         package static let maxFileSize = Downloader.defaultMaxFileSize
         package static let leaseSeconds = 30

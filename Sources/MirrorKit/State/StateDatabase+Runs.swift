@@ -5,7 +5,7 @@ import Foundation
 /// run last succeeded.
 package struct RunRecord: Sendable, Codable, Equatable {
     /// A file the run could not mirror; the next run tries it again.
-    package struct Failure: Sendable, Codable, Equatable {
+    package struct FailedFile: Sendable, Codable, Equatable {
         var url: String
         package var problem: String
     }
@@ -25,7 +25,7 @@ package struct RunRecord: Sendable, Codable, Equatable {
     package var filesDeferred: Int
     package var filesFailed: Int
     /// The first ``maxFailuresKept`` failures.
-    package var failures: [Failure]
+    package var failures: [FailedFile]
     /// What stopped the listing or feed early, if anything did.
     package var stoppedBy: String?
     var interrupted: Bool
@@ -46,7 +46,7 @@ package struct RunRecord: Sendable, Codable, Equatable {
         filesRemoved = summary.removed.count
         filesDeferred = summary.deferred
         filesFailed = summary.failures.count
-        failures = summary.failures.prefix(Self.maxFailuresKept).map { Failure(url: $0.url, problem: $0.description) }
+        failures = summary.failures.prefix(Self.maxFailuresKept).map { FailedFile(url: $0.url, problem: $0.description) }
         stoppedBy = summary.stoppedBy?.description
         interrupted = summary.interrupted
     }

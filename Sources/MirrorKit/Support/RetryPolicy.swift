@@ -7,6 +7,9 @@ import Foundation
 /// through ``run(maxSingleWait:giveUp:onRetry:_:)``, so they agree on which statuses are worth
 /// another try, on how `Retry-After` is read, and on when to give up.
 package struct RetryPolicy: Sendable, Equatable {
+    /// Attempts per file, the first included, unless told otherwise.
+    static let defaultAttempts = 6
+
     /// Attempts in all, the first included.
     var maxAttempts: Int
     var baseDelay: Duration
@@ -15,7 +18,7 @@ package struct RetryPolicy: Sendable, Equatable {
     var maxTotalWait: Duration
 
     init(
-        maxAttempts: Int = RunSettings.Defaults.retries, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(60),
+        maxAttempts: Int = RetryPolicy.defaultAttempts, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(60),
         maxTotalWait: Duration = .seconds(300)
     ) {
         self.maxAttempts = maxAttempts
