@@ -53,7 +53,9 @@ package struct FeedSource: MirrorSource {
             if let sidecars = sink.sidecars {
                 do throws(MirrorError) {
                     let fileName = String(job.relativePath.dropFirst("enclosures/".count))
-                    try sidecars.write(enclosure, feed: feed, fileName: fileName)
+                    let name = EnclosureSidecar.name(of: fileName)
+                    let sources = try sidecars.sources(of: name, adding: sink.name)
+                    try sidecars.write(EnclosureSidecar(enclosure, feed: feed, fileName: fileName, sources: sources), as: name)
                 } catch where error.stopsTheRun {
                     sink.halt(error)
                     break

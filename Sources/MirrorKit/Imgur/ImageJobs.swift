@@ -20,7 +20,9 @@ struct ImageJobs: Sendable {
     func describe(_ image: ImgurImage, replacing: Bool) -> Bool {
         guard let sidecars = sink.sidecars, let item = urls.item(for: image) else { return true }
         do throws(MirrorError) {
-            try sidecars.write(image, item: item, replacing: replacing)
+            let name = ImageSidecar.name(of: image.id)
+            let sources = try sidecars.sources(of: name, adding: sink.name)
+            try sidecars.write(ImageSidecar(image, item: item, sources: sources), as: name, replacing: replacing)
         } catch where error.stopsTheRun {
             sink.halt(error)
             return false

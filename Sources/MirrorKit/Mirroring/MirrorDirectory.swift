@@ -193,6 +193,15 @@ package struct MirrorDirectory: Sendable {
         return true
     }
 
+    /// The bytes of the small regular file `relativePath` (at most `limit`), if there is one.
+    func smallFileContents(_ relativePath: String, limit: Int = 1 << 20) throws(MirrorError) -> [UInt8]? {
+        let (folderPath, name) = try split(relativePath)
+        guard let folder = try folder(folderPath, create: false), let info = folder.status(of: name),
+              Directory.problem(withFile: info) == nil
+        else { return nil }
+        return folder.contents(of: name, limit: limit)
+    }
+
     /// Whether anything has the name `relativePath` (a link counts: the name is taken).
     func fileExists(_ relativePath: String) throws(MirrorError) -> Bool {
         let (folderPath, name) = try split(relativePath)

@@ -32,25 +32,6 @@ package struct RunRecord: Sendable, Codable, Equatable {
 
     static let maxFailuresKept = 100
 
-    package init(source: String, startedAt: Date, endedAt: Date, exitStatus: Int32, summary: MirrorSummary) {
-        self.source = source
-        self.startedAt = startedAt
-        self.endedAt = endedAt
-        self.exitStatus = exitStatus
-        line = summary.line
-        filesWanted = summary.wanted
-        filesDownloaded = summary.downloaded
-        bytesDownloaded = summary.bytesDownloaded
-        filesPresent = summary.alreadyPresent
-        filesUnchanged = summary.unchanged
-        filesRemoved = summary.removed.count
-        filesDeferred = summary.deferred
-        filesFailed = summary.failures.count
-        failures = summary.failures.prefix(Self.maxFailuresKept).map { FailedFile(url: $0.url, problem: $0.description) }
-        stoppedBy = summary.stoppedBy?.description
-        interrupted = summary.interrupted
-    }
-
     /// Bytes per second over the whole run.
     package var bytesPerSecond: Double {
         let seconds = endedAt.timeIntervalSince(startedAt)

@@ -17,14 +17,13 @@ package actor StateDatabase: MirrorStore {
     /// The schema the database is at: the latest, unless opened for reading as it was left.
     package nonisolated let schemaVersion: Int32
 
-    /// Opens (or creates) the database of `directory`. An unreadable one is renamed
+    /// Opens (or creates) the database in `folder` (a mirror's `.mirror`). An unreadable one is renamed
     /// `state.sqlite3.damaged-<time>` and replaced; `onDamage` hears about it.
     ///
     /// SQLite opens files by path, so the files are checked through `.mirror`'s descriptor first
     /// (each a regular file with one name, no link) and the database is checked to be the file
     /// that was checked once open: a link planted as `state.sqlite3` is refused, not written.
-    init(directory: MirrorDirectory, onDamage: (String) -> Void = { _ in }) throws(MirrorError) {
-        let folder = directory.stateFolder
+    init(folder: Directory, onDamage: (String) -> Void = { _ in }) throws(MirrorError) {
         path = folder.path(of: Self.fileName)
         schemaVersion = StateSchema.latest
         try Self.checkFiles(in: folder)
@@ -61,11 +60,10 @@ package actor StateDatabase: MirrorStore {
         }
     }
 
-    /// Opens the database of `directory` for reading only (`mirror status`): nil when there is none
+    /// Opens the database in `folder` for reading only (`mirror status`): nil when there is none
     /// or it cannot be read; nothing is created, migrated or moved. A database of an older schema
     /// (a mirror last run by an older version) is read as it is: what it lacks reads as unknown.
-    package static func forReading(in directory: MirrorDirectory) -> StateDatabase? {
-        let folder = directory.stateFolder
+    static func forReading(in folder: Directory) -> StateDatabase? {
         let path = folder.path(of: fileName)
         guard folder.contains(fileName), (try? checkFiles(in: folder)) != nil,
               let db = try? SQLiteConnection.open(path, readOnly: true),
