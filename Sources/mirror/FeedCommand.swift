@@ -60,8 +60,9 @@ struct FeedCommand: AsyncParsableCommand {
             if settings.postgres != nil {
                 throw .configuration("a feed keeps its state in .mirror (SQLite); the PostgreSQL state (--state or the config's 'state') is for tags that workers share")
             }
-            return { directory, engine, _, logger throws(MirrorError) in
-                let driver = try MirrorDriver(directory: directory, engine: engine, settings: settings.feedDriver, logger: logger)
+            return { directory, engine, _, observer, logger throws(MirrorError) in
+                let driver = try MirrorDriver(
+                    directory: directory, engine: engine, settings: settings.feedDriver, observer: observer, logger: logger)
                 return (driver, settings.sources(feeds: locations, baseURL: baseURL, engine: engine, logger: logger))
             }
         }

@@ -14,7 +14,8 @@ struct RunLifecycle {
 
     /// Makes the driver and the run's sources; with a ``Sharing``, the state is shared with other
     /// workers.
-    typealias MakeRun = (MirrorDirectory, TransferEngine, Sharing?, Logger) throws(MirrorError) -> (MirrorDriver, [any MirrorSource])
+    typealias MakeRun = (MirrorDirectory, TransferEngine, Sharing?, any RunObserver, Logger) throws(MirrorError)
+        -> (MirrorDriver, [any MirrorSource])
 
     /// Runs the sources `prepare` makes. `prepare` checks what must be right before the directory
     /// is touched (the client id file), and returns how to make the run once it is.
@@ -55,10 +56,11 @@ struct RunLifecycle {
         }
         let sharing = shared.map { Sharing(state: $0.state, coordinator: $0.coordinator, maxPerHost: settings.clusterMaxPerHost) }
         let engine = TransferEngine(configuration: settings.engine)
+        let tracker = ProgressTracker()
         let driver: MirrorDriver
         let sources: [any MirrorSource]
         do {
-            (driver, sources) = try makeRun(directory, engine, sharing, logger)
+            (driver, sources) = try makeRun(directory, engine, sharing, tracker, logger)
         } catch {
             await engine.shutDown()
             await shared?.state.close()
@@ -76,18 +78,28 @@ struct RunLifecycle {
         let ((results, metricsProblemReported), stop) = await Interruption.cancelOnSignal(deadline: settings.deadline) {
             let watcher = Task {
                 await Self.watch(
-                    driver.progress, source: runName, label: progressLabel, display: display, metrics: metrics,
+                    tracker, driver: driver, source: runName, label: progressLabel, display: display, metrics: metrics,
                     previous: previous, lastSuccess: lastSuccess, logger: logger)
+            }
+            // Workers sharing a directory would overwrite one another's status file: theirs is in
+            // the shared state (`mirror status` reads the workers there).
+            let status = Task {
+                guard sharing == nil else { return }
+                await RunStatus.keepWriting(
+                    run: runName, tracker: tracker, driver: driver, directory: directory,
+                    log: { logger.debug("downloads: \($0.scheduler?.summaryLine ?? "none yet")") })
             }
             let results = await driver.run(sources)
             watcher.cancel()
+            status.cancel()
+            await status.value
             return (results, await watcher.value)
         }
         // No libcurl call may be running once the process starts to exit.
         await engine.shutDown()
         Console.endProgress()
         let endedAt = Date()
-        let startedAt = driver.progress.snapshot.startedAt
+        let startedAt = tracker.snapshot.startedAt
         var statuses: [Int32] = []
         var total = MirrorSummary()
         for result in results {
@@ -112,7 +124,7 @@ struct RunLifecycle {
         if let metrics {
             let record = RunRecord(source: runName, startedAt: startedAt, endedAt: endedAt, exitStatus: status, summary: total)
             let figures = MetricsFile.Figures(
-                finished: record, progress: driver.progress.snapshot, listing: total.listing, lastSuccess: lastSuccess)
+                finished: record, progress: tracker.snapshot, listing: total.listing, lastSuccess: lastSuccess)
             do {
                 try metrics.write(figures)
             } catch where !metricsProblemReported {
@@ -162,7 +174,7 @@ struct RunLifecycle {
     /// Redraws the progress four times a second and rewrites the metrics file every five seconds,
     /// until cancelled; true when the metrics file could not be written (and that was said).
     private static func watch(
-        _ progress: RunProgress, source: String, label: String, display: Bool, metrics: MetricsFile?, previous: RunRecord?,
+        _ tracker: ProgressTracker, driver: MirrorDriver, source: String, label: String, display: Bool, metrics: MetricsFile?, previous: RunRecord?,
         lastSuccess: Date?, logger: Logger
     ) async -> Bool {
         var lines = ProgressLines(label: label)
@@ -172,7 +184,7 @@ struct RunLifecycle {
         var metricsFailed = false
         if display { Console.beginProgress() }
         while !Task.isCancelled {
-            let snapshot = await progress.refresh()
+            let snapshot = await tracker.refresh(from: driver)
             let now = clock.now
             if display {
                 Console.showProgress(lines.lines(for: snapshot, at: (now - start).inSeconds, columns: Console.columns()))

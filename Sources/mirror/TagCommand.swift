@@ -109,11 +109,12 @@ struct TagCommand: AsyncParsableCommand {
                 throw .configuration("workers sharing the PostgreSQL state (--state or the config's 'state') mirror one tag per run; albums, posts and several sources keep their state in .mirror")
             }
             let clientID = try ClientIDFile.read(settings.clientIDFile)
-            return { directory, engine, sharing, logger throws(MirrorError) in
+            return { directory, engine, sharing, observer, logger throws(MirrorError) in
                 let client = ImgurClient(
                     apiBase: settings.apiBase, clientID: clientID, engine: engine, politeness: settings.politeness, logger: logger)
                 let driver = try MirrorDriver(
-                    directory: directory, engine: engine, settings: settings.imgurDriver, sharing: sharing, logger: logger)
+                    directory: directory, engine: engine, settings: settings.imgurDriver, sharing: sharing, observer: observer,
+                    logger: logger)
                 return (driver, settings.sources(addresses, client: client, logger: logger))
             }
         }

@@ -123,20 +123,19 @@ package final class PostgresCoordinator: WorkCoordinator {
             """)
     }
 
-    func claimImages(limit: Int) async throws(MirrorError) -> [ImgurImage] {
+    func claimImages(limit: Int) async throws(MirrorError) -> [FoundImage] {
         let rows = try await state.rows(
             """
             UPDATE images SET claimed_by = \(workerID), lease_until = now() + make_interval(secs => \(leaseSeconds))
             WHERE id IN (
                 SELECT id FROM images WHERE NOT done AND (lease_until IS NULL OR lease_until < now())
                 ORDER BY seq LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            RETURNING seq, image
+            RETURNING seq, id, image, album_id
             """)
-        var claimed: [(Int64, ImgurImage)] = []
-        let decoder = JSONDecoder()
+        var claimed: [(Int64, FoundImage)] = []
         for row in rows {
-            let (seq, json) = try state.decode(row, (Int64, String).self)
-            if let image = try? decoder.decode(ImgurImage.self, from: Data(json.utf8)) { claimed.append((seq, image)) }
+            let (seq, id, payload, albumID) = try state.decode(row, (Int64, String, String, String?).self)
+            claimed.append((seq, FoundImage(id: id, payload: payload, albumID: albumID)))
         }
         // RETURNING keeps no order: the oldest found go first, as in one worker's run.
         return claimed.sorted { $0.0 < $1.0 }.map(\.1)

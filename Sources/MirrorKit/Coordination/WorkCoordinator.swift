@@ -33,7 +33,7 @@ protocol WorkCoordinator: Sendable {
 
     /// Claims up to `limit` images found and not yet mirrored, oldest first, that no live claim
     /// holds: unclaimed ones, and those whose claim ran out.
-    func claimImages(limit: Int) async throws(MirrorError) -> [ImgurImage]
+    func claimImages(limit: Int) async throws(MirrorError) -> [FoundImage]
     /// Lets go of claimed images not mirrored; `park` keeps any worker from claiming them again
     /// for a while (they failed: a later run tries them).
     func release(_ imageIDs: [String], park: Bool) async throws(MirrorError)

@@ -26,7 +26,7 @@ package struct FeedSource: MirrorSource {
 
     package func list(into sink: SourceSink) async -> SourceListing {
         var listing = SourceListing()
-        sink.progress.enter(.readingFeed)
+        sink.publish(.phase(.readingFeed))
         let feed: Feed
         do {
             feed = try await loadFeed()

@@ -1,51 +1,5 @@
 import Foundation
 
-/// The API budget as the last answer stated it, kept between runs so that `mirror status` can show
-/// it and the next run can plan from it.
-package struct APIBudget: Sendable, Equatable, Codable {
-    /// Calls left this hour for this IP (`X-RateLimit-UserRemaining`).
-    package var userRemaining: Int?
-    package var userLimit: Int?
-    /// When the hourly budget refills.
-    package var userResetAt: Date?
-    /// Calls left today for the application (`X-RateLimit-ClientRemaining`).
-    package var clientRemaining: Int?
-    /// When the daily budget refills, if the API said.
-    var clientResetAt: Date?
-    /// When these figures were read.
-    package var observedAt: Date
-
-    init(
-        userRemaining: Int? = nil, userLimit: Int? = nil, userResetAt: Date? = nil, clientRemaining: Int? = nil,
-        clientResetAt: Date? = nil, observedAt: Date = Date()
-    ) {
-        self.userRemaining = userRemaining
-        self.userLimit = userLimit
-        self.userResetAt = userResetAt
-        self.clientRemaining = clientRemaining
-        self.clientResetAt = clientResetAt
-        self.observedAt = observedAt
-    }
-
-    /// The figures that still hold at `now`: a budget whose reset has passed is full again, so
-    /// what was left before says nothing. The daily budget's reset is not always sent
-    /// (`X-RateLimit-ClientReset` is undocumented): without it, the figure holds for a day, so
-    /// that the application is never run into its daily limit (five times a month blocks it).
-    func stillValid(at now: Date = Date()) -> APIBudget {
-        var budget = self
-        if userResetAt.map({ $0 <= now }) ?? true {
-            budget.userRemaining = nil
-            budget.userResetAt = nil
-        }
-        let clientValid = clientResetAt.map { $0 > now } ?? (now.timeIntervalSince(observedAt) < 24 * 3600)
-        if !clientValid {
-            budget.clientRemaining = nil
-            budget.clientResetAt = nil
-        }
-        return budget
-    }
-}
-
 /// Keeps the crawler inside Imgur's API budget.
 ///
 /// Imgur allows about 500 requests an hour per user (IP) and 12,500 a day per application, and

@@ -37,7 +37,7 @@ package struct PostSource: MirrorSource {
     }
 
     package func list(into sink: SourceSink) async -> SourceListing {
-        sink.progress.enter(.crawling)
+        sink.publish(.phase(.crawling))
         let groups = sink.groups()
         let images = ImageJobs(sink: sink, urls: urls, groups: groups)
         var listing = SourceListing()
@@ -51,7 +51,8 @@ package struct PostSource: MirrorSource {
                 if !Task.isCancelled { listing.stoppedBy = .api(Self.named(error, target: target)) }
                 found = []
             }
-            sink.progress.updateCrawl { $0.pagesRead = 1 }
+            sink.publish(.pagesRead(1))
+            sink.publish(.apiCalls(made: await client.callsMade(), left: await client.callsLeft()))
             try await sink.store.saveBudget(await client.budget(), api: TagCrawler.budgetKey)
             await images.submit(found, resumed: false)
         } catch {

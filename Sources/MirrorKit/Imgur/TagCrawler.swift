@@ -54,15 +54,15 @@ struct TagCrawler: Sendable {
     static let albumAttempts = 3
 
     let client: ImgurClient
-    let store: any CrawlStore
+    let store: ImgurCrawlStore
     let logger: Logger
-    /// Where the crawl's page and budget are shown as it goes.
-    let progress: RunProgress?
+    /// Hears the crawl's page and budget as it goes.
+    let report: @Sendable (RunEvent) -> Void
 
-    init(client: ImgurClient, store: any CrawlStore, progress: RunProgress? = nil, logger: Logger) {
+    init(client: ImgurClient, store: any CrawlStore, report: @escaping @Sendable (RunEvent) -> Void = { _ in }, logger: Logger) {
         self.client = client
-        self.store = store
-        self.progress = progress
+        self.store = ImgurCrawlStore(store)
+        self.report = report
         self.logger = logger
     }
 
@@ -129,10 +129,7 @@ struct TagCrawler: Sendable {
                 try await completePass(&cursor, reachedEnd: false)
                 return
             }
-            progress?.updateCrawl { [cursor] crawl in
-                crawl.page = page
-                crawl.estimatedPages = cursor.estimatedPages
-            }
+            report(.crawlPage(page, estimatedPages: cursor.estimatedPages))
             let listing: TagPage
             do {
                 listing = try await client.tagListing(options.tag, sort: options.sort, window: options.window, page: page)
@@ -157,7 +154,7 @@ struct TagCrawler: Sendable {
                 return
             }
             result.pagesRead += 1
-            progress?.updateCrawl { [result] in $0.pagesRead = result.pagesRead }
+            report(.pagesRead(result.pagesRead))
             let reachedKnown = try await record(listing, page: page, options: options, cursor: &cursor, found: found, into: &result)
             await seenAgain(Self.imagesOfKnownEntries(listing, known: result.lastKnown))
             guard try await expandPending() else { return }
@@ -231,10 +228,8 @@ struct TagCrawler: Sendable {
         cursor.nextPage = page + 1
         cursor.pagesRead += 1
         let added = try await store.recordPage(
-            ListedPage(
-                newEntryIDs: newEntries, images: images, pendingAlbumIDs: pendingAlbums, pendingAlbumContexts: contexts,
-                cursor: cursor),
-            source: source)
+            newEntryIDs: newEntries, images: images, pendingAlbumIDs: pendingAlbums, pendingAlbumContexts: contexts,
+            cursor: cursor, source: source)
         logger.debug("\(source) page \(page): \(listing.items.count) entries, \(newEntries.count) new, \(added.count) images queued")
         if !added.isEmpty { await found(added) }
         guard options.sort == .time, let full = cursor.lastFullPass else { return false }
@@ -339,10 +334,7 @@ struct TagCrawler: Sendable {
     private func saveBudget() async throws(MirrorError) {
         let budget = await client.budget()
         let calls = await client.callsMade()
-        progress?.updateCrawl { crawl in
-            crawl.apiCallsLeft = budget.userRemaining
-            crawl.apiCallsMade = calls
-        }
+        report(.apiCalls(made: calls, left: budget.userRemaining))
         try await store.saveBudget(budget, api: Self.budgetKey)
     }
 }

@@ -20,7 +20,7 @@ package struct TagSource: MirrorSource {
     package var name: String { "tag \(options.tag)" }
 
     package func list(into sink: SourceSink) async -> SourceListing {
-        sink.progress.enter(.crawling)
+        sink.publish(.phase(.crawling))
         let coordinator = sink.coordinator
         let claims = coordinator.map { _ in ClaimedImages() }
         let groups = sink.groups(
@@ -50,7 +50,7 @@ package struct TagSource: MirrorSource {
                 // What earlier runs found and did not finish comes first, a page at a time.
                 var position: Int64? = 0
                 while let after = position, !Task.isCancelled, !sink.isHalted {
-                    let pending = try await sink.store.pendingImages(after: after, limit: 1000)
+                    let pending = try await ImgurCrawlStore(sink.store).pendingImages(after: after, limit: 1000)
                     if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
                     await images.submit(pending.images, resumed: true)
                     position = pending.next
@@ -75,7 +75,7 @@ package struct TagSource: MirrorSource {
     private func readListing(
         _ sink: SourceSink, _ images: ImageJobs, found: @escaping @Sendable ([ImgurImage]) async -> Void
     ) async -> TagCrawler.Report {
-        let crawler = TagCrawler(client: client, store: sink.store, progress: sink.progress, logger: logger)
+        let crawler = TagCrawler(client: client, store: sink.store, report: { sink.publish($0) }, logger: logger)
         if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }
         let crawl = await crawler.crawl(
             options, found: found,

@@ -44,7 +44,7 @@ package struct Sharing: Sendable {
     var coordinator: any WorkCoordinator
     var maxPerHost: Int
 
-    package init(state: PostgresState, coordinator: PostgresCoordinator, maxPerHost: Int) {
+    init(state: any MirrorStore, coordinator: any WorkCoordinator, maxPerHost: Int) {
         self.state = state
         self.coordinator = coordinator
         self.maxPerHost = maxPerHost
@@ -92,20 +92,20 @@ struct JobRunner: Sendable {
     private let flights = Flights()
     /// Items this run has asked for: a `new-file` run's sweep revalidates the others.
     let handled = ItemSet()
-    /// What the run has done so far, for the terminal, the metrics file and `mirror status`.
-    let progress: RunProgress
+    /// Hears what the run does, for the terminal, the metrics file and `mirror status`.
+    let observer: any RunObserver
     /// Writes each file's metadata sidecar; nil when the run keeps none.
     let sidecars: MetadataSidecars?
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, source: String? = nil, concurrency: Int,
         retry: RetryPolicy, isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
-        maxFileSize: Int64 = Downloader.defaultMaxFileSize, progress: RunProgress = RunProgress(),
+        maxFileSize: Int64 = Downloader.defaultMaxFileSize, observer: any RunObserver = UnobservedRun(),
         sharing: Sharing? = nil, metadata: Bool = false, logger: Logger
     ) throws(MirrorError) {
         self.directory = directory
         sidecars = metadata ? MetadataSidecars(directory: directory) : nil
-        self.progress = progress
+        self.observer = observer
         self.mode = mode
         self.source = source
         self.logger = logger
@@ -132,7 +132,6 @@ struct JobRunner: Sendable {
         }
         let configuration = DownloadScheduler.Configuration(maxConcurrent: concurrency, maxPerHost: concurrency)
         scheduler = DownloadScheduler(transport: transport, configuration: configuration)
-        progress.watch(scheduler)
         // Other workers' partials are theirs while they run: a shared mirror leaves them.
         guard sharing == nil else { return }
         // The budget for suspended downloads holds for what earlier runs left too.
@@ -157,11 +156,9 @@ struct JobRunner: Sendable {
         try await BlockingIO.run { () throws(MirrorError) in try directory.syncDirectories() }
     }
 
-    /// Opens a session that takes jobs as a source finds them; keeps `.mirror/status.json`
-    /// current until it finishes.
-    func start(source: String, window: Int? = nil) -> JobSession {
-        JobSession(runner: self, source: source, window: window ?? JobSession.window(
-            concurrency: scheduler.configuration.maxConcurrent))
+    /// Opens a session that takes jobs as a source finds them.
+    func start(window: Int? = nil) -> JobSession {
+        JobSession(runner: self, window: window ?? JobSession.window(concurrency: scheduler.configuration.maxConcurrent))
     }
 
     func record(_ outcome: Outcome, in summary: inout MirrorSummary) {

@@ -17,6 +17,7 @@ final class JobSession: Sendable {
     private struct State {
         var running: [Int: Task<Void, Never>] = [:]
         var submitted = 0
+        var settled = 0
         var tally = MirrorSummary()
         var roomWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var nextWaiter = 0
@@ -29,22 +30,11 @@ final class JobSession: Sendable {
 
     private let runner: JobRunner
     private let window: Int
-    private let reporter: Task<Void, Never>
     private let state = Mutex(State())
 
-    init(runner: JobRunner, source: String, window: Int) {
+    init(runner: JobRunner, window: Int) {
         self.runner = runner
         self.window = max(window, 1)
-        let (logger, progress, directory) = (runner.logger, runner.progress, runner.directory)
-        // Workers sharing a directory would overwrite one another's status file: theirs is in
-        // the shared state (`mirror status` reads the workers there).
-        let shared = runner.coordinator != nil
-        reporter = Task {
-            guard !shared else { return }
-            await RunStatus.keepWriting(
-                source: source, progress: progress, directory: directory,
-                log: { logger.debug("downloads: \($0.scheduler?.summaryLine ?? "none yet")") })
-        }
     }
 
     /// Starts mirroring `job` once fewer than ``window`` jobs are under way; `then` hears its
@@ -59,7 +49,7 @@ final class JobSession: Sendable {
             guard !state.finished else { return false }
             state.submitted += 1
             let number = state.submitted
-            runner.progress.update { $0.filesKnown += 1 }
+            runner.observer.observe(.fileKnown)
             // Unstructured tasks, cancelled by hand: a task group removes each finished child from
             // a linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
             let task = Task {
@@ -94,6 +84,9 @@ final class JobSession: Sendable {
         }
     }
 
+    /// Jobs that have ended, whatever their outcome.
+    var settled: Int { state.withLock { $0.settled } }
+
     /// Whether a job's outcome stopped the run: sources stop submitting.
     var isHalted: Bool { state.withLock { $0.halted } }
 
@@ -115,16 +108,14 @@ final class JobSession: Sendable {
         if case .halted(let error) = outcome { halt(error) }
         let (waiter, drained) = state.withLock { state in
             state.running[number] = nil
+            state.settled += 1
             let before = state.tally
             runner.record(outcome, in: &state.tally)
             let tally = state.tally
-            // By difference: the progress counts every source of the run, this tally one.
-            runner.progress.update { progress in
-                progress.filesDone += 1
-                progress.filesDownloaded += tally.downloaded - before.downloaded
-                progress.filesFailed += tally.failures.count - before.failures.count
-                progress.filesRemoved += tally.removed.count - before.removed.count
-            }
+            runner.observer.observe(.fileSettled(
+                tally.downloaded > before.downloaded ? .downloaded
+                    : tally.failures.count > before.failures.count ? .failed
+                    : tally.removed.count > before.removed.count ? .removed : .other))
             let waiter = state.roomWaiters.isEmpty ? nil : state.roomWaiters.removeValue(forKey: state.roomWaiters.keys.min()!)
             let drained = state.finished && state.running.isEmpty ? state.drained.take() : nil
             return (waiter, drained)
@@ -159,8 +150,6 @@ final class JobSession: Sendable {
             summary.interrupted = true
             summary.stoppedBy = summary.stoppedBy ?? .mirror(error)
         }
-        reporter.cancel()
-        await reporter.value
     }
 
     /// Stops every job: those under way keep their partial data.

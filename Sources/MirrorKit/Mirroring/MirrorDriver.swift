@@ -49,18 +49,21 @@ package final class MirrorDriver: Sendable {
 
     /// With `sharing`, the mirror's state and work are shared with other workers.
     package init(
-        directory: MirrorDirectory, engine: TransferEngine, settings: Settings, sharing: Sharing? = nil, logger: Logger
+        directory: MirrorDirectory, engine: TransferEngine, settings: Settings, sharing: Sharing? = nil,
+        observer: any RunObserver = UnobservedRun(), logger: Logger
     ) throws(MirrorError) {
         self.logger = logger
         runner = try JobRunner(
             directory: directory, engine: engine, mode: settings.mode, concurrency: settings.concurrency,
             retry: settings.retry, isRemovedPlaceholder: settings.isRemovedPlaceholder,
-            maxFileSize: settings.maxFileSize, progress: RunProgress(), sharing: sharing,
+            maxFileSize: settings.maxFileSize, observer: observer, sharing: sharing,
             metadata: settings.metadata, logger: logger)
     }
 
-    /// What the run has done so far, all sources together.
-    package var progress: RunProgress { runner.progress }
+    /// The transfers in flight and the bytes received so far, all sources together.
+    package func schedulerStatus() async -> SchedulerStatus {
+        await runner.scheduler.status()
+    }
     /// Where the mirror's records, cursors and runs are kept.
     package var state: any MirrorState { runner.state }
 
@@ -93,13 +96,14 @@ package final class MirrorDriver: Sendable {
 
     private func mirror(_ source: any MirrorSource) async -> MirrorSummary {
         let runner = runner.named(source.name)
-        let session = runner.start(source: source.name)
+        runner.observer.observe(.source(source.name))
+        let session = runner.start()
         let sink = SourceSink(name: source.name, runner: runner, session: session, sidecars: runner.sidecars)
         let listing = await source.list(into: sink)
         var summary = MirrorSummary()
-        runner.progress.enter(.downloading)
+        runner.observer.observe(.phase(.downloading))
         await session.finish(into: &summary)
-        runner.progress.enter(.finished)
+        runner.observer.observe(.phase(.finished))
         if let groups = listing.groups {
             await groups.flush()
             if let failure = groups.failure {

@@ -49,7 +49,10 @@ package final class SourceSink: Sendable {
 
     /// Where the mirror's records, cursors and crawl are kept.
     var store: any MirrorStore { runner.state }
-    var progress: RunProgress { runner.progress }
+    /// Tells the run's observer (the terminal, `status.json`) what the source is doing.
+    func publish(_ event: RunEvent) {
+        runner.observer.observe(event)
+    }
     /// How this worker shares the mirror; nil when it has the directory to itself.
     var coordinator: (any WorkCoordinator)? { runner.coordinator }
 
@@ -101,7 +104,7 @@ package final class SourceSink: Sendable {
     /// In `new-file` mode, asks after every file this source mirrored before and has not listed
     /// this run; files recorded before sources were, in `folders`, are taken for this source's.
     func revalidateTheRest(claiming folders: [String]) async {
-        if runner.mode == .newFile { progress.enter(.revalidating) }
+        if runner.mode == .newFile { publish(.phase(.revalidating)) }
         await runner.revalidateTheRest(in: session, claiming: folders)
     }
 }

@@ -37,7 +37,7 @@ package struct MetricsFile: Sendable {
 
         /// The figures of a run that has ended: what its record says, with the crawl's calls and
         /// budget from its progress and the cursor where it left it.
-        package init(finished run: RunRecord, progress: RunProgress.Snapshot, listing: ListingProgress?, lastSuccess: Date?) {
+        package init(finished run: RunRecord, progress: RunProgress, listing: ListingProgress?, lastSuccess: Date?) {
             self.init(source: run.source, startedAt: run.startedAt)
             endedAt = run.endedAt
             exitStatus = run.exitStatus
@@ -56,7 +56,7 @@ package struct MetricsFile: Sendable {
         /// The figures of a run still going, from its progress. Its end and exit status are the
         /// previous run's, until it ends: an alert on them neither clears nor fires while it goes.
         package init(
-            source: String, progress: RunProgress.Snapshot, previous: RunRecord?, lastSuccess: Date?, now: Date = Date()
+            source: String, progress: RunProgress, previous: RunRecord?, lastSuccess: Date?, now: Date = Date()
         ) {
             self.init(source: source, startedAt: progress.startedAt)
             self.lastSuccess = lastSuccess

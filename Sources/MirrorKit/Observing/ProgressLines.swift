@@ -32,7 +32,7 @@ package struct ProgressLines: Sendable {
 
     /// The lines for `snapshot` at `time` (seconds, any fixed origin), each at most `columns - 1`
     /// cells wide.
-    package mutating func lines(for snapshot: RunProgress.Snapshot, at time: Double, columns: Int) -> [String] {
+    package mutating func lines(for snapshot: RunProgress, at time: Double, columns: Int) -> [String] {
         let received = snapshot.bytesReceived
         samples.append(Sample(time: time, bytes: received, files: snapshot.filesDone))
         samples.removeAll { time - $0.time > fileWindow }
@@ -81,7 +81,7 @@ package struct ProgressLines: Sendable {
     /// The time left, known only once every file is known: when every file left is in flight with
     /// its size known (the last large files), its bytes left at the recent byte rate; else the
     /// files left at the recent rate of files settled.
-    private func eta(_ snapshot: RunProgress.Snapshot, now: Double) -> String? {
+    private func eta(_ snapshot: RunProgress, now: Double) -> String? {
         let left = snapshot.filesKnown - snapshot.filesDone
         guard left > 0 else { return nil }
         let inFlight = snapshot.scheduler?.items.filter { $0.state != .completed && $0.state != .failed } ?? []

@@ -9,7 +9,7 @@ package struct RunStatus: Codable, Sendable, Equatable {
     package var startedAt: Date
     var updatedAt: Date
     /// What the run has done so far, and the transfers in flight.
-    package var progress: RunProgress.Snapshot
+    package var progress: RunProgress
 
     static let fileName = "status.json"
 
@@ -30,17 +30,17 @@ package struct RunStatus: Codable, Sendable, Equatable {
         try? directory.stateFolder.replaceContents(of: Self.fileName, with: data, durable: false)
     }
 
-    /// Rewrites the status every second until cancelled, passing every fifth snapshot to `log`,
-    /// then removes the file.
-    static func keepWriting(
-        source: String, progress: RunProgress, directory: MirrorDirectory,
-        log: @Sendable (RunProgress.Snapshot) -> Void = { _ in }
+    /// Rewrites the status every second until cancelled, passing every fifth look to `log`, then
+    /// removes the file. The source is the one the driver is at (`run` until it starts on one).
+    package static func keepWriting(
+        run: String, tracker: ProgressTracker, driver: MirrorDriver, directory: MirrorDirectory,
+        log: @Sendable (RunProgress) -> Void = { _ in }
     ) async {
         let startedAt = Date()
         var round = 0
         while !Task.isCancelled {
-            let snapshot = await progress.refresh()
-            RunStatus(source: source, pid: getpid(), startedAt: startedAt, updatedAt: Date(), progress: snapshot)
+            let snapshot = await tracker.refresh(from: driver)
+            RunStatus(source: snapshot.source ?? run, pid: getpid(), startedAt: startedAt, updatedAt: Date(), progress: snapshot)
                 .write(in: directory)
             if round % 5 == 4 { log(snapshot) }
             round += 1

@@ -28,9 +28,8 @@ extension PostgresState {
         try await execute(Self.saveCursor(cursor))
     }
 
-    func recordPage(_ page: ListedPage, source: String) async throws(MirrorError) -> [ImgurImage] {
-        let contexts = page.pendingAlbumContexts.compactMapValues { try? JSONEncoder().encode($0) }
-            .mapValues { String(decoding: $0, as: UTF8.self) }
+    func recordPage(_ page: ListedPage, source: String) async throws(MirrorError) -> [FoundImage] {
+        let contexts = page.pendingAlbumContexts
         let now = Self.now()
         return try await transaction { connection, logger in
             for id in page.newEntryIDs {
@@ -63,18 +62,14 @@ extension PostgresState {
         return known
     }
 
-    func cachedAlbum(_ albumID: String) async throws(MirrorError) -> [ImgurImage]? {
-        guard let row = try await rows("SELECT images FROM albums WHERE id = \(albumID) AND state = 'cached'").first,
-              let json: String = try decode(row, String?.self, column: 0)
-        else { return nil }
-        return try? JSONDecoder().decode([ImgurImage].self, from: Data(json.utf8))
+    func cachedAlbum(_ albumID: String) async throws(MirrorError) -> String? {
+        guard let row = try await rows("SELECT images FROM albums WHERE id = \(albumID) AND state = 'cached'").first else { return nil }
+        return try decode(row, String?.self, column: 0)
     }
 
-    func albumContext(_ albumID: String) async throws(MirrorError) -> ImgurAlbumContext? {
-        guard let row = try await rows("SELECT context FROM albums WHERE id = \(albumID)").first,
-              let json: String = try decode(row, String?.self, column: 0)
-        else { return nil }
-        return try? JSONDecoder().decode(ImgurAlbumContext.self, from: Data(json.utf8))
+    func albumContext(_ albumID: String) async throws(MirrorError) -> String? {
+        guard let row = try await rows("SELECT context FROM albums WHERE id = \(albumID)").first else { return nil }
+        return try decode(row, String?.self, column: 0)
     }
 
     func pendingAlbums() async throws(MirrorError) -> [String] {
@@ -93,8 +88,9 @@ extension PostgresState {
         return try decode(row, Int.self)
     }
 
-    func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) async throws(MirrorError) -> [ImgurImage] {
-        let json = (try? JSONEncoder().encode(images)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    func recordAlbum(
+        _ albumID: String, images: [FoundImage], list json: String, source: String
+    ) async throws(MirrorError) -> [FoundImage] {
         let now = Self.now()
         return try await transaction { connection, logger in
             try await connection.query(
@@ -103,7 +99,7 @@ extension PostgresState {
                 ON CONFLICT (id) DO UPDATE SET state = 'cached', images = excluded.images, problem = NULL,
                     updated_at = excluded.updated_at
                 """, logger: logger)
-            return try await Self.queue(images.map { ($0, albumID) }, source: source, on: connection, logger: logger)
+            return try await Self.queue(images, source: source, on: connection, logger: logger)
         }
     }
 
@@ -115,15 +111,15 @@ extension PostgresState {
             """)
     }
 
-    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [ImgurImage], next: Int64?) {
+    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
         let rows = try await rows(
-            "SELECT seq, image FROM images WHERE NOT done AND seq > \(position) ORDER BY seq LIMIT \(limit)")
-        var images: [ImgurImage] = []
+            "SELECT seq, id, image, album_id FROM images WHERE NOT done AND seq > \(position) ORDER BY seq LIMIT \(limit)")
+        var images: [FoundImage] = []
         var last: Int64?
         for row in rows {
-            let (seq, json) = try decode(row, (Int64, String).self)
+            let (seq, id, payload, albumID) = try decode(row, (Int64, String, String, String?).self)
             last = seq
-            if let image = try? JSONDecoder().decode(ImgurImage.self, from: Data(json.utf8)) { images.append(image) }
+            images.append(FoundImage(id: id, payload: payload, albumID: albumID))
         }
         return (images, rows.count == limit ? last : nil)
     }
@@ -183,17 +179,14 @@ extension PostgresState {
 
     /// Queues images not queued before; returns those it added.
     private static func queue(
-        _ images: [(image: ImgurImage, albumID: String?)], source: String, on connection: PostgresConnection, logger: Logger
-    ) async throws -> [ImgurImage] {
-        let encoder = JSONEncoder()
-        var added: [ImgurImage] = []
+        _ images: [FoundImage], source: String, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [FoundImage] {
+        var added: [FoundImage] = []
         let now = now()
-        for (image, albumID) in images {
-            guard let data = try? encoder.encode(image) else { continue }
-            let json = String(decoding: data, as: UTF8.self)
+        for image in images {
             let inserted = try await connection.query(
                 """
-                INSERT INTO images (id, source, album_id, image, listed_at) VALUES (\(image.id), \(source), \(albumID), \(json), \(now))
+                INSERT INTO images (id, source, album_id, image, listed_at) VALUES (\(image.id), \(source), \(image.albumID), \(image.payload), \(now))
                 ON CONFLICT DO NOTHING RETURNING 1
                 """, logger: logger).collect()
             if !inserted.isEmpty { added.append(image) }

@@ -50,22 +50,30 @@ package struct CrawlCursor: Sendable, Equatable, Codable {
     }
 }
 
+/// An image a listing found, as the store keeps it: its id, what the listing said of it (JSON
+/// that the store keeps and never reads), and the album it came from, if any.
+package struct FoundImage: Sendable, Equatable {
+    var id: String
+    var payload: String
+    var albumID: String?
+}
+
 /// What one page of a listing added, written in one step with the cursor that follows it, so a
 /// run killed at any point neither loses found images nor reads a page it has recorded.
 struct ListedPage: Sendable {
     /// Entries (images and albums) first seen on this page.
     var newEntryIDs: [String]
-    /// Images to mirror, with the album each came from, if any.
-    var images: [(image: ImgurImage, albumID: String?)]
+    /// Images to mirror.
+    var images: [FoundImage]
     /// Albums whose images must still be asked for.
     var pendingAlbumIDs: [String]
-    /// What the page said of those albums (title, tags), for their images' metadata.
-    var pendingAlbumContexts: [String: ImgurAlbumContext]
+    /// What the page said of those albums (JSON), for their images' metadata.
+    var pendingAlbumContexts: [String: String]
     var cursor: CrawlCursor
 
     init(
-        newEntryIDs: [String], images: [(image: ImgurImage, albumID: String?)], pendingAlbumIDs: [String],
-        pendingAlbumContexts: [String: ImgurAlbumContext] = [:], cursor: CrawlCursor
+        newEntryIDs: [String], images: [FoundImage], pendingAlbumIDs: [String], pendingAlbumContexts: [String: String] = [:],
+        cursor: CrawlCursor
     ) {
         self.newEntryIDs = newEntryIDs
         self.images = images
@@ -96,19 +104,21 @@ protocol CrawlStore: Sendable {
     func cursor(for source: String) async throws(MirrorError) -> CrawlCursor
     func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError)
     /// Records a page; returns the images that were new to the store (the others are queued already).
-    func recordPage(_ page: ListedPage, source: String) async throws(MirrorError) -> [ImgurImage]
+    func recordPage(_ page: ListedPage, source: String) async throws(MirrorError) -> [FoundImage]
     /// For each of `entryIDs` the listing has shown before, the pass that first saw it.
     func knownEntries(_ entryIDs: [String], source: String) async throws(MirrorError) -> [String: Int]
 
-    /// The album's image list, if it was fetched before.
-    func cachedAlbum(_ albumID: String) async throws(MirrorError) -> [ImgurImage]?
+    /// The album's image list (the JSON ``recordAlbum(_:images:list:source:)`` kept), if it was
+    /// fetched before.
+    func cachedAlbum(_ albumID: String) async throws(MirrorError) -> String?
     /// Albums whose images were not fetched yet, oldest first: any listing's, since the files all
     /// land in this one mirror.
     func pendingAlbums() async throws(MirrorError) -> [String]
-    /// What the page that listed a pending album said of it.
-    func albumContext(_ albumID: String) async throws(MirrorError) -> ImgurAlbumContext?
-    /// Caches an album's images and queues them; returns the images new to the store.
-    func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) async throws(MirrorError) -> [ImgurImage]
+    /// What the page that listed a pending album said of it (JSON).
+    func albumContext(_ albumID: String) async throws(MirrorError) -> String?
+    /// Caches an album's image list (`list`, JSON) and queues its images; returns the images new
+    /// to the store.
+    func recordAlbum(_ albumID: String, images: [FoundImage], list: String, source: String) async throws(MirrorError) -> [FoundImage]
     /// Gives an album up (removed, or an answer that will not change): it is not asked for again.
     func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError)
     /// Counts a failed attempt at an album that stays pending; returns the failures so far.
@@ -116,7 +126,7 @@ protocol CrawlStore: Sendable {
 
     /// Images found (by any listing) and not yet mirrored, in the order they were found, `limit`
     /// at a time after `position` (0 for the first page); `next` is nil after the last page.
-    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [ImgurImage], next: Int64?)
+    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [FoundImage], next: Int64?)
     /// The image's files are all in the mirror (or removed upstream): no run needs to try it again.
     func markImagesDone(_ imageIDs: [String]) async throws(MirrorError)
 

@@ -23,7 +23,7 @@ extension StateDatabase: CrawlStore {
         try write(Self.saveCursorSQL, Self.arguments(of: cursor))
     }
 
-    func recordPage(_ page: ListedPage, source: String) throws(MirrorError) -> [ImgurImage] {
+    func recordPage(_ page: ListedPage, source: String) throws(MirrorError) -> [FoundImage] {
         try inTransaction { () throws(SQLiteError) in
             for id in page.newEntryIDs {
                 try db.execute(
@@ -31,10 +31,9 @@ extension StateDatabase: CrawlStore {
                     [.text(source), .text(id), .integer(Int64(page.cursor.pass))])
             }
             for id in page.pendingAlbumIDs {
-                let context = page.pendingAlbumContexts[id].flatMap { try? JSONEncoder().encode($0) }
                 try db.execute(
                     "INSERT OR IGNORE INTO albums (id, source, state, updated_at, context) VALUES (?1, ?2, 'pending', ?3, ?4)",
-                    [.text(id), .text(source), .text(Self.now()), SQLiteValue(context.map { String(decoding: $0, as: UTF8.self) })])
+                    [.text(id), .text(source), .text(Self.now()), SQLiteValue(page.pendingAlbumContexts[id])])
             }
             let added = try queue(page.images, source: source)
             try db.execute(Self.saveCursorSQL, Self.arguments(of: page.cursor))
@@ -52,16 +51,12 @@ extension StateDatabase: CrawlStore {
         return known
     }
 
-    func cachedAlbum(_ albumID: String) throws(MirrorError) -> [ImgurImage]? {
-        let rows = try read("SELECT images FROM albums WHERE id = ?1 AND state = 'cached'", [.text(albumID)])
-        guard let json = rows.first?.first?.text else { return nil }
-        return try? JSONDecoder().decode([ImgurImage].self, from: Data(json.utf8))
+    func cachedAlbum(_ albumID: String) throws(MirrorError) -> String? {
+        try read("SELECT images FROM albums WHERE id = ?1 AND state = 'cached'", [.text(albumID)]).first?.first?.text
     }
 
-    func albumContext(_ albumID: String) throws(MirrorError) -> ImgurAlbumContext? {
-        let rows = try read("SELECT context FROM albums WHERE id = ?1", [.text(albumID)])
-        guard let json = rows.first?.first?.text else { return nil }
-        return try? JSONDecoder().decode(ImgurAlbumContext.self, from: Data(json.utf8))
+    func albumContext(_ albumID: String) throws(MirrorError) -> String? {
+        try read("SELECT context FROM albums WHERE id = ?1", [.text(albumID)]).first?.first?.text
     }
 
     func pendingAlbums() throws(MirrorError) -> [String] {
@@ -75,14 +70,13 @@ extension StateDatabase: CrawlStore {
         return Int(try read("SELECT failures FROM albums WHERE id = ?1", [.text(albumID)]).first?.first?.integer ?? 0)
     }
 
-    func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) throws(MirrorError) -> [ImgurImage] {
-        let json = (try? JSONEncoder().encode(images)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-        return try inTransaction { () throws(SQLiteError) in
+    func recordAlbum(_ albumID: String, images: [FoundImage], list json: String, source: String) throws(MirrorError) -> [FoundImage] {
+        try inTransaction { () throws(SQLiteError) in
             try db.execute(
                 "INSERT INTO albums (id, source, state, images, updated_at) VALUES (?1, ?2, 'cached', ?3, ?4) "
                     + "ON CONFLICT(id) DO UPDATE SET state = 'cached', images = excluded.images, problem = NULL, updated_at = excluded.updated_at",
                 [.text(albumID), .text(source), .text(json), .text(Self.now())])
-            return try queue(images.map { ($0, albumID) }, source: source)
+            return try queue(images, source: source)
         }
     }
 
@@ -98,17 +92,13 @@ extension StateDatabase: CrawlStore {
     /// that resuming a big tag does not hold every pending image at once.
     func pendingImages(
         after position: Int64 = 0, limit: Int = 1000
-    ) throws(MirrorError) -> (images: [ImgurImage], next: Int64?) {
-        let decoder = JSONDecoder()
+    ) throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
         let rows = try read(
-            "SELECT rowid, image, album_id FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
+            "SELECT rowid, id, image, album_id FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
             [.integer(position), .integer(Int64(limit))])
-        let images = rows.compactMap { row -> ImgurImage? in
-            guard row.count == 3, var image = row[1].text.flatMap({ try? decoder.decode(ImgurImage.self, from: Data($0.utf8)) })
-            else { return nil }
-            // Queued before images kept their album (schema 3): the row still names it.
-            if image.album == nil, let albumID = row[2].text { image.album = ImgurAlbumContext(id: albumID) }
-            return image
+        let images = rows.compactMap { row -> FoundImage? in
+            guard row.count == 4, let id = row[1].text, let payload = row[2].text else { return nil }
+            return FoundImage(id: id, payload: payload, albumID: row[3].text)
         }
         return (images, rows.count == limit ? rows.last?.first?.integer : nil)
     }
@@ -158,15 +148,13 @@ extension StateDatabase: CrawlStore {
     // MARK: - Helpers
 
     /// Queues images not queued before; returns those it added.
-    private func queue(_ images: [(image: ImgurImage, albumID: String?)], source: String) throws(SQLiteError) -> [ImgurImage] {
-        let encoder = JSONEncoder()
-        var added: [ImgurImage] = []
+    private func queue(_ images: [FoundImage], source: String) throws(SQLiteError) -> [FoundImage] {
+        var added: [FoundImage] = []
         let now = Self.now()
-        for (image, albumID) in images {
-            guard let data = try? encoder.encode(image) else { continue }
+        for image in images {
             try db.execute(
                 "INSERT OR IGNORE INTO images (id, source, album_id, image, listed_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                [.text(image.id), .text(source), SQLiteValue(albumID), .text(String(decoding: data, as: UTF8.self)), .text(now)])
+                [.text(image.id), .text(source), SQLiteValue(image.albumID), .text(image.payload), .text(now)])
             if db.changes > 0 { added.append(image) }
         }
         return added

@@ -120,7 +120,7 @@ struct MetricsFileTests {
     }
 
     @Test func whileARunGoesThePreviousRunsEndAndStatusStayAndNeverIsZero() async throws {
-        var progress = RunProgress.Snapshot()
+        var progress = RunProgress()
         progress.startedAt = Date(timeIntervalSince1970: 2_000)
         var summary = MirrorSummary()
         summary.wanted = 3

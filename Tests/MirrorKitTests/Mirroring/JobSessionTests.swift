@@ -23,7 +23,7 @@ struct JobSessionTests {
             }
             try await TestSupport.withTemporaryDirectory { dir in
                 let runner = try runner(in: dir)
-                let session = runner.start(source: "test", window: 4)
+                let session = runner.start(window: 4)
                 let submitted = Atomic<Int>(0)
                 let source = Task {
                     for index in 0..<20 {
@@ -59,7 +59,7 @@ struct JobSessionTests {
             }
             try await TestSupport.withTemporaryDirectory { dir in
                 let runner = try runner(in: dir)
-                let session = runner.start(source: "test", window: 2)
+                let session = runner.start(window: 2)
                 let source = Task {
                     for index in 0..<8 {
                         await session.submit(
@@ -89,7 +89,7 @@ struct JobSessionTests {
             server.inject(.throttle(bytesPerSecond: 1 << 20), path: "/shared.bin")
             try await TestSupport.withTemporaryDirectory { dir in
                 let runner = try runner(in: dir)
-                let session = runner.start(source: "test")
+                let session = runner.start()
                 // The same file under two names (a feed's enclosure and another's mirror, say),
                 // both forced: one download, and only one of them can move its partial into place.
                 for name in ["a.bin", "b.bin"] {

@@ -5,9 +5,9 @@ import Testing
 @Suite("The progress lines: counts, rates, ETA, cut to the terminal")
 struct ProgressLinesTests {
     private func snapshot(
-        phase: RunProgress.Phase, known: Int, done: Int, bytes: Int64, forced: [SchedulerStatus.Item] = []
-    ) -> RunProgress.Snapshot {
-        var snapshot = RunProgress.Snapshot()
+        phase: RunPhase, known: Int, done: Int, bytes: Int64, forced: [SchedulerStatus.Item] = []
+    ) -> RunProgress {
+        var snapshot = RunProgress()
         snapshot.phase = phase
         snapshot.filesKnown = known
         snapshot.filesDone = done

@@ -22,8 +22,8 @@ struct PostgresStateTests {
         }
     }
 
-    private func image(_ id: String) -> ImgurImage {
-        ImgurImage(id: id, type: "image/jpeg", size: 1000)
+    private func found(_ id: String) -> FoundImage {
+        FoundImage(id: id, payload: #"{"id":"\#(id)"}"#, albumID: nil)
     }
 
     @Test(.enabled(if: PostgresServer.isAvailable, "PostgreSQL is not installed (scripts/setup installs it)"))
@@ -66,14 +66,14 @@ struct PostgresStateTests {
             cursor.totalItems = 11_000
             cursor.pageSize = 60
             let added = try await state.recordPage(
-                ListedPage(newEntryIDs: ["x", "y"], images: [(image("x"), nil)], pendingAlbumIDs: ["A1"], cursor: cursor),
+                ListedPage(newEntryIDs: ["x", "y"], images: [found("x")], pendingAlbumIDs: ["A1"], cursor: cursor),
                 source: cursor.source)
             #expect(added.map(\.id) == ["x"])
             let read = try await state.cursor(for: cursor.source)
             #expect(read.pass == 2 && read.nextPage == 7 && read.headID == "abc" && read.estimatedPages == 184)
             #expect(try await state.knownEntries(["x", "z"], source: cursor.source) == ["x": 2])
             #expect(try await state.pendingAlbums() == ["A1"])
-            #expect(try await state.recordAlbum("A1", images: [image("x"), image("w")], source: cursor.source).map(\.id) == ["w"])
+            #expect(try await state.recordAlbum("A1", images: [found("x"), found("w")], list: "[]", source: cursor.source).map(\.id) == ["w"])
             #expect(try await state.pendingImages(after: 0, limit: 10).images.map(\.id) == ["x", "w"])
             try await state.markImagesDone(["x"])
             #expect(try await state.pendingImages(after: 0, limit: 10).images.map(\.id) == ["w"])
@@ -93,7 +93,7 @@ struct PostgresStateTests {
         try await withState { _, state in
             let cursor = CrawlCursor(source: "s")
             _ = try await state.recordPage(
-                ListedPage(newEntryIDs: [], images: (0..<10).map { (image("i\($0)"), nil) }, pendingAlbumIDs: [], cursor: cursor),
+                ListedPage(newEntryIDs: [], images: (0..<10).map { found("i\($0)") }, pendingAlbumIDs: [], cursor: cursor),
                 source: "s")
             let first = PostgresCoordinator(state: state, leaseDuration: .seconds(2))
             let second = PostgresCoordinator(state: state, leaseDuration: .seconds(30))

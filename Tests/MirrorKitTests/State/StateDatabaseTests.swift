@@ -43,13 +43,13 @@ struct StateDatabaseTests {
             cursor.nextPage = 1
             let images = [ImgurImage(id: "aaaaa1"), ImgurImage(id: "aaaaa2")]
             let added = try await state.recordPage(
-                ListedPage(newEntryIDs: ["aaaaa1", "aaaaa2", "album1"], images: images.map { ($0, nil) },
+                ListedPage(newEntryIDs: ["aaaaa1", "aaaaa2", "album1"], images: images.compactMap { ImgurCrawlStore.found($0, albumID: nil) },
                            pendingAlbumIDs: ["album1"], cursor: cursor),
                 source: "s")
             #expect(added.map(\.id) == ["aaaaa1", "aaaaa2"])
             // Recording the same images again adds nothing: they are queued already.
             let again = try await state.recordPage(
-                ListedPage(newEntryIDs: [], images: images.map { ($0, nil) }, pendingAlbumIDs: [], cursor: cursor),
+                ListedPage(newEntryIDs: [], images: images.compactMap { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor),
                 source: "s")
             #expect(again.isEmpty)
             #expect(try await state.cursor(for: "s").nextPage == 1)
@@ -60,7 +60,7 @@ struct StateDatabaseTests {
             // Paged in the order found, whatever is marked done meanwhile.
             let more = (3...7).map { ImgurImage(id: "aaaaa\($0)") }
             _ = try await state.recordPage(
-                ListedPage(newEntryIDs: more.map(\.id), images: more.map { ($0, nil) }, pendingAlbumIDs: [], cursor: cursor),
+                ListedPage(newEntryIDs: more.map(\.id), images: more.compactMap { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor),
                 source: "s")
             var pages: [[String]] = []
             var position: Int64? = 0
@@ -71,9 +71,10 @@ struct StateDatabaseTests {
                 position = page.next
             }
             #expect(pages == [["aaaaa2", "aaaaa3"], ["aaaaa5", "aaaaa6"], ["aaaaa7"]])
-            let cached = try await state.recordAlbum("album1", images: [ImgurImage(id: "bbbbb1")], source: "s")
+            let crawl = ImgurCrawlStore(state)
+            let cached = try await crawl.recordAlbum("album1", images: [ImgurImage(id: "bbbbb1")], source: "s")
             #expect(cached.map(\.id) == ["bbbbb1"])
-            #expect(try await state.cachedAlbum("album1")?.map(\.id) == ["bbbbb1"])
+            #expect(try await crawl.cachedAlbum("album1")?.map(\.id) == ["bbbbb1"])
             #expect(try await state.pendingAlbums().isEmpty)
         }
     }

@@ -33,7 +33,6 @@ struct TagRun {
     }
 
     var state: any MirrorState { driver.state }
-    var progress: RunProgress { driver.progress }
 
     func run() async -> MirrorSummary {
         await driver.run(source)

@@ -117,7 +117,7 @@ final class SharedTagWork: Sendable {
             let room = maxHeld - images.inFlight
             var claimed: [ImgurImage] = []
             if room > 0 {
-                claimed = try await coordinator.claimImages(limit: room)
+                claimed = try await coordinator.claimImages(limit: room).compactMap(ImgurCrawlStore.image)
                 if !claimed.isEmpty {
                     logger.debug("claimed \(claimed.count) images: \(claimed.map(\.id).joined(separator: " "))")
                     idle = false
@@ -147,12 +147,12 @@ final class SharedTagWork: Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: coordinator.leaseDuration / 3)
             guard !Task.isCancelled else { return }
-            let snapshot = jobs.progress.snapshot
+            let bytes = await jobs.scheduler.status().receivedBytes
             let now = clock.now
             let seconds = (now - last.time).inSeconds
-            let rate = seconds > 0 ? Double(snapshot.bytesReceived - last.bytes) / seconds : 0
-            last = (now, snapshot.bytesReceived)
-            let figures = WorkerFigures(filesDone: snapshot.filesDone, bytes: snapshot.bytesReceived, bytesPerSecond: max(rate, 0))
+            let rate = seconds > 0 ? Double(bytes - last.bytes) / seconds : 0
+            last = (now, bytes)
+            let figures = WorkerFigures(filesDone: session.settled, bytes: bytes, bytesPerSecond: max(rate, 0))
             do throws(MirrorError) {
                 let lost = try await coordinator.heartbeat(figures, holding: claims.ids)
                 renewed = clock.now

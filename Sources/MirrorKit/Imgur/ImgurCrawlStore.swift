@@ -1,0 +1,90 @@
+import Foundation
+
+/// The crawl store as the Imgur sources use it: images and albums in, images out. The store keeps
+/// each image as its id and JSON (``FoundImage``); this says what that JSON is.
+struct ImgurCrawlStore: Sendable {
+    let store: any CrawlStore
+
+    init(_ store: any CrawlStore) {
+        self.store = store
+    }
+
+    func cursor(for source: String) async throws(MirrorError) -> CrawlCursor {
+        try await store.cursor(for: source)
+    }
+
+    func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError) {
+        try await store.saveCursor(cursor)
+    }
+
+    func knownEntries(_ entryIDs: [String], source: String) async throws(MirrorError) -> [String: Int] {
+        try await store.knownEntries(entryIDs, source: source)
+    }
+
+    /// Records a page: its new entries, its images (each with the album it came from), the albums
+    /// still to expand with what the page said of them, and the cursor after it. Returns the
+    /// images new to the store.
+    func recordPage(
+        newEntryIDs: [String], images: [(image: ImgurImage, albumID: String?)], pendingAlbumIDs: [String],
+        pendingAlbumContexts: [String: ImgurAlbumContext], cursor: CrawlCursor, source: String
+    ) async throws(MirrorError) -> [ImgurImage] {
+        let page = ListedPage(
+            newEntryIDs: newEntryIDs, images: images.compactMap { Self.found($0.image, albumID: $0.albumID) },
+            pendingAlbumIDs: pendingAlbumIDs, pendingAlbumContexts: pendingAlbumContexts.compactMapValues(Self.json),
+            cursor: cursor)
+        return try await store.recordPage(page, source: source).compactMap(Self.image)
+    }
+
+    func cachedAlbum(_ albumID: String) async throws(MirrorError) -> [ImgurImage]? {
+        try await store.cachedAlbum(albumID).flatMap { try? JSONDecoder().decode([ImgurImage].self, from: Data($0.utf8)) }
+    }
+
+    func albumContext(_ albumID: String) async throws(MirrorError) -> ImgurAlbumContext? {
+        try await store.albumContext(albumID).flatMap { try? JSONDecoder().decode(ImgurAlbumContext.self, from: Data($0.utf8)) }
+    }
+
+    func pendingAlbums() async throws(MirrorError) -> [String] {
+        try await store.pendingAlbums()
+    }
+
+    /// Caches the album's images and queues them; returns the images new to the store.
+    func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) async throws(MirrorError) -> [ImgurImage] {
+        let list = Self.json(images) ?? "[]"
+        let found = images.compactMap { Self.found($0, albumID: albumID) }
+        return try await store.recordAlbum(albumID, images: found, list: list, source: source).compactMap(Self.image)
+    }
+
+    func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError) {
+        try await store.recordAlbumGone(albumID, problem: problem, source: source)
+    }
+
+    func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int {
+        try await store.recordAlbumFailure(albumID, problem: problem)
+    }
+
+    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [ImgurImage], next: Int64?) {
+        let pending = try await store.pendingImages(after: position, limit: limit)
+        return (pending.images.compactMap(Self.image), pending.next)
+    }
+
+    func saveBudget(_ budget: APIBudget, api: String) async throws(MirrorError) {
+        try await store.saveBudget(budget, api: api)
+    }
+
+    /// `image` as the store keeps it; nil if it cannot be encoded (it always can: strings and numbers).
+    static func found(_ image: ImgurImage, albumID: String?) -> FoundImage? {
+        json(image).map { FoundImage(id: image.id, payload: $0, albumID: albumID) }
+    }
+
+    /// The image a stored row holds; nil for JSON that is not an image (a damaged row is left be).
+    static func image(_ found: FoundImage) -> ImgurImage? {
+        guard var image = try? JSONDecoder().decode(ImgurImage.self, from: Data(found.payload.utf8)) else { return nil }
+        // Queued before images kept their album (schema 3): the row still names it.
+        if image.album == nil, let albumID = found.albumID { image.album = ImgurAlbumContext(id: albumID) }
+        return image
+    }
+
+    private static func json(_ value: some Encodable) -> String? {
+        (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) }
+    }
+}
