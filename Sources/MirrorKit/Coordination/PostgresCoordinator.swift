@@ -42,7 +42,7 @@ package final class PostgresCoordinator: WorkCoordinator {
             RETURNING started_at
             """)
         guard let row = rows.first else { return Date() }
-        return try state.decode(row, Date.self)
+        return try state.decode(row, Date.self, column: "started_at")
     }
 
     package func heartbeat(_ figures: WorkerFigures, holding images: Set<String>) async throws(MirrorError) -> Set<String> {
@@ -105,7 +105,7 @@ package final class PostgresCoordinator: WorkCoordinator {
             RETURNING finished_at
             """)
         guard let row = taken.first else { return .busy }
-        if let finished = try state.decode(row, Date?.self) as Date?, finished >= since {
+        if let finished = try state.decode(row, Date?.self, column: "finished_at") as Date?, finished >= since {
             try await state.execute("UPDATE leases SET holder = NULL, lease_until = NULL WHERE name = \(name) AND holder = \(workerID)")
             return .done
         }
@@ -134,7 +134,9 @@ package final class PostgresCoordinator: WorkCoordinator {
             """)
         var claimed: [(Int64, FoundImage)] = []
         for row in rows {
-            let (seq, id, payload, albumID) = try state.decode(row, (Int64, String, String, String?).self)
+            let seq = try state.decode(row, Int64.self, column: "seq")
+            let (id, payload) = (try state.decode(row, String.self, column: "id"), try state.decode(row, String.self, column: "image"))
+            let albumID = try state.decode(row, String?.self, column: "album_id")
             claimed.append((seq, FoundImage(id: id, payload: payload, albumID: albumID)))
         }
         // RETURNING keeps no order: the oldest found go first, as in one worker's run.
@@ -194,20 +196,22 @@ package final class PostgresCoordinator: WorkCoordinator {
         let rows = try await state.rows(
             """
             SELECT w.id, w.host, w.pid, w.source, w.started_at, w.heartbeat_at,
-                w.ended_at IS NULL AND w.lease_until > now(), w.ended_at, w.exit_status,
-                (SELECT count(*) FROM images WHERE claimed_by = w.id AND NOT done AND lease_until > now()),
+                w.ended_at IS NULL AND w.lease_until > now() AS live, w.ended_at, w.exit_status,
+                (SELECT count(*) FROM images WHERE claimed_by = w.id AND NOT done AND lease_until > now()) AS claims,
                 w.files_done, w.bytes, w.bytes_per_second
             FROM workers AS w
             ORDER BY (w.ended_at IS NULL AND w.lease_until > now()) DESC, w.heartbeat_at DESC LIMIT 50
             """)
         var workers: [WorkerStatus] = []
         for row in rows {
-            let (id, host, pid, source, startedAt, heartbeatAt, live, endedAt, exitStatus, claims, filesDone, bytes, rate) =
-                try state.decode(row, (String, String, Int, String, Date, Date, Bool, Date?, Int?, Int, Int, Int64, Double).self)
+            func column<T: PostgresDecodable>(_ name: String, _ type: T.Type = T.self) throws(MirrorError) -> T {
+                try state.decode(row, T.self, column: name)
+            }
             workers.append(WorkerStatus(
-                id: id, host: host, pid: pid, source: source, startedAt: startedAt, heartbeatAt: heartbeatAt, live: live,
-                endedAt: endedAt, exitStatus: exitStatus, claims: claims, filesDone: filesDone, bytes: bytes,
-                bytesPerSecond: rate))
+                id: try column("id"), host: try column("host"), pid: try column("pid"), source: try column("source"),
+                startedAt: try column("started_at"), heartbeatAt: try column("heartbeat_at"), live: try column("live"),
+                endedAt: try column("ended_at"), exitStatus: try column("exit_status"), claims: try column("claims"),
+                filesDone: try column("files_done"), bytes: try column("bytes"), bytesPerSecond: try column("bytes_per_second")))
         }
         return workers
     }

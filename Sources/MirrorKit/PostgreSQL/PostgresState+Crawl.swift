@@ -10,17 +10,17 @@ extension PostgresState {
             FROM crawl_cursors WHERE source = \(source)
             """).first
         else { return cursor }
-        let (pass, nextPage, headID, totalItems, pageSize, pagesRead, updatedAt, lastFullPass, suspectedEnd) = try decode(
-            row, (Int, Int?, String?, Int?, Int?, Int, String, Int?, Int?).self)
-        cursor.pass = pass
-        cursor.nextPage = nextPage
-        cursor.headID = headID
-        cursor.totalItems = totalItems
-        cursor.pageSize = pageSize
-        cursor.pagesRead = pagesRead
+        func number(_ name: String) throws(MirrorError) -> Int? { try decode(row, Int?.self, column: name) }
+        cursor.pass = try decode(row, Int.self, column: "pass")
+        cursor.nextPage = try number("next_page")
+        cursor.headID = try decode(row, String?.self, column: "head_id")
+        cursor.totalItems = try number("total_items")
+        cursor.pageSize = try number("page_size")
+        cursor.pagesRead = try decode(row, Int.self, column: "pages_read")
+        let updatedAt = try decode(row, String.self, column: "updated_at")
         cursor.updatedAt = try? Date(updatedAt, strategy: .iso8601)
-        cursor.lastFullPass = lastFullPass
-        cursor.suspectedEnd = suspectedEnd
+        cursor.lastFullPass = try number("last_full_pass")
+        cursor.suspectedEnd = try number("suspected_end")
         return cursor
     }
 
@@ -56,7 +56,7 @@ extension PostgresState {
         var known: [String: Int] = [:]
         let ids = Array(Set(entryIDs))
         for row in try await rows("SELECT entry_id, pass FROM listing_entries WHERE source = \(source) AND entry_id = ANY(\(ids))") {
-            let (id, pass) = try decode(row, (String, Int).self)
+            let (id, pass) = (try decode(row, String.self, column: "entry_id"), try decode(row, Int.self, column: "pass"))
             known[id] = pass
         }
         return known
@@ -64,17 +64,17 @@ extension PostgresState {
 
     func cachedAlbum(_ albumID: String) async throws(MirrorError) -> String? {
         guard let row = try await rows("SELECT images FROM albums WHERE id = \(albumID) AND state = 'cached'").first else { return nil }
-        return try decode(row, String?.self, column: 0)
+        return try decode(row, String.self, column: "images")
     }
 
     func albumContext(_ albumID: String) async throws(MirrorError) -> String? {
         guard let row = try await rows("SELECT context FROM albums WHERE id = \(albumID)").first else { return nil }
-        return try decode(row, String?.self, column: 0)
+        return try decode(row, String?.self, column: "context")
     }
 
     func pendingAlbums() async throws(MirrorError) -> [String] {
         var ids: [String] = []
-        for row in try await rows("SELECT id FROM albums WHERE state = 'pending' ORDER BY seq") { ids.append(try decode(row, String.self)) }
+        for row in try await rows("SELECT id FROM albums WHERE state = 'pending' ORDER BY seq") { ids.append(try decode(row, String.self, column: "id")) }
         return ids
     }
 
@@ -85,7 +85,7 @@ extension PostgresState {
             RETURNING failures
             """).first
         guard let row else { return 0 }
-        return try decode(row, Int.self)
+        return try decode(row, Int.self, column: "failures")
     }
 
     func recordAlbum(
@@ -117,7 +117,9 @@ extension PostgresState {
         var images: [FoundImage] = []
         var last: Int64?
         for row in rows {
-            let (seq, id, payload, albumID) = try decode(row, (Int64, String, String, String?).self)
+            let seq = try decode(row, Int64.self, column: "seq")
+            let (id, payload) = (try decode(row, String.self, column: "id"), try decode(row, String.self, column: "image"))
+            let albumID = try decode(row, String?.self, column: "album_id")
             last = seq
             images.append(FoundImage(id: id, payload: payload, albumID: albumID))
         }
@@ -134,7 +136,7 @@ extension PostgresState {
         guard let row = try await rows("SELECT budget FROM api_budgets WHERE api = \(budgetKey(api))").first else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        return try? decoder.decode(APIBudget.self, from: Data(try decode(row, String.self).utf8))
+        return try? decoder.decode(APIBudget.self, from: Data(try decode(row, String.self, column: "budget").utf8))
     }
 
     func saveBudget(_ budget: APIBudget, api: String) async throws(MirrorError) {
@@ -155,15 +157,20 @@ extension PostgresState {
     package func figures(source: String) async throws(MirrorError) -> CrawlFigures {
         let row = try await rows(
             """
-            SELECT (SELECT count(*) FROM listing_entries WHERE source = \(source)),
-                (SELECT count(*) FROM images WHERE source = \(source)),
-                (SELECT count(*) FROM images WHERE NOT done),
-                (SELECT count(*) FROM albums WHERE source = \(source) AND state = 'cached'),
-                (SELECT count(*) FROM albums WHERE state = 'pending'),
-                (SELECT count(*) FROM albums WHERE source = \(source) AND state = 'gone')
+            SELECT (SELECT count(*) FROM listing_entries WHERE source = \(source)) AS entries,
+                (SELECT count(*) FROM images WHERE source = \(source)) AS images,
+                (SELECT count(*) FROM images WHERE NOT done) AS pending_images,
+                (SELECT count(*) FROM albums WHERE source = \(source) AND state = 'cached') AS cached_albums,
+                (SELECT count(*) FROM albums WHERE state = 'pending') AS pending_albums,
+                (SELECT count(*) FROM albums WHERE source = \(source) AND state = 'gone') AS gone_albums
             """).first
         var counts = (0, 0, 0, 0, 0, 0)
-        if let row { counts = try decode(row, (Int, Int, Int, Int, Int, Int).self) }
+        if let row {
+            func count(_ name: String) throws(MirrorError) -> Int { try decode(row, Int.self, column: name) }
+            counts = (
+                try count("entries"), try count("images"), try count("pending_images"), try count("cached_albums"),
+                try count("pending_albums"), try count("gone_albums"))
+        }
         return CrawlFigures(
             cursor: try await cursor(for: source), entriesKnown: counts.0, imagesKnown: counts.1, imagesPending: counts.2,
             albumsCached: counts.3, albumsPending: counts.4, albumsGone: counts.5)
@@ -171,7 +178,7 @@ extension PostgresState {
 
     package func crawlSources() async throws(MirrorError) -> [String] {
         var sources: [String] = []
-        for row in try await rows("SELECT source FROM crawl_cursors ORDER BY source") { sources.append(try decode(row, String.self)) }
+        for row in try await rows("SELECT source FROM crawl_cursors ORDER BY source") { sources.append(try decode(row, String.self, column: "source")) }
         return sources
     }
 

@@ -80,8 +80,8 @@ package final class PostgresState: MirrorStore {
 
     /// The schema version the database is at.
     package func schemaVersion() async throws(MirrorError) -> Int {
-        guard let row = try await rows("SELECT coalesce(max(version), 0) FROM schema_migrations").first else { return 0 }
-        return try decode(row, Int.self)
+        guard let row = try await rows("SELECT coalesce(max(version), 0) AS version FROM schema_migrations").first else { return 0 }
+        return try decode(row, Int.self, column: "version")
     }
 
     // MARK: - Files
@@ -105,7 +105,7 @@ package final class PostgresState: MirrorStore {
 
     func item(owning path: String) async throws(MirrorError) -> String? {
         guard let row = try await rows("SELECT item FROM files WHERE path = \(path)").first else { return nil }
-        return try decode(row, String.self)
+        return try decode(row, String.self, column: "item")
     }
 
     package func item(named name: String) async throws(MirrorError) -> String? {
@@ -116,7 +116,7 @@ package final class PostgresState: MirrorStore {
             ORDER BY path = \(name) DESC, item = \(name) DESC, id DESC LIMIT 1
             """).first
         else { return nil }
-        return try decode(row, String.self)
+        return try decode(row, String.self, column: "item")
     }
 
     func record(_ file: MirroredFile) async throws(MirrorError) {
@@ -170,7 +170,7 @@ package final class PostgresState: MirrorStore {
         }
         let rows = try await rows(
             """
-            SELECT \(unescaped: Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY id LIMIT 1)
+            SELECT \(unescaped: Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY id LIMIT 1) AS first_path
             FROM files WHERE source = \(source)
               AND id = (SELECT max(id) FROM files AS newer WHERE newer.item = files.item)
               AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)
@@ -178,7 +178,7 @@ package final class PostgresState: MirrorStore {
             """)
         var found: [(latest: MirroredFile, firstPath: String)] = []
         for row in rows {
-            let first = try decode(row, String.self, column: 12)
+            let first = try decode(row, String.self, column: "first_path")
             found.append((try Self.file(from: row, in: self), first))
         }
         return found
@@ -187,11 +187,13 @@ package final class PostgresState: MirrorStore {
     package func versionFigures() async throws(MirrorError) -> VersionFigures {
         let row = try await rows(
             """
-            SELECT count(DISTINCT item), count(*),
-                (SELECT count(*) FROM (SELECT item FROM files GROUP BY item HAVING count(*) > 1) AS kept) FROM files
+            SELECT count(DISTINCT item) AS items, count(*) AS files,
+                (SELECT count(*) FROM (SELECT item FROM files GROUP BY item HAVING count(*) > 1) AS kept) AS versioned FROM files
             """).first
         guard let row else { return VersionFigures(items: 0, files: 0, itemsWithVersions: 0) }
-        let (items, files, versions) = try decode(row, (Int, Int, Int).self)
+        let (items, files, versions) = (
+            try decode(row, Int.self, column: "items"), try decode(row, Int.self, column: "files"),
+            try decode(row, Int.self, column: "versioned"))
         return VersionFigures(items: items, files: files, itemsWithVersions: versions)
     }
 
@@ -224,9 +226,10 @@ package final class PostgresState: MirrorStore {
     }
 
     package func lastSuccess(of source: String) async throws(MirrorError) -> Date? {
-        guard let row = try await rows("SELECT max(ended_at) FROM runs WHERE source = \(source) AND exit_status = 0").first
+        guard let row = try await rows("SELECT max(ended_at) AS ended FROM runs WHERE source = \(source) AND exit_status = 0").first
         else { return nil }
-        let ended: Int? = try decode(row, Int?.self, column: 0)
+        // max() of no rows is NULL: never succeeded.
+        let ended: Int? = try decode(row, Int?.self, column: "ended")
         guard let ended else { return nil }
         return Date(timeIntervalSince1970: TimeInterval(ended))
     }
@@ -234,7 +237,7 @@ package final class PostgresState: MirrorStore {
     private func runs(_ query: PostgresQuery) async throws(MirrorError) -> [RunRecord] {
         var runs: [RunRecord] = []
         for row in try await rows(query) {
-            let json = try decode(row, String.self)
+            let json = try decode(row, String.self, column: "record")
             if let run = try? StateDatabase.runDecoder.decode(RunRecord.self, from: Data(json.utf8)) { runs.append(run) }
         }
         return runs
@@ -278,19 +281,17 @@ package final class PostgresState: MirrorStore {
         }
     }
 
-    func decode<T: PostgresDecodable>(_ row: PostgresRow, _ type: T.Type, column: Int = 0) throws(MirrorError) -> T {
-        do {
-            return try row.makeRandomAccess()[column].decode(T.self)
-        } catch {
-            throw failure(error)
+    /// Column `name` of `row` as a `T`: a column the query did not select, a value of another
+    /// type, or a NULL where `T` is not optional is an error naming the column, never a default.
+    func decode<T: PostgresDecodable>(_ row: PostgresRow, _ type: T.Type, column name: String) throws(MirrorError) -> T {
+        let cells = row.makeRandomAccess()
+        guard cells.contains(name) else {
+            throw .stateDatabase(path: location, problem: "the query selects no column '\(name)'")
         }
-    }
-
-    func decode<each Column: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each Column).Type) throws(MirrorError) -> (repeat each Column) {
         do {
-            return try row.decode(type)
+            return try cells[name].decode(T.self)
         } catch {
-            throw failure(error)
+            throw .stateDatabase(path: location, problem: "column '\(name)': \(Self.failure(error, location: location))")
         }
     }
 
@@ -319,24 +320,13 @@ package final class PostgresState: MirrorStore {
 
     /// The file of a row that starts with ``columns`` (more columns may follow).
     private static func file(from row: PostgresRow, in state: PostgresState) throws(MirrorError) -> MirroredFile {
-        let cells = row.makeRandomAccess()
-        func text(_ index: Int) throws(MirrorError) -> String? {
-            do {
-                return try cells[index].decode(String?.self)
-            } catch {
-                throw state.failure(error)
-            }
-        }
-        let bytes: Int64
-        do {
-            bytes = try cells[6].decode(Int64.self)
-        } catch {
-            throw state.failure(error)
-        }
+        func text(_ name: String) throws(MirrorError) -> String { try state.decode(row, String.self, column: name) }
+        func optional(_ name: String) throws(MirrorError) -> String? { try state.decode(row, String?.self, column: name) }
         return MirroredFile(
-            path: try text(0) ?? "", item: try text(1) ?? "", source: try text(2), url: try text(3) ?? "", etag: try text(4),
-            lastModified: try text(5), bytes: bytes, md5: try text(7), version: try text(8), updated: try text(9),
-            mirroredAt: try text(10) ?? "", checkedAt: try text(11) ?? "")
+            path: try text("path"), item: try text("item"), source: try optional("source"), url: try text("url"),
+            etag: try optional("etag"), lastModified: try optional("last_modified"),
+            bytes: try state.decode(row, Int64.self, column: "bytes"), md5: try optional("md5"), version: try optional("version"),
+            updated: try optional("updated"), mirroredAt: try text("mirrored_at"), checkedAt: try text("checked_at"))
     }
 
     static func now() -> String {

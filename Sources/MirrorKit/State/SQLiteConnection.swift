@@ -67,7 +67,7 @@ final class SQLiteConnection {
 
     /// Runs one statement; returns every row it yields.
     @discardableResult
-    func rows(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
+    func rows(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [SQLiteRow] {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -83,19 +83,20 @@ final class SQLiteConnection {
             }
             guard status == SQLITE_OK else { throw lastError() }
         }
-        var result: [[SQLiteValue]] = []
+        var result: [SQLiteRow] = []
+        let columns = sqlite3_column_count(statement)
+        let names = (0..<columns).map { sqlite3_column_name(statement, $0).map { String(cString: $0) } ?? "" }
         while true {
             let step = sqlite3_step(statement)
             if step == SQLITE_DONE { break }
             guard step == SQLITE_ROW else { throw lastError() }
-            let columns = sqlite3_column_count(statement)
-            result.append((0..<columns).map { column in
+            result.append(SQLiteRow(names: names, values: (0..<columns).map { column in
                 switch sqlite3_column_type(statement, column) {
                 case SQLITE_NULL: .null
                 case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
                 default: sqlite3_column_text(statement, column).map { .text(String(cString: $0)) } ?? .null
                 }
-            })
+            }))
         }
         return result
     }
@@ -142,5 +143,58 @@ final class SQLiteConnection {
 
     private func lastError() -> SQLiteError {
         SQLiteError(description: String(cString: sqlite3_errmsg(handle)), code: sqlite3_extended_errcode(handle))
+    }
+}
+
+/// One row of a query, read by column name: a value of the wrong kind, or a NULL where the
+/// schema allows none, is an error naming the column, never taken for `""` or 0.
+struct SQLiteRow: Sendable, RandomAccessCollection {
+    let names: [String]
+    let values: [SQLiteValue]
+
+    var startIndex: Int { values.startIndex }
+    var endIndex: Int { values.endIndex }
+    subscript(position: Int) -> SQLiteValue { values[position] }
+
+    /// The value of column `name` as the query named it (`AS name` for an expression).
+    func value(_ name: String) throws(SQLiteError) -> SQLiteValue {
+        guard let index = names.firstIndex(of: name) else {
+            throw SQLiteError(description: "the query selects no column '\(name)'", code: SQLITE_MISMATCH)
+        }
+        return values[index]
+    }
+
+    func text(_ name: String) throws(SQLiteError) -> String {
+        guard let text = try optionalText(name) else { throw Self.unexpectedNull(name) }
+        return text
+    }
+
+    func optionalText(_ name: String) throws(SQLiteError) -> String? {
+        switch try value(name) {
+        case .null: return nil
+        case .text(let text): return text
+        case .integer: throw SQLiteError(description: "column '\(name)' holds a number where text belongs", code: SQLITE_MISMATCH)
+        }
+    }
+
+    func integer(_ name: String) throws(SQLiteError) -> Int64 {
+        guard let integer = try optionalInteger(name) else { throw Self.unexpectedNull(name) }
+        return integer
+    }
+
+    func optionalInteger(_ name: String) throws(SQLiteError) -> Int64? {
+        switch try value(name) {
+        case .null: return nil
+        case .integer(let integer): return integer
+        case .text: throw SQLiteError(description: "column '\(name)' holds text where a number belongs", code: SQLITE_MISMATCH)
+        }
+    }
+
+    func optionalInt(_ name: String) throws(SQLiteError) -> Int? {
+        try optionalInteger(name).map { Int(clamping: $0) }
+    }
+
+    private static func unexpectedNull(_ name: String) -> SQLiteError {
+        SQLiteError(description: "column '\(name)' is NULL where a value belongs", code: SQLITE_MISMATCH)
     }
 }

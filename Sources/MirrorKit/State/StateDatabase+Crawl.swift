@@ -2,21 +2,23 @@ import Foundation
 
 extension StateDatabase: CrawlStore {
     func cursor(for source: String) throws(MirrorError) -> CrawlCursor {
-        let rows = try read(
+        let cursors = try read(
             "SELECT pass, next_page, head_id, total_items, page_size, pages_read, updated_at, last_full_pass, suspected_end FROM crawl_cursors WHERE source = ?1",
-            [.text(source)])
-        var cursor = CrawlCursor(source: source)
-        guard let row = rows.first else { return cursor }
-        cursor.pass = Int(row[0].integer ?? 0)
-        cursor.nextPage = row[1].integer.map(Int.init)
-        cursor.headID = row[2].text
-        cursor.totalItems = row[3].integer.map(Int.init)
-        cursor.pageSize = row[4].integer.map(Int.init)
-        cursor.pagesRead = Int(row[5].integer ?? 0)
-        cursor.updatedAt = row[6].text.flatMap { try? Date($0, strategy: .iso8601) }
-        cursor.lastFullPass = row[7].integer.map(Int.init)
-        cursor.suspectedEnd = row[8].integer.map(Int.init)
-        return cursor
+            [.text(source)]
+        ) { row throws(SQLiteError) in
+            var cursor = CrawlCursor(source: source)
+            cursor.pass = Int(try row.integer("pass"))
+            cursor.nextPage = try row.optionalInt("next_page")
+            cursor.headID = try row.optionalText("head_id")
+            cursor.totalItems = try row.optionalInt("total_items")
+            cursor.pageSize = try row.optionalInt("page_size")
+            cursor.pagesRead = Int(try row.integer("pages_read"))
+            cursor.updatedAt = try row.optionalText("updated_at").flatMap { try? Date($0, strategy: .iso8601) }
+            cursor.lastFullPass = try row.optionalInt("last_full_pass")
+            cursor.suspectedEnd = try row.optionalInt("suspected_end")
+            return cursor
+        }
+        return cursors.first ?? CrawlCursor(source: source)
     }
 
     func saveCursor(_ cursor: CrawlCursor) throws(MirrorError) {
@@ -44,30 +46,38 @@ extension StateDatabase: CrawlStore {
     func knownEntries(_ entryIDs: [String], source: String) throws(MirrorError) -> [String: Int] {
         var known: [String: Int] = [:]
         for id in Set(entryIDs) {
-            let rows = try read(
-                "SELECT pass FROM listing_entries WHERE source = ?1 AND entry_id = ?2", [.text(source), .text(id)])
-            if let pass = rows.first?.first?.integer { known[id] = Int(pass) }
+            let passes = try read(
+                "SELECT pass FROM listing_entries WHERE source = ?1 AND entry_id = ?2", [.text(source), .text(id)]
+            ) { row throws(SQLiteError) in Int(try row.integer("pass")) }
+            if let pass = passes.first { known[id] = pass }
         }
         return known
     }
 
     func cachedAlbum(_ albumID: String) throws(MirrorError) -> String? {
-        try read("SELECT images FROM albums WHERE id = ?1 AND state = 'cached'", [.text(albumID)]).first?.first?.text
+        try read("SELECT images FROM albums WHERE id = ?1 AND state = 'cached'", [.text(albumID)]) { row throws(SQLiteError) in
+            try row.text("images")
+        }.first
     }
 
     func albumContext(_ albumID: String) throws(MirrorError) -> String? {
-        try read("SELECT context FROM albums WHERE id = ?1", [.text(albumID)]).first?.first?.text
+        try read("SELECT context FROM albums WHERE id = ?1", [.text(albumID)]) { row throws(SQLiteError) in
+            try row.optionalText("context")
+        }.first ?? nil
     }
 
     func pendingAlbums() throws(MirrorError) -> [String] {
-        try read("SELECT id FROM albums WHERE state = 'pending' ORDER BY rowid").compactMap { $0.first?.text }
+        try read("SELECT id FROM albums WHERE state = 'pending' ORDER BY rowid") { row throws(SQLiteError) in try row.text("id") }
     }
 
     func recordAlbumFailure(_ albumID: String, problem: String) throws(MirrorError) -> Int {
         try write(
             "UPDATE albums SET failures = failures + 1, problem = ?2, updated_at = ?3 WHERE id = ?1",
             [.text(albumID), .text(problem), .text(Self.now())])
-        return Int(try read("SELECT failures FROM albums WHERE id = ?1", [.text(albumID)]).first?.first?.integer ?? 0)
+        // An album never recorded has no row, and no failures.
+        return try read("SELECT failures FROM albums WHERE id = ?1", [.text(albumID)]) { row throws(SQLiteError) in
+            Int(try row.integer("failures"))
+        }.first ?? 0
     }
 
     func recordAlbum(_ albumID: String, images: [FoundImage], list json: String, source: String) throws(MirrorError) -> [FoundImage] {
@@ -94,13 +104,13 @@ extension StateDatabase: CrawlStore {
         after position: Int64 = 0, limit: Int = 1000
     ) throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
         let rows = try read(
-            "SELECT rowid, id, image, album_id FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
-            [.integer(position), .integer(Int64(limit))])
-        let images = rows.compactMap { row -> FoundImage? in
-            guard row.count == 4, let id = row[1].text, let payload = row[2].text else { return nil }
-            return FoundImage(id: id, payload: payload, albumID: row[3].text)
+            "SELECT rowid AS position, id, image, album_id FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
+            [.integer(position), .integer(Int64(limit))]
+        ) { row throws(SQLiteError) in
+            (try row.integer("position"),
+             FoundImage(id: try row.text("id"), payload: try row.text("image"), albumID: try row.optionalText("album_id")))
         }
-        return (images, rows.count == limit ? rows.last?.first?.integer : nil)
+        return (rows.map(\.1), rows.count == limit ? rows.last?.0 : nil)
     }
 
     func markImagesDone(_ imageIDs: [String]) throws(MirrorError) {
@@ -111,8 +121,10 @@ extension StateDatabase: CrawlStore {
     }
 
     package func budget(api: String) throws(MirrorError) -> APIBudget? {
-        let rows = try read("SELECT budget FROM api_budgets WHERE api = ?1", [.text(api)])
-        guard let json = rows.first?.first?.text else { return nil }
+        let budgets = try read("SELECT budget FROM api_budgets WHERE api = ?1", [.text(api)]) { row throws(SQLiteError) in
+            try row.text("budget")
+        }
+        guard let json = budgets.first else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         return try? decoder.decode(APIBudget.self, from: Data(json.utf8))
@@ -129,20 +141,20 @@ extension StateDatabase: CrawlStore {
 
     package func figures(source: String) throws(MirrorError) -> CrawlFigures {
         func count(_ sql: String, _ arguments: [SQLiteValue] = [.text(source)]) throws(MirrorError) -> Int {
-            Int(try read(sql, arguments).first?.first?.integer ?? 0)
+            try read(sql, arguments) { row throws(SQLiteError) in Int(try row.integer("count")) }.first ?? 0
         }
         return CrawlFigures(
             cursor: try cursor(for: source),
-            entriesKnown: try count("SELECT count(*) FROM listing_entries WHERE source = ?1"),
-            imagesKnown: try count("SELECT count(*) FROM images WHERE source = ?1"),
-            imagesPending: try count("SELECT count(*) FROM images WHERE done = 0", []),
-            albumsCached: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'cached'"),
-            albumsPending: try count("SELECT count(*) FROM albums WHERE state = 'pending'", []),
-            albumsGone: try count("SELECT count(*) FROM albums WHERE source = ?1 AND state = 'gone'"))
+            entriesKnown: try count("SELECT count(*) AS count FROM listing_entries WHERE source = ?1"),
+            imagesKnown: try count("SELECT count(*) AS count FROM images WHERE source = ?1"),
+            imagesPending: try count("SELECT count(*) AS count FROM images WHERE done = 0", []),
+            albumsCached: try count("SELECT count(*) AS count FROM albums WHERE source = ?1 AND state = 'cached'"),
+            albumsPending: try count("SELECT count(*) AS count FROM albums WHERE state = 'pending'", []),
+            albumsGone: try count("SELECT count(*) AS count FROM albums WHERE source = ?1 AND state = 'gone'"))
     }
 
     package func crawlSources() throws(MirrorError) -> [String] {
-        try read("SELECT source FROM crawl_cursors ORDER BY source").compactMap { $0.first?.text }
+        try read("SELECT source FROM crawl_cursors ORDER BY source") { row throws(SQLiteError) in try row.text("source") }
     }
 
     // MARK: - Helpers

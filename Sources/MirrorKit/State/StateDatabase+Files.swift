@@ -72,13 +72,14 @@ extension StateDatabase {
     /// What a job needs to know, in one query (it is asked for every file of a run): the item's
     /// newest version, and whether `url` is known removed upstream.
     func fate(of item: String, url: String) throws(MirrorError) -> (latest: MirroredFile?, removed: Bool) {
-        let row = try read(
-            "SELECT latest.*, EXISTS (SELECT 1 FROM removed WHERE url = ?2) FROM (SELECT 1) LEFT JOIN "
+        let fates = try read(
+            "SELECT latest.*, EXISTS (SELECT 1 FROM removed WHERE url = ?2) AS removed FROM (SELECT 1) LEFT JOIN "
                 + "(SELECT \(Self.columns) FROM files WHERE item = ?1 ORDER BY rowid DESC LIMIT 1) AS latest ON 1",
-            [.text(item), .text(url)]).first
-        guard let row else { return (nil, false) }
-        let removed = row.last?.integer == 1
-        return (row[0] == .null ? nil : Self.file(from: row), removed)
+            [.text(item), .text(url)]
+        ) { row throws(SQLiteError) in
+            (try row.optionalText("path") == nil ? nil : try Self.file(from: row), try row.integer("removed") == 1)
+        }
+        return fates.first ?? (nil, false)
     }
 
     /// Every version of `item`, oldest first.
@@ -88,7 +89,7 @@ extension StateDatabase {
 
     /// The item whose version `path` is, if any.
     func item(owning path: String) throws(MirrorError) -> String? {
-        try read("SELECT item FROM files WHERE path = ?1", [.text(path)]).first?.first?.text
+        try read("SELECT item FROM files WHERE path = ?1", [.text(path)]) { row throws(SQLiteError) in try row.text("item") }.first
     }
 
     /// Records `file` as its item's newest version (replacing whatever was recorded for its path).
@@ -149,13 +150,13 @@ extension StateDatabase {
                 "UPDATE files SET source = ?1 WHERE source IS NULL AND path LIKE ?2 ESCAPE '\\'",
                 [.text(source), .text(Self.likeEscaped(folder) + "/%")])
         }
-        let rows = try read(
-            "SELECT \(Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY rowid LIMIT 1) "
+        return try read(
+            "SELECT \(Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY rowid LIMIT 1) AS first_path "
                 + "FROM files WHERE source = ?1 "
                 + "AND rowid = (SELECT max(rowid) FROM files AS newer WHERE newer.item = files.item) "
                 + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url) ORDER BY checked_at, rowid",
-            [.text(source)])
-        return rows.map { (Self.file(from: $0), $0[12].text ?? "") }
+            [.text(source)]
+        ) { row throws(SQLiteError) in (try Self.file(from: row), try row.text("first_path")) }
     }
 
     /// The item `name` stands for: a file's path, its file name, a URL that served it, or an item.
@@ -164,26 +165,32 @@ extension StateDatabase {
         try read(
             "SELECT item FROM files WHERE path = ?1 OR item = ?1 OR url = ?1 OR substr(path, -length(?2)) = ?2 "
                 + "ORDER BY path = ?1 DESC, item = ?1 DESC, rowid DESC LIMIT 1",
-            [.text(name), .text("/" + name)]).first?.first?.text
+            [.text(name), .text("/" + name)]
+        ) { row throws(SQLiteError) in try row.text("item") }.first
     }
 
     package func versionFigures() throws(MirrorError) -> VersionFigures {
-        let row = try read(
-            "SELECT count(DISTINCT item), count(*), "
-                + "(SELECT count(*) FROM (SELECT item FROM files GROUP BY item HAVING count(*) > 1)) FROM files").first
-        return VersionFigures(
-            items: Int(row?[0].integer ?? 0), files: Int(row?[1].integer ?? 0), itemsWithVersions: Int(row?[2].integer ?? 0))
+        let figures = try read(
+            "SELECT count(DISTINCT item) AS items, count(*) AS files, "
+                + "(SELECT count(*) FROM (SELECT item FROM files GROUP BY item HAVING count(*) > 1)) AS versioned FROM files"
+        ) { row throws(SQLiteError) in
+            VersionFigures(
+                items: Int(try row.integer("items")), files: Int(try row.integer("files")),
+                itemsWithVersions: Int(try row.integer("versioned")))
+        }
+        return figures.first ?? VersionFigures(items: 0, files: 0, itemsWithVersions: 0)
     }
 
     private func files(_ clause: String, _ arguments: [SQLiteValue]) throws(MirrorError) -> [MirroredFile] {
-        try read("SELECT \(Self.columns) FROM files \(clause)", arguments).map(Self.file(from:))
+        try read("SELECT \(Self.columns) FROM files \(clause)", arguments, as: Self.file(from:))
     }
 
-    private static func file(from row: [SQLiteValue]) -> MirroredFile {
+    private static func file(from row: SQLiteRow) throws(SQLiteError) -> MirroredFile {
         MirroredFile(
-            path: row[0].text ?? "", item: row[1].text ?? "", source: row[2].text, url: row[3].text ?? "",
-            etag: row[4].text, lastModified: row[5].text, bytes: row[6].integer ?? 0, md5: row[7].text,
-            version: row[8].text, updated: row[9].text, mirroredAt: row[10].text ?? "", checkedAt: row[11].text ?? "")
+            path: try row.text("path"), item: try row.text("item"), source: try row.optionalText("source"),
+            url: try row.text("url"), etag: try row.optionalText("etag"), lastModified: try row.optionalText("last_modified"),
+            bytes: try row.integer("bytes"), md5: try row.optionalText("md5"), version: try row.optionalText("version"),
+            updated: try row.optionalText("updated"), mirroredAt: try row.text("mirrored_at"), checkedAt: try row.text("checked_at"))
     }
 
     private static func likeEscaped(_ text: String) -> String {

@@ -58,22 +58,26 @@ extension StateDatabase {
 
     /// The last run of each source that ran here, the most recent first.
     package func lastRuns() throws(MirrorError) -> [RunRecord] {
-        try read("SELECT record FROM runs WHERE id IN (SELECT max(id) FROM runs GROUP BY source) ORDER BY id DESC")
-            .compactMap { $0.first?.text.flatMap { try? Self.runDecoder.decode(RunRecord.self, from: Data($0.utf8)) } }
+        try read("SELECT record FROM runs WHERE id IN (SELECT max(id) FROM runs GROUP BY source) ORDER BY id DESC") {
+            row throws(SQLiteError) in try row.text("record")
+        }.compactMap { try? Self.runDecoder.decode(RunRecord.self, from: Data($0.utf8)) }
     }
 
     /// The last run of `source`.
     package func lastRun(of source: String) throws(MirrorError) -> RunRecord? {
-        guard let text = try read("SELECT record FROM runs WHERE source = ?1 ORDER BY id DESC LIMIT 1", [.text(source)])
-            .first?.first?.text
+        guard let text = try read("SELECT record FROM runs WHERE source = ?1 ORDER BY id DESC LIMIT 1", [.text(source)], as: {
+            row throws(SQLiteError) in try row.text("record")
+        }).first
         else { return nil }
         return try? Self.runDecoder.decode(RunRecord.self, from: Data(text.utf8))
     }
 
     /// When a run of `source` last ended with status 0.
     package func lastSuccess(of source: String) throws(MirrorError) -> Date? {
-        try read("SELECT max(ended_at) FROM runs WHERE source = ?1 AND exit_status = 0", [.text(source)])
-            .first?.first?.integer.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        // max() of no rows is NULL: never succeeded.
+        try read("SELECT max(ended_at) AS ended FROM runs WHERE source = ?1 AND exit_status = 0", [.text(source)]) {
+            row throws(SQLiteError) in try row.optionalInteger("ended")
+        }.first?.map { Date(timeIntervalSince1970: TimeInterval($0)) }
     }
 
     static let runEncoder: JSONEncoder = {

@@ -68,7 +68,7 @@ package actor StateDatabase: MirrorStore {
         guard folder.contains(fileName), (try? checkFiles(in: folder)) != nil,
               let db = try? SQLiteConnection.open(path, readOnly: true),
               isSameFile(fileName, in: folder, as: path),
-              let version = try? db.rows("PRAGMA user_version").first?.first?.integer,
+              let version = try? db.rows("PRAGMA user_version").first?.integer("user_version"),
               (1...Int64(StateSchema.latest)).contains(version)
         else { return nil }
         return StateDatabase(db: db, path: path, schemaVersion: Int32(version))
@@ -116,9 +116,23 @@ package actor StateDatabase: MirrorStore {
         }
     }
 
-    func read(_ sql: String, _ arguments: [SQLiteValue] = []) throws(MirrorError) -> [[SQLiteValue]] {
+    func read(_ sql: String, _ arguments: [SQLiteValue] = []) throws(MirrorError) -> [SQLiteRow] {
         do {
             return try db.rows(sql, arguments)
+        } catch {
+            throw .stateDatabase(path: path, problem: "\(error)")
+        }
+    }
+
+    /// The rows of `sql`, each made into a `T` by `decode`: a column missing, of the wrong kind, or
+    /// NULL where it may not be is an error of the database, not a default.
+    func read<T>(
+        _ sql: String, _ arguments: [SQLiteValue] = [], as decode: (SQLiteRow) throws(SQLiteError) -> T
+    ) throws(MirrorError) -> [T] {
+        do {
+            var values: [T] = []
+            for row in try db.rows(sql, arguments) { values.append(try decode(row)) }
+            return values
         } catch {
             throw .stateDatabase(path: path, problem: "\(error)")
         }

@@ -80,7 +80,7 @@ enum StateSchema {
 
     /// Brings `db` to the latest version.
     static func migrate(_ db: SQLiteConnection) throws(SQLiteError) {
-        let version = try db.rows("PRAGMA user_version").first?.first?.integer.map(Int32.init) ?? 0
+        let version = try db.rows("PRAGMA user_version").first.map { row throws(SQLiteError) in Int32(try row.integer("user_version")) } ?? 0
         guard version <= latest else {
             throw SQLiteError(description: "schema version \(version), this mirror knows up to \(latest)")
         }

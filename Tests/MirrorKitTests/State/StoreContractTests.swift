@@ -1,0 +1,206 @@
+import Foundation
+import PostgresNIO
+import Testing
+@testable import MirrorKit
+
+/// The backends a mirror's state can be kept in.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgresql
+
+    var testDescription: String { rawValue }
+}
+
+/// One storage contract: every store method, run against SQLite and a real PostgreSQL, must
+/// read back what was written, the same way in both.
+@Suite("One storage contract: SQLite and PostgreSQL", .serialized, .timeLimit(.minutes(3)))
+struct StoreContractTests {
+    /// Runs `body` with a fresh store of `kind`, and `raw` to change its rows behind its back.
+    private func withStore(
+        _ kind: StoreKind, _ body: (any MirrorStore, _ raw: @escaping @Sendable (String) async throws -> Void) async throws -> Void
+    ) async throws {
+        switch kind {
+        case .sqlite:
+            try await TestSupport.withTemporaryDirectory { dir in
+                let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                try await body(state) { sql in try await state.write(sql, []) }
+            }
+        case .postgresql:
+            guard PostgresServer.isAvailable else { return }
+            try await PostgresServer.with { server in
+                let state = try await PostgresState(try PostgresLocation(server.url), logger: TestSupport.logger)
+                do {
+                    try await body(state) { sql in try await state.execute(PostgresQuery(unsafeSQL: sql)) }
+                    await state.close()
+                } catch {
+                    await state.close()
+                    throw error
+                }
+            }
+        }
+    }
+
+    private func file(_ path: String, item: String, source: String? = "tag cats", etag: String? = nil) -> MirroredFile {
+        MirroredFile(
+            path: path, item: item, source: source, url: item, etag: etag, lastModified: "Fri, 01 Jan 2016 00:00:00 GMT",
+            bytes: 42, md5: nil)
+    }
+
+    private func found(_ id: String, album: String? = nil) -> FoundImage {
+        FoundImage(id: id, payload: #"{"id":"\#(id)","size":1000}"#, albumID: album)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func filesVersionsAndTheirFate(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let first = file("full/a.jpg", item: "https://i/a.jpg", etag: "\"1\"")
+            try await store.record(first)
+            var second = first
+            second.path = "full/a(1).jpg"
+            second.etag = "\"2\""
+            try await store.record(second)
+            try await store.record(file("full/b.jpg", item: "https://i/b.jpg", source: nil))
+            #expect(try await store.versions(of: first.item).map(\.path) == ["full/a.jpg", "full/a(1).jpg"])
+            let latest = try #require(try await store.latestFile(of: first.item))
+            #expect(latest.path == "full/a(1).jpg" && latest.etag == "\"2\"" && latest.bytes == 42)
+            #expect(latest.lastModified == "Fri, 01 Jan 2016 00:00:00 GMT" && latest.source == "tag cats")
+            #expect(try await store.item(owning: "full/a.jpg") == first.item)
+            #expect(try await store.item(owning: "full/none.jpg") == nil)
+            #expect(try await store.item(named: "a(1).jpg") == first.item)
+            #expect(try await store.item(named: "nothing") == nil)
+            #expect(try await store.latestFile(of: "https://i/none") == nil)
+
+            var fate = try await store.fate(of: first.item, url: first.url)
+            #expect(fate.latest?.path == "full/a(1).jpg" && !fate.removed)
+            fate = try await store.fate(of: "https://i/none", url: "https://i/none")
+            #expect(fate.latest == nil && !fate.removed)
+            try await store.recordRemoved(first.url)
+            #expect(try await store.fate(of: first.item, url: first.url).removed)
+
+            try await store.confirm(
+                "full/a(1).jpg", url: first.url, etag: "\"3\"", lastModified: nil,
+                release: FeedRelease(version: "2.0", updated: nil), replacingValidators: true)
+            let confirmed = try #require(try await store.latestFile(of: first.item))
+            #expect(confirmed.etag == "\"3\"" && confirmed.version == "2.0")
+            try await store.setMD5("0123456789abcdef0123456789abcdef", of: "full/a(1).jpg")
+            #expect(try await store.latestFile(of: first.item)?.md5 == "0123456789abcdef0123456789abcdef")
+            try await store.adopt(
+                item: first.item, as: "entry feed 1", source: "feed f", release: FeedRelease(version: "3", updated: "today"))
+            #expect(try await store.versions(of: "entry feed 1").count == 2)
+            #expect(try await store.versions(of: first.item).isEmpty)
+
+            // A file recorded before sources were is claimed by the first source that sweeps its folder.
+            let sweep = try await store.filesToRevalidate(source: "tag cats", claiming: ["full"])
+            #expect(sweep.map(\.latest.path) == ["full/b.jpg"], "the removed URL's file is not asked after")
+            #expect(sweep.first?.firstPath == "full/b.jpg")
+            #expect(try await store.versionFigures() == VersionFigures(items: 2, files: 3, itemsWithVersions: 1))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aCrawlItsPagesAlbumsAndImages(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            var cursor = try await store.cursor(for: "imgur tag cats time all")
+            #expect(cursor.pass == 0 && cursor.nextPage == nil && cursor.pagesRead == 0)
+            cursor.pass = 2
+            cursor.nextPage = 7
+            cursor.headID = "abc"
+            cursor.totalItems = 11_000
+            cursor.pageSize = 60
+            cursor.pagesRead = 40
+            cursor.lastFullPass = 1
+            let added = try await store.recordPage(
+                ListedPage(
+                    newEntryIDs: ["x", "y", "A1"], images: [found("x"), found("y")], pendingAlbumIDs: ["A1"],
+                    pendingAlbumContexts: ["A1": #"{"id":"A1","title":"ducks"}"#], cursor: cursor),
+                source: cursor.source)
+            #expect(added.map(\.id) == ["x", "y"])
+            #expect(added.first == found("x"), "the payload reads back byte for byte")
+            let again = try await store.recordPage(
+                ListedPage(newEntryIDs: [], images: [found("x")], pendingAlbumIDs: [], cursor: cursor), source: cursor.source)
+            #expect(again.isEmpty, "an image is queued once")
+            let read = try await store.cursor(for: cursor.source)
+            #expect(read.pass == 2 && read.nextPage == 7 && read.headID == "abc" && read.estimatedPages == 184)
+            #expect(read.pagesRead == 40 && read.lastFullPass == 1 && read.updatedAt != nil)
+            #expect(try await store.knownEntries(["x", "z"], source: cursor.source) == ["x": 2])
+            #expect(try await store.crawlSources() == [cursor.source])
+
+            #expect(try await store.pendingAlbums() == ["A1"])
+            #expect(try await store.albumContext("A1") == #"{"id":"A1","title":"ducks"}"#)
+            #expect(try await store.albumContext("nope") == nil)
+            #expect(try await store.cachedAlbum("A1") == nil)
+            #expect(try await store.recordAlbumFailure("A1", problem: "HTTP 500") == 1)
+            #expect(try await store.recordAlbumFailure("A1", problem: "HTTP 500") == 2)
+            let albumAdded = try await store.recordAlbum(
+                "A1", images: [found("x", album: "A1"), found("w", album: "A1")], list: "[1,2]", source: cursor.source)
+            #expect(albumAdded.map(\.id) == ["w"])
+            #expect(try await store.cachedAlbum("A1") == "[1,2]")
+            #expect(try await store.pendingAlbums().isEmpty)
+            try await store.recordAlbumGone("G1", problem: "HTTP 404", source: cursor.source)
+            #expect(try await store.pendingAlbums().isEmpty)
+
+            // Paged in the order found, `limit` at a time, whatever is marked done meanwhile.
+            var pages: [[FoundImage]] = []
+            var position: Int64? = 0
+            while let after = position {
+                let page = try await store.pendingImages(after: after, limit: 2)
+                pages.append(page.images)
+                if pages.count == 1 { try await store.markImagesDone(["w"]) }
+                position = page.next
+            }
+            #expect(pages.map { $0.map(\.id) } == [["x", "y"], []])
+            #expect(pages.first?.first == found("x"))
+            try await store.markImagesDone(["x", "y", "unknown"])
+            #expect(try await store.pendingImages(after: 0, limit: 10).images.isEmpty)
+            let figures = try await store.figures(source: cursor.source)
+            #expect(figures.entriesKnown == 3 && figures.imagesKnown == 3 && figures.imagesPending == 0)
+            #expect(figures.albumsCached == 1 && figures.albumsPending == 0 && figures.albumsGone == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func runsAndTheBudget(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            #expect(try await store.lastSuccess(of: "tag cats") == nil)
+            #expect(try await store.lastRun(of: "tag cats") == nil)
+            #expect(try await store.budget(api: "imgur") == nil)
+            let start = Date(timeIntervalSince1970: 1_700_000_000)
+            for (offset, status) in [(0, Int32(0)), (100, 75), (200, 1)] {
+                try await store.recordRun(RunRecord(
+                    source: "tag cats", startedAt: start + Double(offset), endedAt: start + Double(offset + 50),
+                    exitStatus: status, summary: MirrorSummary()))
+            }
+            try await store.recordRun(RunRecord(
+                source: "album Ef1gH", startedAt: start, endedAt: start + 10, exitStatus: 0, summary: MirrorSummary()))
+            #expect(try await store.lastRun(of: "tag cats")?.exitStatus == 1)
+            #expect(try await store.lastSuccess(of: "tag cats") == start + 50)
+            #expect(Set(try await store.lastRuns().map(\.source)) == ["tag cats", "album Ef1gH"])
+            let budget = APIBudget(
+                userRemaining: 12, userLimit: 500, userResetAt: start + 3600, clientRemaining: 9000,
+                observedAt: start)
+            try await store.saveBudget(budget, api: "imgur")
+            #expect(try await store.budget(api: "imgur") == budget)
+        }
+    }
+
+    /// A row that breaks the schema's promises (a damaged file, a hand edit) is an error naming the
+    /// column, not an empty string or a zero taken for data.
+    @Test(arguments: StoreKind.allCases)
+    func anUnexpectedNullIsAnErrorNotADefault(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, raw in
+            _ = try await store.recordAlbum("A1", images: [], list: "[]", source: "s")
+            try await raw("UPDATE albums SET images = NULL WHERE id = 'A1'")
+            let error = await #expect(throws: MirrorError.self) { _ = try await store.cachedAlbum("A1") }
+            #expect(error?.description.contains("'images'") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test func aNumberColumnHoldingTextIsAnError() async throws {
+        try await withStore(.sqlite) { store, raw in
+            try await store.record(file("full/a.jpg", item: "https://i/a.jpg"))
+            try await raw("UPDATE files SET bytes = 'lots'")
+            let error = await #expect(throws: MirrorError.self) { _ = try await store.latestFile(of: "https://i/a.jpg") }
+            #expect(error?.description.contains("'bytes'") == true, "\(String(describing: error))")
+        }
+    }
+}
