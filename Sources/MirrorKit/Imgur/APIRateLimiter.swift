@@ -20,13 +20,15 @@ actor APIRateLimiter {
     }
 
     let settings: Settings
+    private let clock: any RunClock
     private var budget: APIBudget
-    private var lastRequest: ContinuousClock.Instant?
+    private var lastRequest: Date?
     private(set) var callsMade = 0
 
-    init(settings: Settings, startingFrom known: APIBudget? = nil) {
+    init(settings: Settings, startingFrom known: APIBudget? = nil, clock: any RunClock = SystemClock()) {
         self.settings = settings
-        budget = known?.stillValid() ?? APIBudget()
+        self.clock = clock
+        budget = known?.stillValid(at: clock.now) ?? APIBudget(observedAt: clock.now)
     }
 
     /// The budget as last reported.
@@ -35,7 +37,7 @@ actor APIRateLimiter {
     /// Starts from what an earlier run saw, unless this one has heard fresher figures.
     func adopt(_ known: APIBudget) {
         guard budget.userRemaining == nil, budget.clientRemaining == nil else { return }
-        budget = known.stillValid()
+        budget = known.stillValid(at: clock.now)
     }
 
     /// Calls that may still be made before the reset, keeping the reserve; nil when unknown.
@@ -49,15 +51,15 @@ actor APIRateLimiter {
     /// - Throws: ``ImgurError/Kind/rateLimited`` when the budget is spent and will not come back
     ///   within ``Settings/maxWait``.
     func acquire(url: String) async throws(ImgurError) {
-        budget = budget.stillValid()
+        budget = budget.stillValid(at: clock.now)
         if let clientRemaining = budget.clientRemaining, clientRemaining <= settings.reserve {
             throw ImgurError(
                 kind: .rateLimited, url: url,
                 message: "the application's daily budget is down to \(clientRemaining) calls",
-                retryAfter: budget.clientResetAt.map { Self.seconds(until: $0) })
+                retryAfter: budget.clientResetAt.map { seconds(until: $0) })
         }
         if let userRemaining = budget.userRemaining, userRemaining <= settings.reserve {
-            let wait = budget.userResetAt.map { Duration.seconds(Self.seconds(until: $0)) }
+            let wait = budget.userResetAt.map { Duration.seconds(seconds(until: $0)) }
             guard let wait, wait <= settings.maxWait else {
                 throw ImgurError(
                     kind: .rateLimited, url: url,
@@ -68,16 +70,18 @@ actor APIRateLimiter {
             budget.userRemaining = nil
         }
         if let rate = settings.maxRequestsPerSecond, rate > 0, let lastRequest {
-            let next = lastRequest + .seconds(1 / rate)
-            if next > .now { try await pause(for: next - .now, url: url) }
+            let next = lastRequest.addingTimeInterval(1 / rate)
+            let now = clock.now
+            if next > now { try await pause(for: .seconds(next.timeIntervalSince(now)), url: url) }
         }
-        lastRequest = .now
+        lastRequest = clock.now
         callsMade += 1
     }
 
     /// Takes in the budget an answer reports. Header names vary in case between captures;
     /// `UserReset` is documented as an epoch time but sent as seconds until the reset.
-    func record(_ headers: HTTPHeaders, now: Date = Date()) {
+    func record(_ headers: HTTPHeaders) {
+        let now = clock.now
         var seen = false
         if let value = headers["X-RateLimit-UserRemaining"].flatMap({ Int($0) }) { budget.userRemaining = value; seen = true }
         if let value = headers["X-RateLimit-UserLimit"].flatMap({ Int($0) }) { budget.userLimit = value }
@@ -96,7 +100,7 @@ actor APIRateLimiter {
     /// The wait until the user budget resets, when one is known and the budget is spent.
     func waitForUserReset() -> Duration? {
         guard let userRemaining = budget.userRemaining, userRemaining <= 0, let reset = budget.userResetAt else { return nil }
-        return .seconds(Self.seconds(until: reset))
+        return .seconds(seconds(until: reset))
     }
 
     /// Values below 10⁹ are seconds from now; larger ones are a Unix time.
@@ -105,13 +109,13 @@ actor APIRateLimiter {
         return TimeInterval(max(value - Int64(now.timeIntervalSince1970), 0))
     }
 
-    private static func seconds(until date: Date) -> Int {
-        max(Int(date.timeIntervalSinceNow.rounded(.up)), 0)
+    private func seconds(until date: Date) -> Int {
+        max(Int(date.timeIntervalSince(clock.now).rounded(.up)), 0)
     }
 
     private func pause(for duration: Duration, url: String) async throws(ImgurError) {
         do {
-            try await Task.sleep(for: duration)
+            try await clock.sleep(for: duration)
         } catch {
             throw ImgurError(kind: .unreachable, url: url, message: "cancelled")
         }

@@ -38,6 +38,8 @@ package struct ImgurClient: Sendable {
     private let logger: Logger
     private let politeness: Politeness
     private let limiter: APIRateLimiter
+    /// What the retries and the budget's waits wait on, and what "now" is to the budget.
+    private let clock: any RunClock
 
     /// - Parameters:
     ///   - apiBase: scheme and host, e.g. `https://api.imgur.com`.
@@ -45,8 +47,9 @@ package struct ImgurClient: Sendable {
     ///   - startingBudget: the budget the last run saw; used while its reset has not passed.
     package init(
         apiBase: String, clientID: String, engine: TransferEngine, politeness: Politeness = Politeness(),
-        startingBudget: APIBudget? = nil, logger: Logger
+        startingBudget: APIBudget? = nil, clock: any RunClock = SystemClock(), logger: Logger
     ) {
+        self.clock = clock
         self.apiBase = apiBase.hasSuffix("/") ? String(apiBase.dropLast()) : apiBase
         self.clientID = clientID
         self.engine = engine
@@ -54,7 +57,7 @@ package struct ImgurClient: Sendable {
         self.logger = logger
         limiter = APIRateLimiter(settings: .init(
             maxRequestsPerSecond: politeness.maxRequestsPerSecond, maxWait: politeness.maxWait),
-            startingFrom: startingBudget)
+            startingFrom: startingBudget, clock: clock)
     }
 
     /// The API budget as the last answer reported it.
@@ -138,7 +141,7 @@ package struct ImgurClient: Sendable {
         var policy = politeness.retry
         policy.maxTotalWait = max(policy.maxTotalWait, politeness.maxWait)
         return try await policy.run(
-            maxSingleWait: politeness.maxWait,
+            maxSingleWait: politeness.maxWait, clock: clock,
             giveUp: { failure, reason in Self.gaveUp(failure, reason, url: url) },
             onRetry: { failure, wait in logger.warning("\(failure); retrying in \(wait)") }
         ) { _ throws(ImgurError) in
@@ -185,7 +188,7 @@ package struct ImgurClient: Sendable {
         // Imgur has sent "over capacity" as a 2xx whose envelope says status 1203.
         let bodyStatus = ImgurError.bodyStatus(response.body)
         if response.isSuccess, bodyStatus.map({ (200..<300).contains($0) }) ?? true { return .success(response) }
-        var serverWait = RetryPolicy.retryAfter(response.headers["Retry-After"])
+        var serverWait = RetryPolicy.retryAfter(response.headers["Retry-After"], now: clock.now)
         let failure = ImgurError(
             kind: .status(response.isSuccess ? bodyStatus ?? response.status : response.status), url: request.url,
             message: ImgurError.message(fromBody: response.body),

@@ -30,10 +30,14 @@ package struct RetryPolicy: Sendable, Equatable {
     /// The wait before attempt `attempt + 1` (attempts count from 1): `base × 2^(attempt−1)`,
     /// capped, then jittered to 50–100 % so that many clients do not retry in step. A server's
     /// `Retry-After` is honoured when it asks for longer.
-    func delay(afterAttempt attempt: Int, retryAfter: Duration? = nil) -> Duration {
+    /// `jitter` draws the fraction of the backoff to wait, from 0.5...1.0 (random, unless a test says).
+    func delay(
+        afterAttempt attempt: Int, retryAfter: Duration? = nil,
+        jitter: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
+    ) -> Duration {
         let exponent = min(max(attempt - 1, 0), 30)
         let backoff = min(baseDelay * (1 << exponent), maxDelay)
-        let jittered = backoff * Double.random(in: 0.5...1.0)
+        let jittered = backoff * min(max(jitter(0.5...1.0), 0.5), 1.0)
         guard let retryAfter else { return jittered }
         return max(jittered, retryAfter)
     }
@@ -96,8 +100,10 @@ package struct RetryPolicy: Sendable, Equatable {
     ///     policy's own backoff is not held to it.
     ///   - giveUp: turns the last failure and the reason into the error thrown.
     ///   - onRetry: hears each failure and the wait before the next attempt.
+    ///   - clock: what waits between attempts; `jitter` draws each wait's fraction (see ``delay(afterAttempt:retryAfter:jitter:)``).
     func run<Value: Sendable, Failure: Error>(
-        maxSingleWait: Duration? = nil,
+        maxSingleWait: Duration? = nil, clock: any RunClock = SystemClock(),
+        jitter: (ClosedRange<Double>) -> Double = { Double.random(in: $0) },
         giveUp: (Failure, GiveUp) -> Failure = { failure, _ in failure },
         onRetry: (Failure, Duration) -> Void = { _, _ in },
         _ attempt: (Int) async throws(Failure) -> Step<Value, Failure>
@@ -112,7 +118,7 @@ package struct RetryPolicy: Sendable, Equatable {
             case .success(let value): return value
             case .retry(let error, let wait): (failure, retryAfter) = (error, wait)
             }
-            let delay = delay(afterAttempt: number, retryAfter: retryAfter)
+            let delay = delay(afterAttempt: number, retryAfter: retryAfter, jitter: jitter)
             if let maxSingleWait, let retryAfter, retryAfter > maxSingleWait {
                 throw giveUp(failure, .waitTooLong(delay))
             }
@@ -120,7 +126,7 @@ package struct RetryPolicy: Sendable, Equatable {
             guard waited + delay <= maxTotalWait else { throw giveUp(failure, .totalWaitExceeded(delay)) }
             onRetry(failure, delay)
             do {
-                try await Task.sleep(for: delay)
+                try await clock.sleep(for: delay)
             } catch {
                 throw giveUp(failure, .cancelled)
             }

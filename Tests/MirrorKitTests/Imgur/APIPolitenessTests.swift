@@ -75,12 +75,13 @@ struct APIPolitenessTests {
     }
 
     @Test func aResetFurtherAwayThanTheBudgetsWindowIsNotBelieved() async {
-        let limiter = APIRateLimiter(settings: .init())
-        let now = Date()
+        let clock = TestClock()
+        let limiter = APIRateLimiter(settings: .init(), clock: clock)
+        let now = clock.now
         await limiter.record(HTTPHeaders([
             ("X-RateLimit-UserRemaining", "0"), ("X-RateLimit-UserReset", "4000000000"),
             ("X-RateLimit-ClientRemaining", "0"), ("X-RateLimit-ClientReset", "4000000000"),
-        ]), now: now)
+        ]))
         let budget = await limiter.current
         #expect(budget.userResetAt.map { $0 <= now.addingTimeInterval(3600) } == true)
         #expect(budget.clientResetAt.map { $0 <= now.addingTimeInterval(86_400) } == true)

@@ -7,6 +7,8 @@ import Testing
 @Suite("Crawling a tag larger than the API budget across runs", .timeLimit(.minutes(2)))
 struct IncrementalCrawlTests {
     let engine = TransferEngine()
+    /// The runs' time: an hour passes between two of them when a test says so.
+    let clock = TestClock()
 
     /// One run as cron would start it: a new client (no memory but the state database), waiting
     /// for no reset (the "hour" passes between runs).
@@ -17,7 +19,7 @@ struct IncrementalCrawlTests {
         let client = ImgurClient(
             apiBase: server.baseURL, clientID: "fixture", engine: engine,
             politeness: .init(maxWait: .zero, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5))),
-            logger: TestSupport.logger)
+            clock: clock, logger: TestSupport.logger)
         let settings = TagRun.Settings(
             crawl: TagCrawler.Options(tag: tag, sort: sort, maxPages: pages),
             urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
@@ -32,7 +34,7 @@ struct IncrementalCrawlTests {
 
     /// A new hour: the budget is full again, and the reset the last run saw has passed.
     private func newHour(_ server: FixtureServer, calls: Int) async throws {
-        try await Task.sleep(for: .milliseconds(1100))
+        clock.advance(by: .seconds(3600))
         server.setRateLimit(userRemaining: calls, userReset: 1, userLimit: calls, refills: false)
     }
 

@@ -66,43 +66,57 @@ struct RetryPolicyTests {
     }
 
     @Test func runStopsAtTheAttemptsAndSaysWhy() async {
-        let policy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), maxDelay: .milliseconds(2))
+        let policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(2))
         var attempts = 0
+        let clock = TestClock()
         let error = await #expect(throws: Failure.self) {
-            try await policy.run(giveUp: { failure, why in Failure(attempt: failure.attempt, gaveUp: why) }) { number throws(Failure) -> RetryPolicy.Step<Int, Failure> in
+            try await policy.run(clock: clock, giveUp: { failure, why in Failure(attempt: failure.attempt, gaveUp: why) }) { number throws(Failure) -> RetryPolicy.Step<Int, Failure> in
                 attempts = number
                 return .retry(Failure(attempt: number), retryAfter: nil)
             }
         }
         #expect(attempts == 3)
         #expect(error == Failure(attempt: 3, gaveUp: .attemptsExhausted))
+        #expect(clock.waited.count == 2, "no wait after the last attempt")
     }
 
     @Test func aServerAskingForTooLongGivesUpAtOnceWithoutSleeping() async {
         let policy = RetryPolicy(maxAttempts: 10, baseDelay: .milliseconds(1))
-        let started = ContinuousClock.now
+        let clock = TestClock()
         let error = await #expect(throws: Failure.self) {
             try await policy.run(
-                maxSingleWait: .seconds(5), giveUp: { failure, why in Failure(attempt: failure.attempt, gaveUp: why) }
+                maxSingleWait: .seconds(5), clock: clock,
+                giveUp: { failure, why in Failure(attempt: failure.attempt, gaveUp: why) }
             ) { number throws(Failure) -> RetryPolicy.Step<Int, Failure> in
                 .retry(Failure(attempt: number), retryAfter: .seconds(3600))
             }
         }
         #expect(error?.attempt == 1)
         if case .waitTooLong(let wait)? = error?.gaveUp { #expect(wait == .seconds(3600)) } else { Issue.record("\(String(describing: error))") }
-        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(clock.waited.isEmpty)
     }
 
-    @Test func theTotalWaitIsBounded() async {
-        let policy = RetryPolicy(maxAttempts: 100, baseDelay: .milliseconds(20), maxDelay: .milliseconds(20), maxTotalWait: .milliseconds(50))
+    @Test(arguments: [(1.0, 3), (0.5, 6)])
+    func theTotalWaitIsBounded(jitter: Double, attempts: Int) async {
+        let policy = RetryPolicy(maxAttempts: 100, baseDelay: .seconds(20), maxDelay: .seconds(20), maxTotalWait: .seconds(50))
+        let clock = TestClock()
         let error = await #expect(throws: Failure.self) {
-            try await policy.run(giveUp: { failure, why in Failure(attempt: failure.attempt, gaveUp: why) }) { number throws(Failure) -> RetryPolicy.Step<Int, Failure> in
+            try await policy.run(clock: clock, jitter: { _ in jitter }, giveUp: { failure, why in Failure(attempt: failure.attempt, gaveUp: why) }) { number throws(Failure) -> RetryPolicy.Step<Int, Failure> in
                 .retry(Failure(attempt: number), retryAfter: nil)
             }
         }
-        // Jittered waits of 10–20 ms: at most 5 fit in 50 ms, at least 3.
-        #expect((3...6).contains(error?.attempt ?? 0))
+        // Waits of 20 s (no jitter) fit twice in 50 s; of 10 s (the most jitter), five times.
+        #expect(error?.attempt == attempts)
+        #expect(clock.waited == Array(repeating: .seconds(20 * jitter), count: attempts - 1))
         if case .totalWaitExceeded? = error?.gaveUp {} else { Issue.record("\(String(describing: error))") }
+    }
+
+    @Test func theBackoffDoublesToItsCapAndAServersWaitWins() {
+        let policy = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(8))
+        let waits = (1...6).map { policy.delay(afterAttempt: $0, jitter: { $0.upperBound }) }
+        #expect(waits == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8)])
+        #expect(policy.delay(afterAttempt: 1, jitter: { $0.lowerBound }) == .milliseconds(500))
+        #expect(policy.delay(afterAttempt: 1, retryAfter: .seconds(30), jitter: { $0.upperBound }) == .seconds(30))
     }
 
     @Test func aSuccessAfterFailuresIsReturned() async throws {
