@@ -84,6 +84,9 @@ final class JobSession: Sendable {
         }
     }
 
+    /// Submitters waiting for room in the window.
+    var waitingForRoom: Int { state.withLock { $0.roomWaiters.count } }
+
     /// Jobs that have ended, whatever their outcome.
     var settled: Int { state.withLock { $0.settled } }
 

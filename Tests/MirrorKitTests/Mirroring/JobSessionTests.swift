@@ -35,7 +35,7 @@ struct JobSessionTests {
                 }
                 // Four are under way; the fifth waits for one of them to end.
                 try await eventually { server.requests.count == 4 }
-                try await Task.sleep(for: .milliseconds(50))
+                try await eventually("the fifth waits for room") { session.waitingForRoom == 1 }
                 #expect(submitted.load(ordering: .relaxed) == 4)
                 let counts = await runner.scheduler.status().counts
                 #expect([DownloadState.waiting, .downloading, .paused].reduce(0) { $0 + counts[$1, default: 0] } == 4)
@@ -68,7 +68,7 @@ struct JobSessionTests {
                     }
                 }
                 try await eventually("two under way") { server.requests.count >= 2 }
-                try await Task.sleep(for: .milliseconds(50))
+                try await eventually("the third waits for room") { session.waitingForRoom == 1 }
                 #expect(server.requests.count == 2)
                 let start = ContinuousClock.now
                 source.cancel()

@@ -22,6 +22,15 @@ struct PostgresStateTests {
         }
     }
 
+    /// What the database's clock passing `coordinator`'s leases does: they end in the past, as
+    /// they would had it stopped renewing them (the leases are the database's time, not ours).
+    private func expireLeases(of coordinator: PostgresCoordinator, in state: PostgresState) async throws {
+        let worker = coordinator.workerID
+        try await state.execute("UPDATE images SET lease_until = now() - interval '1 second' WHERE claimed_by = \(worker)")
+        try await state.execute("UPDATE leases SET lease_until = now() - interval '1 second' WHERE holder = \(worker)")
+        try await state.execute("UPDATE workers SET lease_until = now() - interval '1 second' WHERE id = \(worker)")
+    }
+
     private func found(_ id: String) -> FoundImage {
         FoundImage(id: id, payload: #"{"id":"\#(id)"}"#, albumID: nil)
     }
@@ -106,8 +115,9 @@ struct PostgresStateTests {
             #expect(claimedA.count == 4 && claimedB.count == 4)
             #expect(Set(claimedA.map(\.id)).isDisjoint(with: claimedB.map(\.id)))
             #expect(try await second.othersHoldClaims())
-            // The first stops renewing (killed): its claims run out and go to the second.
-            try await Task.sleep(for: .milliseconds(2500))
+            // The first stops renewing (killed): its claims run out (the database's clock passes their
+            // lease) and go to the second.
+            try await expireLeases(of: first, in: state)
             let taken = try await second.claimImages(limit: 10)
             #expect(Set(taken.map(\.id)) == Set(claimedA.map(\.id)).union(["i8", "i9"]))
             #expect(try await !second.othersHoldClaims())
@@ -139,7 +149,7 @@ struct PostgresStateTests {
             #expect(try await second.leadCrawl(of: "tag s", since: started) == .done)
             // A crawl whose holder died is taken over once its lease runs out.
             #expect(try await first.leadCrawl(of: "tag t", since: started) == .lead)
-            try await Task.sleep(for: .milliseconds(2500))
+            try await expireLeases(of: first, in: state)
             #expect(try await second.leadCrawl(of: "tag t", since: started) == .lead)
 
             let one = try await first.takeHostSlot("i.imgur.com", limit: 2)
