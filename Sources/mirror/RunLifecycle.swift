@@ -100,15 +100,15 @@ struct RunLifecycle {
         Console.endProgress()
         let endedAt = Date()
         let startedAt = tracker.snapshot.startedAt
-        var statuses: [Int32] = []
+        // A signal or the deadline concerns the sources it cut short, not those done before it.
+        let stops = results.map { $0.summary.interrupted || $0.notStarted ? stop : nil }
+        let statuses = zip(results, stops).map { Report.exitStatus($0.summary, stop: $1) }
         var total = MirrorSummary()
-        for result in results {
-            let status = Report.exitStatus(result.summary, stop: stop)
-            statuses.append(status)
+        for (result, status) in zip(results, statuses) {
             total.addUp(result.summary)
-            guard !result.notStarted else { continue }
             let record = RunRecord(
-                source: result.source, startedAt: startedAt, endedAt: endedAt, exitStatus: status, summary: result.summary)
+                source: result.source, startedAt: result.startedAt, endedAt: result.endedAt, exitStatus: status,
+                summary: result.summary)
             do {
                 try await driver.state.recordRun(record)
             } catch {
@@ -116,13 +116,14 @@ struct RunLifecycle {
             }
         }
         let status = ExitStatus.worst(statuses)
+        var whole = RunRecord(source: runName, startedAt: startedAt, endedAt: endedAt, exitStatus: status, summary: total)
         if sources.count > 1 {
-            // The run as a whole, for `mirror status` and the metrics' last success.
-            let record = RunRecord(source: runName, startedAt: startedAt, endedAt: endedAt, exitStatus: status, summary: total)
-            try? await driver.state.recordRun(record)
+            // The run as a whole, for the metrics' last success; `mirror status` shows its sources'.
+            whole.sources = sources.map(\.name)
+            try? await driver.state.recordRun(whole)
         }
         if let metrics {
-            let record = RunRecord(source: runName, startedAt: startedAt, endedAt: endedAt, exitStatus: status, summary: total)
+            let record = whole
             let figures = MetricsFile.Figures(
                 finished: record, progress: tracker.snapshot, listing: total.listing, lastSuccess: lastSuccess)
             do {
@@ -136,14 +137,15 @@ struct RunLifecycle {
             await shared.state.close()
         }
         withExtendedLifetime(lock) {}
-        for result in results {
+        for (result, (sourceStop, sourceStatus)) in zip(results, zip(stops, statuses)) {
             let label = Self.label(of: result.source)
             if result.notStarted {
-                if !common.quiet { Console.print("\(label): not started, the run stopped first") }
+                if !common.quiet || sourceStatus != 0 {
+                    Console.print("\(label): not started, the run stopped first" + (result.summary.stoppedBy.map { " (\($0))" } ?? ""))
+                }
                 continue
             }
-            Report.print(result.summary, label: label, quiet: common.quiet, stop: stop, logger: logger)
-            let sourceStatus = Report.exitStatus(result.summary, stop: stop)
+            Report.print(result.summary, label: label, quiet: common.quiet, stop: sourceStop, logger: logger)
             if settings.logFormat == .json, !common.quiet || sourceStatus != 0 {
                 let summary = result.summary
                 let fields = [

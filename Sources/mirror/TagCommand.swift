@@ -104,6 +104,12 @@ struct TagCommand: AsyncParsableCommand {
         } catch let error as ValidationError {
             throw ExitStatus.fail(error.message, status: ExitCode.validationFailure.rawValue)
         }
+        // A list emptied by mistake must not pass for a run that mirrored everything.
+        guard !addresses.isEmpty else {
+            throw ExitStatus.fail(
+                "the input file \(inputFile ?? "-") names no source; give \(ImgurAddress.acceptedForms)",
+                status: ExitCode.validationFailure.rawValue)
+        }
         try await RunLifecycle(common: common, flags: flags).run { settings throws(MirrorError) in
             if settings.postgres != nil, addresses.count != 1 || addresses.first.map({ if case .tag = $0 { false } else { true } }) == true {
                 throw .configuration("workers sharing the PostgreSQL state (--state or the config's 'state') mirror one tag per run; albums, posts and several sources keep their state in .mirror")
@@ -136,8 +142,10 @@ enum SourceList {
             throw ExitStatus.fail("cannot read the input file \(path)" + (data == nil ? "" : ": it is not UTF-8 text"), status: ExitStatus.noInput)
         }
         var lines: [(text: String, origin: String)] = []
-        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var entry = Substring(line)
+        // A byte-order mark that an editor put first is not part of the first source.
+        let body = text.hasPrefix("\u{FEFF}") ? Substring(text.dropFirst()) : Substring(text)
+        for (number, line) in body.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var entry = Substring(line.trimmingCharacters(in: .whitespacesAndNewlines))
             // `#cats` is a tag; `# a comment` or `cats # why` is a comment.
             if entry.hasPrefix("# ") || entry == "#" {
                 continue

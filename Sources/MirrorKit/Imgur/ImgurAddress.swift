@@ -36,6 +36,9 @@ package enum ImgurAddress: Sendable, Equatable, CustomStringConvertible {
 
     private static let hosts: Set<String> = ["imgur.com", "www.imgur.com", "m.imgur.com", "i.imgur.com"]
 
+    /// The orders and windows a tag page's URL may name after the tag.
+    private static let listingWords: Set<String> = Set(GallerySort.allCases.map(\.rawValue) + GalleryWindow.allCases.map(\.rawValue) + ["rising", "new", "hot", "best"])
+
     private static func url(_ text: String) throws(AddressError) -> ImgurAddress {
         var rest = Substring(text)
         if let scheme = rest.range(of: "://") {
@@ -62,6 +65,11 @@ package enum ImgurAddress: Sendable, Equatable, CustomStringConvertible {
         }
         switch (path.first, path.count) {
         case ("t"?, 2...):
+            // `t/TAG/top/week` is the tag in another order; `t/TAG/ID` is one post opened from it.
+            if path.count >= 3, !listingWords.contains(path[2].lowercased()) {
+                guard path.count == 3 else { throw AddressError(text: text, problem: "names no album, post, tag or image") }
+                return .post(try slugID(path[2], text: text))
+            }
             let name = path[1].removingPercentEncoding ?? path[1]
             return .tag(try tagName(name, text: text))
         case ("a"?, 2):
@@ -100,14 +108,20 @@ package enum ImgurAddress: Sendable, Equatable, CustomStringConvertible {
         return stem
     }
 
-    /// A tag as Imgur has them: 1 to 100 characters, no space, slash or control character.
+    /// A tag as Imgur has them: 1 to 100 characters, no space, slash, control or invisible
+    /// formatting character (a byte-order mark, a bidi override), and not `.` or `..`, which would
+    /// make another API path.
     private static func tagName(_ name: String, text: String) throws(AddressError) -> String {
         guard !name.isEmpty, name.count <= 100 else {
             throw AddressError(text: text, problem: "is not a tag: a tag has 1 to 100 characters")
         }
-        guard !name.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0 == "/" || $0.value == 0x7F }) else {
-            throw AddressError(text: text, problem: "is not a tag: a tag has no spaces, slashes or control characters")
+        guard !name.unicodeScalars.contains(where: {
+            $0.properties.isWhitespace || $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+                || $0 == "/"
+        }) else {
+            throw AddressError(text: text, problem: "is not a tag: a tag has no spaces, slashes, control or formatting characters")
         }
+        guard name != ".", name != ".." else { throw AddressError(text: text, problem: "is not a tag") }
         return name
     }
 }

@@ -40,8 +40,11 @@ package final class MirrorDriver: Sendable {
     package struct SourceResult: Sendable {
         package var source: String
         package var summary: MirrorSummary
-        /// The run stopped (a signal, the deadline, a full disk) before this source was started.
+        /// The run stopped (a signal, the deadline, a full disk, a media host given up) before this
+        /// source was started.
         package var notStarted: Bool
+        package var startedAt: Date
+        package var endedAt: Date
     }
 
     let runner: JobRunner
@@ -67,24 +70,28 @@ package final class MirrorDriver: Sendable {
     /// Where the mirror's records, cursors and runs are kept.
     package var state: any MirrorState { runner.state }
 
-    /// Mirrors each source in turn. Once the run is cancelled or halted, the sources not yet
-    /// started are not started (and say so).
+    /// Mirrors each source in turn. Once the run is cancelled or halted, or a media host is
+    /// given up, the sources not yet started are not started, and say why: a later run mirrors them.
     package func run(_ sources: [any MirrorSource]) async -> [SourceResult] {
         var results: [SourceResult] = []
         var stopped: RunStopReason?
         for source in sources {
-            if Task.isCancelled || stopped != nil {
+            let startedAt = Date()
+            let verdicts = runner.health.verdicts
+            if Task.isCancelled || stopped != nil || !verdicts.isEmpty {
+                // A given-up host would stop the source's listing at once, with nothing said of it.
                 var summary = MirrorSummary()
                 summary.interrupted = true
-                summary.stoppedBy = stopped
-                results.append(SourceResult(source: source.name, summary: summary, notStarted: true))
+                summary.stoppedBy = stopped ?? (verdicts.isEmpty ? nil : .listing(ListingFailure(.tryLater, HostsGivenUp(verdicts: verdicts))))
+                summary.unavailableHosts = verdicts
+                results.append(SourceResult(source: source.name, summary: summary, notStarted: true, startedAt: startedAt, endedAt: startedAt))
                 continue
             }
             let summary = await mirror(source)
             // A mirror that cannot go on (a full disk, a state that takes no writes) cannot for
             // the next source either.
             if case .mirror(let error)? = summary.stoppedBy, error.stopsTheRun { stopped = summary.stoppedBy }
-            results.append(SourceResult(source: source.name, summary: summary, notStarted: false))
+            results.append(SourceResult(source: source.name, summary: summary, notStarted: false, startedAt: startedAt, endedAt: Date()))
         }
         return results
     }
@@ -123,5 +130,14 @@ package final class MirrorDriver: Sendable {
         // cancel caused): an auth failure or a full disk must not pass for a clean deadline stop.
         if Task.isCancelled { summary.interrupted = true }
         return summary
+    }
+}
+
+/// Why a source was not started: a media host was given up earlier in the run.
+struct HostsGivenUp: Error, Sendable, CustomStringConvertible {
+    var verdicts: [HostHealth.Verdict]
+
+    var description: String {
+        verdicts.map(\.description).joined(separator: "; ") + "; not started, a later run mirrors it"
     }
 }

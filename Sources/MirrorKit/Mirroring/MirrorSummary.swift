@@ -25,7 +25,7 @@ package struct MirrorSummary: Sendable {
     /// The error that ended the listing early, if any.
     package var stoppedBy: RunStopReason?
     /// The run was cancelled (a signal, a deadline) before it finished; partial downloads are kept.
-    var interrupted = false
+    package var interrupted = false
     /// Where the listing's crawl stands after this run, for tag mirrors.
     package var listing: ListingProgress?
 

@@ -80,7 +80,8 @@ package struct StatusReport: Sendable, Codable {
             }
         }
         guard let state else { return report }
-        report.lastRuns = (try? await state.lastRuns()) ?? []
+        // A run of several sources is shown by its sources' records, not again as a whole.
+        report.lastRuns = ((try? await state.lastRuns()) ?? []).filter { $0.sources == nil }
         for source in (try? await state.crawlSources()) ?? [] {
             if let figures = try? await state.figures(source: source) { report.crawls.append(Crawl(source: source, figures: figures)) }
         }

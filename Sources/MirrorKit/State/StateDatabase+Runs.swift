@@ -29,6 +29,9 @@ package struct RunRecord: Sendable, Codable, Equatable {
     /// What stopped the listing or feed early, if anything did.
     package var stoppedBy: String?
     var interrupted: Bool
+    /// For the record of a run of several sources as a whole (kept for the metrics file's last
+    /// success): its sources, each of which has a record of its own. Nil for a source's record.
+    package var sources: [String]? = nil
 
     static let maxFailuresKept = 100
 

@@ -156,4 +156,76 @@ struct ManySourcesTests {
             }
         }
     }
+
+    /// The last run `mirror status --json` shows for each source.
+    private func lastRuns(in out: String) async throws -> [String: [String: Any]] {
+        let json = try await MirrorProcess.run(["status", "--out", out, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let runs = try #require(object["last_runs"] as? [[String: Any]])
+        return Dictionary(runs.map { ($0["source"] as? String ?? "", $0) }) { first, _ in first }
+    }
+
+    @Test func aMediaHostGivenUpLeavesTheLaterSourcesNotStartedAndTryLater() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("first", pages: 1, perPage: 4, albumEvery: 0, imageSize: 1024)
+            server.addGeneratedTag("second", pages: 1, perPage: 4, albumEvery: 0, imageSize: 1024)
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                // Nothing listens on port 9: the media host is down.
+                let run = try await MirrorProcess.run([
+                    "first", "second", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL,
+                    "--media-base", "http://127.0.0.1:9", "--retries", "1",
+                ])
+                #expect(run.status == 75, "\(run.stdout)\(run.stderr)")
+                #expect(run.stdout.contains("second: not started, the run stopped first (127.0.0.1:9"), "\(run.stdout)")
+                #expect(server.requestCount(path: "/3/gallery/t/second/time/all/0") == 0)
+                let runs = try await lastRuns(in: out)
+                #expect(runs["tag second"]?["exit_status"] as? Int == 75, "not taken for a success: \(runs)")
+                #expect(runs["tag first"]?["exit_status"] as? Int == 75)
+                #expect(runs.keys.allSatisfy { !$0.contains(",") }, "the run as a whole is not listed again: \(runs.keys)")
+            }
+        }
+    }
+
+    @Test func theDeadlineConcernsOnlyTheSourceItCutShort() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("quick", pages: 1, perPage: 2, albumEvery: 0, imageSize: 1024)
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                // bigfile's 64 MiB at 2 MiB/s take 32 s: the 8 s deadline cuts it; quick is done long before.
+                server.inject(.throttle(bytesPerSecond: 2 << 20), path: "/B1gF1le.jpg")
+                let run = try await mirror(["quick", "bigfile", "--out", out, "--max-duration", "8s"], server: server, idFile: idFile)
+                #expect(run.status == 0, "\(run.stderr)")
+                let lines = run.stdout.split(separator: "\n").map(String.init)
+                #expect(lines.first?.hasPrefix("quick: 4 files: 4 downloaded") == true, "\(lines)")
+                #expect(lines.first?.contains("deadline") == false, "\(lines)")
+                #expect(lines.last?.hasPrefix("bigfile: ") == true && lines.last?.hasSuffix("stopped at the --max-duration deadline") == true, "\(lines)")
+                let runs = try await lastRuns(in: out)
+                #expect(runs["tag quick"]?["exit_status"] as? Int == 0)
+                #expect(runs["tag quick"]?["interrupted"] as? Bool == false)
+                #expect(runs["tag bigfile"]?["interrupted"] as? Bool == true)
+            }
+        }
+    }
+
+    @Test func anInputFileThatNamesNothingIsRefusedAndABOMOrIndentIsNotPartOfASource() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("listed", pages: 1, perPage: 2, albumEvery: 0, imageSize: 1024)
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let list = dir.appendingPathComponent("sources.txt").path
+                try "# nothing left here\n\n   \n".write(toFile: list, atomically: true, encoding: .utf8)
+                let empty = try await mirror(["-i", list, "--out", out], server: server, idFile: idFile)
+                #expect(empty.status == 64)
+                #expect(empty.stderr.contains("names no source"), "\(empty.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: out))
+
+                try "\u{FEFF}listed\n   # an indented comment\n   #listed\n".write(toFile: list, atomically: true, encoding: .utf8)
+                let run = try await mirror(["-i", list, "--out", out], server: server, idFile: idFile)
+                #expect(run.status == 0, "\(run.stderr)")
+                let lines = run.stdout.split(separator: "\n")
+                #expect(lines.count == 1 && lines[0].hasPrefix("listed: 4 files: 4 downloaded"), "named once, without the mark: \(run.stdout)")
+            }
+        }
+    }
 }
