@@ -15,11 +15,14 @@ final class SharedTagWork: Sendable {
     let images: ImageCompletion
     let claims: ClaimedImages
     let logger: Logger
+    /// What the polls and the heartbeat wait on, and the time the worker's rate is measured by.
+    let clock: any RunClock
 
     init(
         coordinator: any WorkCoordinator, source: String, jobs: JobRunner, session: JobSession, images: ImageCompletion,
-        claims: ClaimedImages, logger: Logger
+        claims: ClaimedImages, clock: any RunClock = SystemClock(), logger: Logger
     ) {
+        self.clock = clock
         self.coordinator = coordinator
         self.source = source
         self.jobs = jobs
@@ -86,7 +89,7 @@ final class SharedTagWork: Sendable {
             case .busy:
                 // Soon, not once a lease: the crawl may end at any moment, and until this
                 // worker knows it has, it cannot finish.
-                try? await Task.sleep(for: .milliseconds(500))
+                try? await clock.sleep(for: .milliseconds(500))
             case .lead:
                 logger.debug("crawling \(source) for the workers")
                 // The images go to the shared queue (the store), where every worker claims them.
@@ -134,22 +137,21 @@ final class SharedTagWork: Sendable {
                 if !idle { logger.debug("waiting for other workers' claims to finish or run out") }
                 idle = true
             }
-            try? await Task.sleep(for: .milliseconds(250))
+            try? await clock.sleep(for: .milliseconds(250))
         }
     }
 
     /// Renews this worker's leases three times a lease; stops the downloads of images whose
     /// claims ran out and went to another worker.
     private func keepLeases() async {
-        let clock = ContinuousClock()
         var last = (time: clock.now, bytes: Int64(0))
         var renewed = clock.now
         while !Task.isCancelled {
-            try? await Task.sleep(for: coordinator.leaseDuration / 3)
+            try? await clock.sleep(for: coordinator.leaseDuration / 3)
             guard !Task.isCancelled else { return }
             let bytes = await jobs.scheduler.status().receivedBytes
             let now = clock.now
-            let seconds = (now - last.time).inSeconds
+            let seconds = now.timeIntervalSince(last.time)
             let rate = seconds > 0 ? Double(bytes - last.bytes) / seconds : 0
             last = (now, bytes)
             let figures = WorkerFigures(filesDone: session.settled, bytes: bytes, bytesPerSecond: max(rate, 0))
@@ -166,7 +168,7 @@ final class SharedTagWork: Sendable {
                 // this worker stops its downloads: once its claims run out, another worker may
                 // take them over, and two must never write one partial.
                 logger.warning("could not renew this worker's leases: \(error)")
-                if clock.now - renewed >= coordinator.leaseDuration * 2 / 3 {
+                if clock.now.timeIntervalSince(renewed) >= (coordinator.leaseDuration * 2 / 3).inSeconds {
                     session.halt(error)
                     return
                 }

@@ -9,8 +9,14 @@ package struct TagSource: MirrorSource {
     let options: TagCrawler.Options
     let urls: MediaURLBuilder
     let logger: Logger
+    /// What a shared worker's polls and heartbeat wait on.
+    let clock: any RunClock
 
-    init(client: ImgurClient, options: TagCrawler.Options, urls: MediaURLBuilder, logger: Logger) {
+    init(
+        client: ImgurClient, options: TagCrawler.Options, urls: MediaURLBuilder, clock: any RunClock = SystemClock(),
+        logger: Logger
+    ) {
+        self.clock = clock
         self.client = client
         self.options = options
         self.urls = urls
@@ -42,7 +48,7 @@ package struct TagSource: MirrorSource {
             if let coordinator, let claims {
                 crawl = try await SharedTagWork(
                     coordinator: coordinator, source: name, jobs: sink.runner, session: sink.session, images: groups,
-                    claims: claims, logger: logger
+                    claims: claims, clock: clock, logger: logger
                 ).run(readListing: { found in await readListing(sink, images, found: found) }, submit: {
                     await images.submit($0, resumed: true)
                 })

@@ -10,12 +10,15 @@ final class BandwidthBudget {
     private let burst: Double
     private var tokens: Double
     private var refilledAt: ContinuousClock.Instant
+    /// The engine thread's monotonic time; tests pass one they move.
+    private let now: () -> ContinuousClock.Instant
 
-    init(bytesPerSecond: Int64) {
+    init(bytesPerSecond: Int64, now: @escaping () -> ContinuousClock.Instant = { .now }) {
         self.bytesPerSecond = Double(max(bytesPerSecond, 1))
+        self.now = now
         burst = max(self.bytesPerSecond / 8, 16_384)
         tokens = burst
-        refilledAt = .now
+        refilledAt = now()
     }
 
     /// Takes `count` bytes unless the bucket is empty. A take may overdraw the bucket: chunks come
@@ -34,7 +37,7 @@ final class BandwidthBudget {
     }
 
     private func refill() {
-        let now = ContinuousClock.now
+        let now = now()
         let elapsed = now - refilledAt
         refilledAt = now
         tokens = min(burst, tokens + elapsed.inSeconds * bytesPerSecond)

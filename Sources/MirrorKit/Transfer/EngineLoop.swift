@@ -79,7 +79,7 @@ final class EngineLoop {
     init(mailbox: EngineMailbox, configuration: TransferEngine.Configuration) {
         self.mailbox = mailbox
         self.configuration = configuration
-        bandwidth = configuration.maxBytesPerSecond.map(BandwidthBudget.init(bytesPerSecond:))
+        bandwidth = configuration.maxBytesPerSecond.map { BandwidthBudget(bytesPerSecond: $0) }
     }
 
     func run() {
