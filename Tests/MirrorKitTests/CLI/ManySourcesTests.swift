@@ -228,4 +228,27 @@ struct ManySourcesTests {
             }
         }
     }
+
+    @Test func aSidecarNamesEverySourceThatListedItsImage() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                // Ij2kL3m is in album Ef1gH, which the cats tag lists.
+                let run = try await mirror(["cats", "imgur.com/a/Ef1gH", "--metadata", "--out", out], server: server, idFile: idFile)
+                #expect(run.status == 0, "\(run.stderr)")
+                func sources(_ id: String) throws -> [String]? {
+                    let data = try Data(contentsOf: URL(fileURLWithPath: out + "/meta/\(id).json"))
+                    return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["sources"] as? [String]
+                }
+                #expect(try sources("Ij2kL3m") == ["tag cats", "album Ef1gH"])
+                #expect(try sources("aB3dE5f") == ["tag cats"])
+                // Listed again by the same sources: the sidecar says the same, and is not rewritten.
+                let before = try FileManager.default.attributesOfItem(atPath: out + "/meta/Ij2kL3m.json")[.systemFileNumber] as? Int
+                _ = try await mirror(["imgur.com/a/Ef1gH", "--metadata", "--out", out], server: server, idFile: idFile)
+                #expect(try sources("Ij2kL3m") == ["tag cats", "album Ef1gH"])
+                let after = try FileManager.default.attributesOfItem(atPath: out + "/meta/Ij2kL3m.json")[.systemFileNumber] as? Int
+                #expect(before != nil && before == after, "a rewrite is a rename: a new inode")
+            }
+        }
+    }
 }
