@@ -170,8 +170,11 @@ struct StoreContractTests {
                     source: "tag cats", startedAt: start + Double(offset), endedAt: start + Double(offset + 50),
                     exitStatus: status, summary: MirrorSummary()))
             }
-            try await store.recordRun(RunRecord(
-                source: "album Ef1gH", startedAt: start, endedAt: start + 10, exitStatus: 0, summary: MirrorSummary()))
+            var album = RunRecord(
+                source: "album Ef1gH", startedAt: start, endedAt: start + 10, exitStatus: 0, summary: MirrorSummary())
+            album.failures = [RunRecord.FailedFile(url: "https://i/x.jpg", problem: "HTTP 500")]
+            try await store.recordRun(album)
+            #expect(try await store.lastRun(of: "album Ef1gH") == album, "a record reads back whole")
             #expect(try await store.lastRun(of: "tag cats")?.exitStatus == 1)
             #expect(try await store.lastSuccess(of: "tag cats") == start + 50)
             #expect(Set(try await store.lastRuns().map(\.source)) == ["tag cats", "album Ef1gH"])
