@@ -96,11 +96,6 @@ package final class MirrorDriver: Sendable {
         return results
     }
 
-    /// Mirrors one source: what it lists, then (new-file) what it mirrored before.
-    package func run(_ source: any MirrorSource) async -> MirrorSummary {
-        await mirror(source)
-    }
-
     private func mirror(_ source: any MirrorSource) async -> MirrorSummary {
         let runner = runner.named(source.name)
         runner.observer.observe(.source(source.name))

@@ -66,7 +66,7 @@ struct SchedulerIntegrationTests {
             server.inject(.throttle(bytesPerSecond: 4 << 20), path: "/revive.bin")
             let url = server.baseURL + "/revive.bin"
             let first = Task { try await scheduler.schedule(url) }
-            try await eventually("partial grows", within: .seconds(15)) { partials.length(for: url) >= 1 << 20 }
+            try await eventually("partial grows", within: .seconds(30)) { partials.length(for: url) >= 1 << 20 }
             await scheduler.cancel(url)
             await #expect(throws: DownloadError.self) { _ = try await first.cancellableValue }
             try await eventually("transfer stops") { await scheduler.status().items.isEmpty }

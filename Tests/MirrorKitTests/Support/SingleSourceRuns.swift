@@ -35,7 +35,7 @@ struct TagRun {
     var state: any MirrorState { driver.state }
 
     func run() async -> MirrorSummary {
-        await driver.run(source)
+        await driver.run([source])[0].summary
     }
 }
 
@@ -76,6 +76,6 @@ struct FeedRun {
     var state: any MirrorState { driver.state }
 
     func run() async -> MirrorSummary {
-        await driver.run(source)
+        await driver.run([source])[0].summary
     }
 }
