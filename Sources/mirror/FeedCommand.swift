@@ -31,6 +31,10 @@ struct FeedCommand: AsyncParsableCommand {
             throw ValidationError("the feed URL must be http or https, got '\(feed)'")
         }
         if feeds.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read once") }
+        // `example.org/feed.xml` is a URL without its scheme more often than a file that is not there.
+        for feed in feeds where feed != "-" && !feed.contains("://") && !FileManager.default.fileExists(atPath: feed) {
+            throw ValidationError("'\(feed)' is neither a file nor an http or https URL; for a URL, give its scheme: https://\(feed)")
+        }
         try validateFlags(flags)
     }
 

@@ -66,6 +66,10 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "With --state postgresql://…: connections to one media host that all workers together may have (default \(RunSettings.Defaults.clusterMaxPerHost)).")
     var clusterMaxPerHost: Int?
 
+    func validate() throws {
+        try validateDirectory(out, option: "--out")
+    }
+
     /// What these options set.
     func apply(to flags: inout MirrorConfiguration) {
         flags.maxDuration = maxDuration
@@ -98,6 +102,14 @@ struct DownloadOptions: ParsableArguments {
         flags.maxBandwidth = maxBandwidth
         flags.retries = retries
         flags.maxFileSize = maxFileSize
+    }
+}
+
+/// Refuses an empty or blank directory (cron's `--out "$DIR"` with `DIR` unset): it would be the
+/// current directory.
+func validateDirectory(_ path: String, option: String) throws {
+    guard !path.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+        throw ValidationError("\(option) is empty; name the mirror directory (is a variable in it unset?)")
     }
 }
 

@@ -8,8 +8,22 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status",
         abstract: "Show what a mirror directory's run is doing, where its crawls stand, the API budget, and the partial downloads it keeps.")
 
-    @Option(name: .shortAndLong, help: "The mirror directory.")
-    var out: String
+    @Argument(help: ArgumentHelp("The mirror directory (or give it as --out).", valueName: "dir"))
+    var directory: String?
+
+    @Option(name: [.customShort("o"), .customLong("out")], help: "The mirror directory.")
+    var outOption: String?
+
+    /// The directory named, as an argument or as `--out`.
+    private var out: String { directory ?? outOption ?? "" }
+
+    func validate() throws {
+        switch (directory, outOption) {
+        case (nil, nil): throw ValidationError("name the mirror directory: mirror status DIR")
+        case (_?, _?): throw ValidationError("name the mirror directory once: as an argument or as --out, not both")
+        default: try validateDirectory(out, option: directory == nil ? "--out" : "the directory")
+        }
+    }
 
     @Option(help: ArgumentHelp(
         "List the versions the mirror holds of one item, named by a file (its path in the mirror, or its name), a URL, or a feed entry.",

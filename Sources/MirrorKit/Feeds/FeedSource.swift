@@ -161,7 +161,7 @@ package struct FeedSource: MirrorSource {
             url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
             destination: .memory(limit: Self.maximumFeedBytes), inspector: FeedProlog())
         return try await retry.run(
-            onRetry: { failure, delay in logger.warning("\(failure); retrying in \(delay)") }
+            onRetry: { failure, delay in logger.warning("\(failure); retrying in \(DurationText.spoken(delay))") }
         ) { _ throws(FeedError) in
             let response: TransferResponse
             do {

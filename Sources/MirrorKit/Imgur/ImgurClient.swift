@@ -143,7 +143,7 @@ package struct ImgurClient: Sendable {
         return try await policy.run(
             maxSingleWait: politeness.maxWait, clock: clock,
             giveUp: { failure, reason in Self.gaveUp(failure, reason, url: url) },
-            onRetry: { failure, wait in logger.warning("\(failure); retrying in \(wait)") }
+            onRetry: { failure, wait in logger.warning("\(failure); retrying in \(DurationText.spoken(wait))") }
         ) { _ throws(ImgurError) in
             try await limiter.acquire(url: url)
             logger.debug("GET \(url)")

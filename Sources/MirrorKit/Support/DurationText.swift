@@ -35,6 +35,17 @@ enum DurationText {
         return valid(total)
     }
 
+    /// `duration` as people read it: `0.3 s`, `1.3 s`, `42 s`, `5 min 3 s`, `1 h 30 min`; never
+    /// the 16 digits a `Duration` prints.
+    static func spoken(_ duration: Duration) -> String {
+        let seconds = max(duration.inSeconds, 0)
+        if seconds < 10 { return String(format: "%.1f s", seconds) }
+        let whole = Int(seconds.rounded())
+        if whole < 60 { return "\(whole) s" }
+        if whole < 3600 { return "\(whole / 60) min" + (whole % 60 > 0 ? " \(whole % 60) s" : "") }
+        return "\(whole / 3600) h" + (whole % 3600 / 60 > 0 ? " \(whole % 3600 / 60) min" : "")
+    }
+
     private static func valid(_ seconds: Int) -> Duration? {
         (1...366 * 86_400).contains(seconds) ? .seconds(seconds) : nil
     }

@@ -103,7 +103,7 @@ struct Downloader: Sendable {
             giveUp: { failure, reason in gaveUp(failure, reason) },
             onRetry: { failure, delay in
                 receiving?(false)
-                logger.debug("retrying \(url) in \(delay) after: \(failure)")
+                logger.debug("retrying \(url) in \(DurationText.spoken(delay)) after: \(failure)")
             }
         ) { _ throws(DownloadError) in
             if let unavailable = hostUnavailable(url) { throw unavailable }

@@ -15,6 +15,8 @@ struct ChildProcess {
     var standardInput: Int32?
     var standardOutput: Int32?
     var standardError: Int32?
+    /// Where the child starts; nil for the test's own working directory.
+    var workingDirectory: String?
 
     /// How a child ended.
     enum Termination: Equatable {
@@ -136,6 +138,10 @@ struct ChildProcess {
             }
         }
         _ = Self.closeFrom?(&actions, 3)
+        if let workingDirectory {
+            guard let changeDirectory = Self.changeDirectory else { throw POSIXError(.ENOSYS) }
+            _ = changeDirectory(&actions, workingDirectory)
+        }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -165,6 +171,11 @@ struct ChildProcess {
     private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
     private static let closeFrom: CloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
         .map { unsafeBitCast($0, to: CloseFrom.self) }
+
+    /// glibc's `posix_spawn_file_actions_addchdir_np` (2.29 and later), looked up the same way.
+    private typealias ChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+    private static let changeDirectory: ChangeDirectory? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np")
+        .map { unsafeBitCast($0, to: ChangeDirectory.self) }
 
     /// Kills `pid` and its children first (mirror under `/usr/bin/time` is a grandchild of the test).
     static func kill(_ pid: Int32) {

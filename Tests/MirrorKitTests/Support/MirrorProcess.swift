@@ -18,7 +18,9 @@ enum MirrorProcess {
 
     /// Runs `mirror` on a thread of its own: waiting for a child process must not hold one of
     /// the few threads the in-process fixture server needs to answer it.
-    static func run(_ arguments: [String], environment: [String: String] = [:], standardInput: [UInt8]? = nil) async throws -> Run {
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], standardInput: [UInt8]? = nil, workingDirectory: String? = nil
+    ) async throws -> Run {
         try await TestSupport.withTemporaryDirectory { dir in
             let outPath = dir.appendingPathComponent("stdout").path
             let errPath = dir.appendingPathComponent("stderr").path
@@ -36,7 +38,8 @@ enum MirrorProcess {
             let child = ChildProcess(
                 executable: executable.path, arguments: arguments,
                 environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
-                standardInput: input?.fileDescriptor, standardOutput: output.fileDescriptor, standardError: error.fileDescriptor)
+                standardInput: input?.fileDescriptor, standardOutput: output.fileDescriptor, standardError: error.fileDescriptor,
+                workingDirectory: workingDirectory)
             let started = ContinuousClock.now
             let status = try await child.run()
             return Run(

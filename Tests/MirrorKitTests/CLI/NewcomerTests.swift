@@ -1,0 +1,66 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// What a new user runs into first, through the real executable: mistakes named plainly, numbers
+/// printed as people read them.
+@Suite("A newcomer's first runs", .timeLimit(.minutes(2)))
+struct NewcomerTests {
+    @Test(arguments: ["", "  "])
+    func anEmptyOutIsRefusedBeforeAnythingIsWritten(_ out: String) async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            for arguments in [["cats", "--out", out], ["feed", "-", "--out", out], ["status", "--out", out], ["status", out]] {
+                let run = try await MirrorProcess.run(arguments, workingDirectory: dir.path)
+                #expect(run.status == 64, "\(arguments): \(run.stderr)")
+                #expect(run.stderr.contains("is empty; name the mirror directory"), "\(arguments): \(run.stderr)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty, "nothing in the working directory")
+        }
+    }
+
+    @Test func statusTakesTheDirectoryAsAnArgument() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let run = try await MirrorProcess.run([
+                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                #expect(run.status == 0, "\(run.stderr)")
+                let byArgument = try await MirrorProcess.run(["status", out])
+                let byOption = try await MirrorProcess.run(["status", "--out", out])
+                #expect(byArgument.status == 0 && byArgument.stdout.contains("last run: tag cats"), "\(byArgument.stdout)")
+                #expect(byArgument.stdout == byOption.stdout)
+                let both = try await MirrorProcess.run(["status", out, "--out", out])
+                #expect(both.status == 64)
+            }
+        }
+    }
+
+    @Test func aFeedURLWithoutItsSchemeIsNamedWithAHint() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let out = dir.appendingPathComponent("out").path
+            let run = try await MirrorProcess.run(["feed", "example.org/casts/feed.rss", "--out", out])
+            #expect(run.status == 64)
+            #expect(run.stderr.contains("for a URL, give its scheme: https://example.org/casts/feed.rss"), "\(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out))
+        }
+    }
+
+    @Test func aRetryWaitIsPrintedAsPeopleReadIt() async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 503, headers: ["Retry-After": "1"], body: "busy"), path: "/feeds/podcast.rss")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let run = try await MirrorProcess.run(["feed", "\(server.baseURL)/feeds/podcast.rss", "--out", dir.appendingPathComponent("out").path])
+                #expect(run.status == 0, "\(run.stderr)")
+                let line = try #require(run.stderr.split(separator: "\n").first { $0.contains("retrying in") }, "\(run.stderr)")
+                #expect(line.hasSuffix("retrying in 1.0 s"), "\(line)")
+            }
+        }
+    }
+
+    @Test(arguments: [(0.3, "0.3 s"), (1.309_067_628_591_224_2, "1.3 s"), (42.4, "42 s"), (303, "5 min 3 s"), (5400, "1 h 30 min"), (3600, "1 h")])
+    func durationsAreSpokenRounded(_ seconds: Double, _ spoken: String) {
+        #expect(DurationText.spoken(.seconds(seconds)) == spoken)
+    }
+}
