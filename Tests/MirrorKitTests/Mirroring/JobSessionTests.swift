@@ -19,7 +19,10 @@ struct JobSessionTests {
         try await TestSupport.withServer { server in
             for index in 0..<20 {
                 server.addMedia(path: "/file-\(index).bin", size: 1 << 20)
-                server.inject(.throttle(bytesPerSecond: 2 << 20), path: "/file-\(index).bin")
+                // The first four take 2 s: long enough for a loaded machine to see exactly four under
+                // way (at 0.5 s each, one could end, and a fifth start, before the first look), short
+                // enough that the unforced ones, paused meanwhile, stay within the 10 s pause grace.
+                server.inject(.throttle(bytesPerSecond: index < 4 ? 512 << 10 : 2 << 20), path: "/file-\(index).bin")
             }
             try await TestSupport.withTemporaryDirectory { dir in
                 let runner = try runner(in: dir)

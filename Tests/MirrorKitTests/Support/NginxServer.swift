@@ -3,7 +3,7 @@ import Foundation
 /// Debian's nginx serving a directory over HTTPS with HTTP/2, under a certificate made for the
 /// test: what Imgur's CDN speaks, which the fixture server does not. Tests that need it are
 /// skipped where nginx is not installed (CI installs it).
-final class NginxServer {
+final class NginxServer: Sendable {
     static let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
     static var isAvailable: Bool { binary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") }
 
@@ -15,6 +15,14 @@ final class NginxServer {
     private let process: ChildProcess.Started
 
     var baseURL: String { "https://127.0.0.1:\(port)" }
+
+    /// Starts nginx on a thread of its own: making the certificate and waiting for the port block
+    /// for a while, and the whole test run's tasks share two threads.
+    static func started() async throws -> NginxServer {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try NginxServer() }) }.start()
+        }
+    }
 
     /// Starts nginx on a free port; `root` is where the files it serves go.
     init() throws {

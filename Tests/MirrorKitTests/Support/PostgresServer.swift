@@ -4,7 +4,7 @@ import Foundation
 /// directory and the postmaster on a free loopback port, stopped (and its files removed) by
 /// ``stop()``. Tests that need it are skipped with a message where PostgreSQL is not installed
 /// (`scripts/setup` installs it; CI runs that).
-final class PostgresServer {
+final class PostgresServer: Sendable {
     static let binaries: URL? = {
         let root = URL(fileURLWithPath: "/usr/lib/postgresql")
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
@@ -71,7 +71,7 @@ final class PostgresServer {
 
     /// Runs `body` with a server of its own, stopped after, whatever `body` does.
     static func with<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
-        let server = try PostgresServer()
+        let server = try await startedOnAThreadOfItsOwn()
         do {
             let result = try await body(server)
             await server.stop()
@@ -79,6 +79,14 @@ final class PostgresServer {
         } catch {
             await server.stop()
             throw error
+        }
+    }
+
+    /// `initdb` and the wait for the server block for a second or two: on a thread of their own,
+    /// not on one of the two the whole test run's tasks share.
+    private static func startedOnAThreadOfItsOwn() async throws -> PostgresServer {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try PostgresServer() }) }.start()
         }
     }
 
