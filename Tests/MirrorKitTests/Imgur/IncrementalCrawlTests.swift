@@ -257,7 +257,7 @@ struct IncrementalCrawlTests {
                     directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
                     logger: TestSupport.logger)
                 let running = Task { await mirror.run() }
-                try await eventually("the album is asked for") { server.requestCount(path: "/3/album/\(album)/images") == 1 }
+                try await eventually("the album is asked for", within: .seconds(30)) { server.requestCount(path: "/3/album/\(album)/images") == 1 }
                 running.cancel()
                 #expect(await running.value.interrupted)
                 #expect(try await mirror.driver.runner.state.pendingAlbums() == [album])

@@ -49,7 +49,9 @@ struct JobSessionTests {
                 #expect(summary.wanted == 20)
                 #expect(summary.downloaded == 20)
                 #expect(summary.isComplete)
-                #expect(server.requests.count == 20)
+                // Each file asked for whole once; an unforced one paused past the grace on a loaded
+                // machine is stopped and resumed by Range, which is no second download.
+                #expect(server.requests.filter { $0.header("Range") == nil }.count == 20)
             }
         }
     }
