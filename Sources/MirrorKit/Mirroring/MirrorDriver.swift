@@ -48,14 +48,12 @@ package final class MirrorDriver: Sendable {
     }
 
     let runner: JobRunner
-    let logger: Logger
 
     /// With `sharing`, the mirror's state and work are shared with other workers.
     package init(
         directory: MirrorDirectory, engine: TransferEngine, settings: Settings, sharing: Sharing? = nil,
         observer: any RunObserver = UnobservedRun(), logger: Logger
     ) throws(MirrorError) {
-        self.logger = logger
         runner = try JobRunner(
             directory: directory, engine: engine, mode: settings.mode, concurrency: settings.concurrency,
             retry: settings.retry, isRemovedPlaceholder: settings.isRemovedPlaceholder,
