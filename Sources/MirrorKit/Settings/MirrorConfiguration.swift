@@ -17,8 +17,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     package var maxApiRate: Double?
     /// Most bytes per second for all downloads together, as `2M`, `500k` or a number.
     package var maxBandwidth: String?
-    /// The longest wait, in seconds, for a rate limit before stopping with exit status 75.
-    package var maxWait: Int?
+    /// The longest wait for a rate limit before stopping with exit status 75: `5m`, `300`
+    /// (seconds), or `0` for none.
+    package var maxWait: String?
     /// Attempts per file, the first included.
     package var retries: Int?
     /// How long a run may take, as `50m`: at the deadline it stops starting work and exits,
@@ -43,6 +44,48 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     package var clusterMaxPerHost: Int?
 
     package init() {}
+
+    /// Reads a config file's object. A named choice says which names it takes, and a duration may
+    /// be written as `50m`, `1h30m` or a number of seconds, as on the command line.
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func text(_ key: CodingKeys) throws -> String? { try container.decodeIfPresent(String.self, forKey: key) }
+        func choice<T: RawRepresentable & CaseIterable>(_ key: CodingKeys, _ type: T.Type) throws -> T? where T.RawValue == String {
+            guard let text = try text(key) else { return nil }
+            guard let value = T(rawValue: text) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: key, in: container,
+                    debugDescription: "must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), got '\(text)'")
+            }
+            return value
+        }
+        func duration(_ key: CodingKeys) throws -> String? {
+            if let seconds = try? container.decodeIfPresent(Int.self, forKey: key) { return String(seconds) }
+            return try text(key)
+        }
+        apiBase = try text(.apiBase)
+        mediaBase = try text(.mediaBase)
+        clientIdFile = try text(.clientIdFile)
+        sort = try choice(.sort, GallerySort.self)
+        window = try choice(.window, GalleryWindow.self)
+        pages = try container.decodeIfPresent(Int.self, forKey: .pages)
+        thumbnail = try choice(.thumbnail, ThumbnailSize.self)
+        mode = try container.decodeIfPresent(DownloadMode.self, forKey: .mode)
+        concurrency = try container.decodeIfPresent(Int.self, forKey: .concurrency)
+        maxApiRate = try container.decodeIfPresent(Double.self, forKey: .maxApiRate)
+        maxBandwidth = try text(.maxBandwidth)
+        maxWait = try duration(.maxWait)
+        retries = try container.decodeIfPresent(Int.self, forKey: .retries)
+        maxDuration = try duration(.maxDuration)
+        maxFileSize = try text(.maxFileSize)
+        progress = try choice(.progress, ProgressDisplay.self)
+        logFormat = try choice(.logFormat, LogFormat.self)
+        metadata = try container.decodeIfPresent(Bool.self, forKey: .metadata)
+        metricsFile = try text(.metricsFile)
+        state = try text(.state)
+        leaseSeconds = try container.decodeIfPresent(Int.self, forKey: .leaseSeconds)
+        clusterMaxPerHost = try container.decodeIfPresent(Int.self, forKey: .clusterMaxPerHost)
+    }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, mode, concurrency
@@ -87,6 +130,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         let configuration: MirrorConfiguration
         do {
             configuration = try JSONDecoder().decode(MirrorConfiguration.self, from: data)
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.count == 1 {
+            // A value of the right type that names nothing: say which key, and what it takes.
+            throw .configuration("config file \(path): '\(context.codingPath[0].stringValue)' \(context.debugDescription)")
         } catch {
             throw .configuration("config file \(path): \(ImgurClient.describe(error))")
         }
@@ -108,10 +154,12 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         if let maxFileSize, (ByteCount.parse(maxFileSize) ?? 0) <= 0 {
             throw refuse(.maxFileSize, "must be a size such as 4G or 500M, got '\(maxFileSize)'")
         }
-        if let maxWait, maxWait < 0 { throw refuse(.maxWait, "must be 0 or more seconds") }
+        if let maxWait, DurationText.parseWait(maxWait) == nil {
+            throw refuse(.maxWait, "must be a duration such as 5m, 90s or 300 (seconds), or 0 for none, got '\(maxWait)'")
+        }
         if let retries, !(1...100).contains(retries) { throw refuse(.retries, "must be 1 to 100") }
         if let maxDuration, DurationText.parse(maxDuration) == nil {
-            throw refuse(.maxDuration, "must be a duration such as 50m, 90s or 1h30m, got '\(maxDuration)'")
+            throw refuse(.maxDuration, "must be a duration such as 50m, 1h30m or 3000 (seconds), got '\(maxDuration)'")
         }
         for (key, value) in [(CodingKeys.apiBase, apiBase), (.mediaBase, mediaBase)] {
             if let value, !HTTPURL.isValid(value) { throw refuse(key, "must be an http or https URL, got '\(value)'") }

@@ -82,7 +82,7 @@ package struct RunSettings: Sendable {
         concurrency = given.concurrency ?? Defaults.concurrency
         maxAPIRate = given.maxApiRate
         maxBytesPerSecond = given.maxBandwidth.flatMap(ByteCount.parse)
-        maxWait = .seconds(given.maxWait ?? Defaults.maxWaitSeconds)
+        maxWait = given.maxWait.flatMap(DurationText.parseWait) ?? .seconds(Defaults.maxWaitSeconds)
         retry = RetryPolicy(maxAttempts: given.retries ?? Defaults.retries)
         deadline = given.maxDuration.flatMap(DurationText.parse)
         maxFileSize = given.maxFileSize.flatMap(ByteCount.parse) ?? Defaults.maxFileSize

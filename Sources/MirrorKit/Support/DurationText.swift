@@ -35,6 +35,11 @@ enum DurationText {
         return valid(total)
     }
 
+    /// A wait that may be none: `0`, or a duration as ``parse(_:)`` reads it.
+    static func parseWait(_ text: String) -> Duration? {
+        text.trimmingCharacters(in: .whitespaces) == "0" ? .zero : parse(text)
+    }
+
     /// `duration` as people read it: `0.3 s`, `1.3 s`, `42 s`, `5 min 3 s`, `1 h 30 min`; never
     /// the 16 digits a `Duration` prints.
     static func spoken(_ duration: Duration) -> String {

@@ -63,4 +63,35 @@ struct NewcomerTests {
     func durationsAreSpokenRounded(_ seconds: Double, _ spoken: String) {
         #expect(DurationText.spoken(.seconds(seconds)) == spoken)
     }
+
+    @Test func aConfigValueThatNamesNothingListsWhatItTakes() async throws {
+        try await MirrorProcess.withClientID { dir, idFile in
+            let config = dir.appendingPathComponent("config.json").path
+            try #"{"sort": "newest"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let run = try await MirrorProcess.run(["cats", "--out", dir.appendingPathComponent("out").path, "--config", config, "--client-id-file", idFile])
+            #expect(run.status == 78)
+            #expect(run.stderr.contains("config file \(config): 'sort' must be one of viral, top, time, got 'newest'"), "\(run.stderr)")
+            try #"{"progress": "sometimes"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let progress = try await MirrorProcess.run(["cats", "--out", dir.appendingPathComponent("out").path, "--config", config, "--client-id-file", idFile])
+            #expect(progress.stderr.contains("'progress' must be one of auto, always, never, got 'sometimes'"), "\(progress.stderr)")
+        }
+    }
+
+    @Test func durationsAreReadAlikeInTheConfigAndOnTheCommandLine() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let config = dir.appendingPathComponent("config.json").path
+                // Seconds as a number, as `--max-duration 3000` is; a wait as people write one.
+                try #"{"maxDuration": 3000, "maxWait": "5m"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+                let base = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
+                let run = try await MirrorProcess.run(["cats", "--out", dir.appendingPathComponent("a").path, "--config", config] + base)
+                #expect(run.status == 0, "\(run.stderr)")
+                let flags = try await MirrorProcess.run(["cats", "--out", dir.appendingPathComponent("b").path, "--max-wait", "1m30s", "--max-duration", "1h30m"] + base)
+                #expect(flags.status == 0, "\(flags.stderr)")
+                let bad = try await MirrorProcess.run(["cats", "--out", dir.appendingPathComponent("c").path, "--max-wait", "soon"] + base)
+                #expect(bad.status == 64)
+                #expect(bad.stderr.contains("--max-wait must be a duration such as 5m"), "\(bad.stderr)")
+            }
+        }
+    }
 }

@@ -7,7 +7,7 @@ struct RunSettingsTests {
     @Test func aFlagWinsOverTheFileAndTheDefaultsFillTheRest() throws {
         var file = MirrorConfiguration()
         file.concurrency = 3
-        file.maxWait = 60
+        file.maxWait = "60"
         file.mode = .newFile
         file.metricsFile = "~/mirror.prom"
         var flags = MirrorConfiguration()
@@ -39,14 +39,14 @@ struct RunSettingsTests {
 
     @Test func aBadValueIsNamedAsItWasGiven() throws {
         var flags = MirrorConfiguration()
-        flags.maxWait = -1
-        #expect(throws: MirrorError.configuration("--max-wait must be 0 or more seconds")) { try RunSettings(flags: flags) }
+        flags.maxWait = "-1"
+        #expect(throws: MirrorError.configuration("--max-wait must be a duration such as 5m, 90s or 300 (seconds), or 0 for none, got '-1'")) { try RunSettings(flags: flags) }
         flags = MirrorConfiguration()
         flags.maxApiRate = 0
         #expect(throws: MirrorError.configuration("--max-api-rate must be above 0")) { try RunSettings(flags: flags) }
         var file = MirrorConfiguration()
-        file.maxWait = -1
-        #expect(throws: MirrorError.configuration("config file c.json: 'maxWait' must be 0 or more seconds")) {
+        file.maxWait = "-1"
+        #expect(throws: MirrorError.configuration("config file c.json: 'maxWait' must be a duration such as 5m, 90s or 300 (seconds), or 0 for none, got '-1'")) {
             try file.validate(origin: .file("c.json"))
         }
         flags = MirrorConfiguration()
