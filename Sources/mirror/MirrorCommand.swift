@@ -55,17 +55,6 @@ struct CommonOptions: ParsableArguments {
         valueName: "file"))
     var metricsFile: String?
 
-    @Option(help: ArgumentHelp(
-        "Keep the state in this PostgreSQL database rather than .mirror/state.sqlite3, so that workers on several hosts share one mirror: postgresql://user@host/database (a password from PGPASSWORD).",
-        valueName: "url"))
-    var state: String?
-
-    @Option(help: "With --state postgresql://…: seconds a worker's claims hold unless renewed; a killed worker's work passes to another after this (default \(RunSettings.Defaults.leaseSeconds)).")
-    var leaseSeconds: Int?
-
-    @Option(help: "With --state postgresql://…: connections to one media host that all workers together may have (default \(RunSettings.Defaults.clusterMaxPerHost)).")
-    var clusterMaxPerHost: Int?
-
     func validate() throws {
         try validateDirectory(out, option: "--out")
     }
@@ -77,6 +66,24 @@ struct CommonOptions: ParsableArguments {
         flags.logFormat = logFormat
         flags.metadata = metadata
         flags.metricsFile = metricsFile
+    }
+}
+
+/// How workers on several hosts share one mirror: options of the tag command only (a feed keeps
+/// its state in `.mirror`).
+struct SharingOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "Keep the state in this PostgreSQL database rather than .mirror/state.sqlite3, so that workers on several hosts share one mirror: postgresql://user@host/database (a password from PGPASSWORD).",
+        valueName: "url"))
+    var state: String?
+
+    @Option(help: "With --state postgresql://…: seconds a worker's claims hold unless renewed; a killed worker's work passes to another after this (default \(RunSettings.Defaults.leaseSeconds)).")
+    var leaseSeconds: Int?
+
+    @Option(help: "With --state postgresql://…: connections to one media host that all workers together may have (default \(RunSettings.Defaults.clusterMaxPerHost)).")
+    var clusterMaxPerHost: Int?
+
+    func apply(to flags: inout MirrorConfiguration) {
         flags.state = state
         flags.leaseSeconds = leaseSeconds
         flags.clusterMaxPerHost = clusterMaxPerHost

@@ -34,6 +34,8 @@ struct TagCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    @OptionGroup var sharing: SharingOptions
+
     @Option(help: "File holding the Imgur Client-ID (default \(ClientIDFile.defaultPath)).")
     var clientIdFile: String?
 
@@ -70,6 +72,7 @@ struct TagCommand: AsyncParsableCommand {
     private var flags: MirrorConfiguration {
         var flags = MirrorConfiguration()
         common.apply(to: &flags)
+        sharing.apply(to: &flags)
         download.apply(to: &flags)
         flags.clientIdFile = clientIdFile
         flags.apiBase = apiBase

@@ -216,9 +216,14 @@ struct SharedWorkersTests {
     func aFeedIsRefusedWithThePostgresStateAndADatabaseThatIsDownIsNamed() async throws {
         try await MirrorProcess.withClientID { dir, idFile in
             let out = dir.appendingPathComponent("out").path
-            let feed = try await MirrorProcess.run([
-                "feed", "http://127.0.0.1:9/feed.xml", "--out", out, "--state", "postgresql://u:pw@127.0.0.1/db",
-            ])
+            // The feed command has no --state (its help does not offer one); a config's 'state' is refused.
+            let flag = try await MirrorProcess.run(["feed", "http://127.0.0.1:9/feed.xml", "--out", out, "--state", "postgresql://u:pw@127.0.0.1/db"])
+            #expect(flag.status == 64, "\(flag.stderr)")
+            let help = try await MirrorProcess.run(["feed", "--help"])
+            #expect(!help.stdout.contains("--state") && !help.stdout.contains("--lease-seconds"), "\(help.stdout)")
+            let config = dir.appendingPathComponent("shared.json").path
+            try #"{"state": "postgresql://u:pw@127.0.0.1/db"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let feed = try await MirrorProcess.run(["feed", "http://127.0.0.1:9/feed.xml", "--out", out, "--config", config])
             #expect(feed.status == 78, "\(feed.stderr)")
             #expect(feed.stderr.contains("the PostgreSQL state (--state or the config's 'state') is for tags"))
             let port = try NginxServer.freePort()
