@@ -31,11 +31,20 @@ struct FeedCommand: AsyncParsableCommand {
             throw ValidationError("the feed URL must be http or https, got '\(feed)'")
         }
         if feeds.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read once") }
-        // `example.org/feed.xml` is a URL without its scheme more often than a file that is not there.
-        for feed in feeds where feed != "-" && !feed.contains("://") && !FileManager.default.fileExists(atPath: feed) {
+        // `example.org/feed.xml` is a URL without its scheme more often than a file that is not
+        // there; a path (`/srv/x.atom`, `./x.atom`) is a file, and a missing one is said as such.
+        for feed in feeds where Self.looksLikeAHostWithoutScheme(feed) && !FileManager.default.fileExists(atPath: feed) {
             throw ValidationError("'\(feed)' is neither a file nor an http or https URL; for a URL, give its scheme: https://\(feed)")
         }
         try validateFlags(flags)
+    }
+
+    /// `host.name/path`: no scheme, not a path from `/`, `.` or `~`, and a first part with a dot.
+    static func looksLikeAHostWithoutScheme(_ text: String) -> Bool {
+        guard text != "-", !text.contains("://"), !text.hasPrefix("/"), !text.hasPrefix("."), !text.hasPrefix("~") else {
+            return false
+        }
+        return text.split(separator: "/").first?.contains(".") ?? false
     }
 
     private var flags: MirrorConfiguration {

@@ -11,7 +11,7 @@ struct StatusCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The mirror directory (or give it as --out).", valueName: "dir"))
     var directory: String?
 
-    @Option(name: [.customShort("o"), .customLong("out")], help: "The mirror directory.")
+    @Option(name: [.customShort("o"), .customLong("out")], help: ArgumentHelp("The mirror directory.", valueName: "dir"))
     var outOption: String?
 
     /// The directory named, as an argument or as `--out`.

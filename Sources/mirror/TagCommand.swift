@@ -63,7 +63,7 @@ struct TagCommand: AsyncParsableCommand {
     @Option(help: "Most Imgur API calls per second (default: no limit beyond Imgur's own budget).")
     var maxApiRate: Double?
 
-    @Option(help: "Longest wait the API may ask for (Retry-After, the hourly reset) before mirror stops with status 75 instead, e.g. 5m, or seconds; 0 for none (default \(RunSettings.Defaults.maxWaitSeconds)).")
+    @Option(help: "Longest wait the API may ask for (Retry-After, the hourly reset) before mirror stops with status 75 instead, e.g. 5m, or seconds; 0 to never wait (default \(RunSettings.Defaults.maxWaitSeconds)).")
     var maxWait: String?
 
     @OptionGroup var download: DownloadOptions

@@ -22,7 +22,8 @@ actor APIRateLimiter {
     let settings: Settings
     private let clock: any RunClock
     private var budget: APIBudget
-    private var lastRequest: Date?
+    /// When the last call went out, on the clock that never jumps.
+    private var lastRequest: Duration?
     private(set) var callsMade = 0
 
     init(settings: Settings, startingFrom known: APIBudget? = nil, clock: any RunClock = SystemClock()) {
@@ -70,11 +71,11 @@ actor APIRateLimiter {
             budget.userRemaining = nil
         }
         if let rate = settings.maxRequestsPerSecond, rate > 0, let lastRequest {
-            let next = lastRequest.addingTimeInterval(1 / rate)
-            let now = clock.now
-            if next > now { try await pause(for: .seconds(next.timeIntervalSince(now)), url: url) }
+            let next = lastRequest + .seconds(1 / rate)
+            let now = clock.elapsed
+            if next > now { try await pause(for: next - now, url: url) }
         }
-        lastRequest = clock.now
+        lastRequest = clock.elapsed
         callsMade += 1
     }
 

@@ -144,20 +144,20 @@ final class SharedTagWork: Sendable {
     /// Renews this worker's leases three times a lease; stops the downloads of images whose
     /// claims ran out and went to another worker.
     private func keepLeases() async {
-        var last = (time: clock.now, bytes: Int64(0))
-        var renewed = clock.now
+        var last = (time: clock.elapsed, bytes: Int64(0))
+        var renewed = clock.elapsed
         while !Task.isCancelled {
             try? await clock.sleep(for: coordinator.leaseDuration / 3)
             guard !Task.isCancelled else { return }
             let bytes = await jobs.scheduler.status().receivedBytes
-            let now = clock.now
-            let seconds = now.timeIntervalSince(last.time)
+            let now = clock.elapsed
+            let seconds = (now - last.time).inSeconds
             let rate = seconds > 0 ? Double(bytes - last.bytes) / seconds : 0
             last = (now, bytes)
             let figures = WorkerFigures(filesDone: session.settled, bytes: bytes, bytesPerSecond: max(rate, 0))
             do throws(MirrorError) {
                 let lost = try await coordinator.heartbeat(figures, holding: claims.ids)
-                renewed = clock.now
+                renewed = clock.elapsed
                 // An image marked done since the beat began is not lost.
                 for id in lost.intersection(claims.ids) {
                     logger.warning("the claim on image \(id) ran out and another worker took it; stopping its downloads here")
@@ -168,7 +168,7 @@ final class SharedTagWork: Sendable {
                 // this worker stops its downloads: once its claims run out, another worker may
                 // take them over, and two must never write one partial.
                 logger.warning("could not renew this worker's leases: \(error)")
-                if clock.now.timeIntervalSince(renewed) >= (coordinator.leaseDuration * 2 / 3).inSeconds {
+                if clock.elapsed - renewed >= coordinator.leaseDuration * 2 / 3 {
                     session.halt(error)
                     return
                 }

@@ -60,8 +60,10 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
             return value
         }
         func duration(_ key: CodingKeys) throws -> String? {
-            if let seconds = try? container.decodeIfPresent(Int.self, forKey: key) { return String(seconds) }
-            return try text(key)
+            guard container.contains(key), try !container.decodeNil(forKey: key) else { return nil }
+            if let seconds = try? container.decode(Int.self, forKey: key) { return String(seconds) }
+            if let text = try? container.decode(String.self, forKey: key) { return text }
+            throw DecodingError.typeMismatchError(key, in: container, "a duration such as \"50m\" or a number of seconds")
         }
         apiBase = try text(.apiBase)
         mediaBase = try text(.mediaBase)
@@ -155,7 +157,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
             throw refuse(.maxFileSize, "must be a size such as 4G or 500M, got '\(maxFileSize)'")
         }
         if let maxWait, DurationText.parseWait(maxWait) == nil {
-            throw refuse(.maxWait, "must be a duration such as 5m, 90s or 300 (seconds), or 0 for none, got '\(maxWait)'")
+            throw refuse(.maxWait, "must be a duration such as 5m, 90s or 300 (seconds), or 0 to never wait, got '\(maxWait)'")
         }
         if let retries, !(1...100).contains(retries) { throw refuse(.retries, "must be 1 to 100") }
         if let maxDuration, DurationText.parse(maxDuration) == nil {
@@ -233,5 +235,12 @@ extension String {
             }
         }
         return result
+    }
+}
+
+extension DecodingError {
+    /// A value of the wrong type at `key`, with what it should have been.
+    static func typeMismatchError<Key: CodingKey>(_ key: Key, in container: KeyedDecodingContainer<Key>, _ expected: String) -> DecodingError {
+        .dataCorruptedError(forKey: key, in: container, debugDescription: "must be \(expected)")
     }
 }

@@ -35,9 +35,15 @@ enum DurationText {
         return valid(total)
     }
 
-    /// A wait that may be none: `0`, or a duration as ``parse(_:)`` reads it.
+    /// A wait that may be none: a duration as ``parse(_:)`` reads it, or one that adds up to zero
+    /// (`0`, `0s`, `0m`).
     static func parseWait(_ text: String) -> Duration? {
-        text.trimmingCharacters(in: .whitespaces) == "0" ? .zero : parse(text)
+        if let duration = parse(text) { return duration }
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.count <= 32, trimmed.allSatisfy({ "0smhd".contains($0) }), trimmed.first == "0" else {
+            return nil
+        }
+        return .zero
     }
 
     /// `duration` as people read it: `0.3 s`, `1.3 s`, `42 s`, `5 min 3 s`, `1 h 30 min`; never

@@ -256,7 +256,8 @@ struct ManySourcesTests {
                 #expect(try sources("aB3dE5f") == ["tag cats"])
                 // Listed again by the same sources: the sidecar says the same, and is not rewritten.
                 let before = try FileManager.default.attributesOfItem(atPath: out + "/meta/Ij2kL3m.json")[.systemFileNumber] as? Int
-                _ = try await mirror(["imgur.com/a/Ef1gH", "--metadata", "--out", out], server: server, idFile: idFile)
+                let second = try await mirror(["imgur.com/a/Ef1gH", "--metadata", "--out", out], server: server, idFile: idFile)
+                #expect(second.status == 0, "\(second.stderr)")
                 #expect(try sources("Ij2kL3m") == ["tag cats", "album Ef1gH"])
                 let after = try FileManager.default.attributesOfItem(atPath: out + "/meta/Ij2kL3m.json")[.systemFileNumber] as? Int
                 #expect(before != nil && before == after, "a rewrite is a rename: a new inode")

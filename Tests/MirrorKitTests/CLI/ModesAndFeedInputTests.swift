@@ -60,9 +60,9 @@ struct ModesAndFeedInputTests {
                 let names = try FileManager.default.contentsOfDirectory(atPath: out + "/enclosures").sorted()
                 #expect(names == ["Alpha-2.1.docset.xar", "Beta 1.0.xar"])
                 let missing = try await MirrorProcess.run(["feed", dir.appendingPathComponent("nope.atom").path, "--out", out])
-                // Neither a file nor a URL with its scheme: a usage error, before anything is created.
-                #expect(missing.status == 64)
-                #expect(missing.stderr.contains("nope.atom' is neither a file nor an http or https URL"), "\(missing.stderr)")
+                // A path is a file: a missing one is said as such, not taken for a URL.
+                #expect(missing.status == 69)
+                #expect(missing.stderr.contains("nope.atom") && missing.stderr.contains("No such file"), "\(missing.stderr)")
             }
         }
     }

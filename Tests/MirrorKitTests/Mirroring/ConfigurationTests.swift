@@ -20,6 +20,28 @@ struct ConfigurationTests {
         #expect(configuration.mode == .skipIfExists)
     }
 
+    /// The hand-written decoder reads every spelling the command line takes, into the settings.
+    @Test func durationsAndModesLoadIntoTheSettings() async throws {
+        try await withFile(#"{"maxWait": "5m", "maxDuration": 3000, "mode": "newFile", "sort": "top"}"#) { path in
+            let settings = try RunSettings(file: MirrorConfiguration.load(from: path))
+            #expect(settings.maxWait == .seconds(300))
+            #expect(settings.deadline == .seconds(3000))
+            #expect(settings.mode == .newFile)
+            #expect(settings.crawl("cats").sort == .top)
+        }
+        for zero in [#"0"#, #""0s""#, #""0""#] {
+            try await withFile(#"{"maxWait": \#(zero), "mode": "new-file"}"#) { path in
+                let settings = try RunSettings(file: MirrorConfiguration.load(from: path))
+                #expect(settings.maxWait == .zero, "\(zero)")
+                #expect(settings.mode == .newFile)
+            }
+        }
+        try await withFile(#"{"maxWait": true}"#) { path in
+            let error = #expect(throws: MirrorError.self) { try MirrorConfiguration.load(from: path) }
+            #expect(error?.description.contains("'maxWait' must be a duration such as \"50m\" or a number of seconds") == true, "\(String(describing: error))")
+        }
+    }
+
     @Test func theSharedStateKeysAreCheckedAndNamed() async throws {
         try await withFile(#"{"state":"postgresql://u:s3cret@db.example/mirror","leaseSeconds":10}"#) { path in
             let settings = try RunSettings(file: MirrorConfiguration.load(from: path))

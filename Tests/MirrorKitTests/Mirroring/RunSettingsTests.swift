@@ -40,13 +40,13 @@ struct RunSettingsTests {
     @Test func aBadValueIsNamedAsItWasGiven() throws {
         var flags = MirrorConfiguration()
         flags.maxWait = "-1"
-        #expect(throws: MirrorError.configuration("--max-wait must be a duration such as 5m, 90s or 300 (seconds), or 0 for none, got '-1'")) { try RunSettings(flags: flags) }
+        #expect(throws: MirrorError.configuration("--max-wait must be a duration such as 5m, 90s or 300 (seconds), or 0 to never wait, got '-1'")) { try RunSettings(flags: flags) }
         flags = MirrorConfiguration()
         flags.maxApiRate = 0
         #expect(throws: MirrorError.configuration("--max-api-rate must be above 0")) { try RunSettings(flags: flags) }
         var file = MirrorConfiguration()
         file.maxWait = "-1"
-        #expect(throws: MirrorError.configuration("config file c.json: 'maxWait' must be a duration such as 5m, 90s or 300 (seconds), or 0 for none, got '-1'")) {
+        #expect(throws: MirrorError.configuration("config file c.json: 'maxWait' must be a duration such as 5m, 90s or 300 (seconds), or 0 to never wait, got '-1'")) {
             try file.validate(origin: .file("c.json"))
         }
         flags = MirrorConfiguration()

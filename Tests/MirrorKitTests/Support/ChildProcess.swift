@@ -140,7 +140,8 @@ struct ChildProcess {
         _ = Self.closeFrom?(&actions, 3)
         if let workingDirectory {
             guard let changeDirectory = Self.changeDirectory else { throw POSIXError(.ENOSYS) }
-            _ = changeDirectory(&actions, workingDirectory)
+            let status = changeDirectory(&actions, workingDirectory)
+            guard status == 0 else { throw POSIXError(POSIXErrorCode(rawValue: status) ?? .EINVAL) }
         }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
