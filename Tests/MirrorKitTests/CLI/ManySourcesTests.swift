@@ -5,7 +5,7 @@ import Testing
 
 /// `mirror SOURCE...`: tags, albums, posts and images named as users paste them, several in one
 /// run, through the real executable.
-@Suite("Many sources in one run", .timeLimit(.minutes(3)))
+@Suite("Many sources in one run", .serialized, .timeLimit(.minutes(4)))
 struct ManySourcesTests {
     private func mirror(_ arguments: [String], server: FixtureServer, idFile: String, standardInput: [UInt8]? = nil) async throws -> MirrorProcess.Run {
         try await MirrorProcess.run(

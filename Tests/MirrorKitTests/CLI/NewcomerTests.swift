@@ -5,7 +5,7 @@ import Testing
 
 /// What a new user runs into first, through the real executable: mistakes named plainly, numbers
 /// printed as people read them.
-@Suite("A newcomer's first runs", .timeLimit(.minutes(2)))
+@Suite("A newcomer's first runs", .serialized, .timeLimit(.minutes(3)))
 struct NewcomerTests {
     @Test(arguments: ["", "  "])
     func anEmptyOutIsRefusedBeforeAnythingIsWritten(_ out: String) async throws {
