@@ -16,14 +16,6 @@ final class NginxServer: Sendable {
 
     var baseURL: String { "https://127.0.0.1:\(port)" }
 
-    /// Starts nginx on a thread of its own: making the certificate and waiting for the port block
-    /// for a while, and the whole test run's tasks share two threads.
-    static func started() async throws -> NginxServer {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try NginxServer() }) }.start()
-        }
-    }
-
     /// Starts nginx on a free port; `root` is where the files it serves go.
     init() throws {
         work = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")

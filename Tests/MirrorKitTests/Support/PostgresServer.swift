@@ -71,7 +71,7 @@ final class PostgresServer: Sendable {
 
     /// Runs `body` with a server of its own, stopped after, whatever `body` does.
     static func with<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
-        let server = try await startedOnAThreadOfItsOwn()
+        let server = try PostgresServer()
         do {
             let result = try await body(server)
             await server.stop()
@@ -79,14 +79,6 @@ final class PostgresServer: Sendable {
         } catch {
             await server.stop()
             throw error
-        }
-    }
-
-    /// `initdb` and the wait for the server block for a second or two: on a thread of their own,
-    /// not on one of the two the whole test run's tasks share.
-    private static func startedOnAThreadOfItsOwn() async throws -> PostgresServer {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try PostgresServer() }) }.start()
         }
     }
 

@@ -22,7 +22,7 @@ struct HTTP2Tests {
     }
 
     @Test func manyTransfersShareOneConnection() async throws {
-        let server = try await NginxServer.started()
+        let server = try NginxServer()
         var expected: [String: String] = [:]
         for index in 0..<24 {
             expected["/file-\(index).bin"] = TestSupport.digest(try server.addFile("file-\(index).bin", size: 64 << 10))
@@ -43,7 +43,7 @@ struct HTTP2Tests {
     }
 
     @Test func aForcedItemOvertakesStreamsOnTheSameConnectionAndEverythingCompletes() async throws {
-        let server = try await NginxServer.started()
+        let server = try NginxServer()
         var expected: [String: String] = [:]
         for index in 0..<6 {
             expected["/preview-\(index).bin"] = TestSupport.digest(try server.addFile("preview-\(index).bin", size: 1 << 20))
@@ -73,7 +73,7 @@ struct HTTP2Tests {
     }
 
     @Test func aHoldAskedForBeforeTheResponseIsNotAppliedToAnHTTP2Stream() async throws {
-        let server = try await NginxServer.started()
+        let server = try NginxServer()
         let expected = TestSupport.digest(try server.addFile("held.bin", size: 1 << 20))
         let engine = TransferEngine(configuration: .init(certificateAuthorities: server.certificate))
         let id = TransferID.next()
@@ -87,7 +87,7 @@ struct HTTP2Tests {
     }
 
     @Test func aThrottledStreamThatWasHeldGoesOnWhenResumed() async throws {
-        let server = try await NginxServer.started()
+        let server = try NginxServer()
         let expected = TestSupport.digest(try server.addFile("slow.bin", size: 1 << 20))
         // 256 KiB/s: the budget runs dry, and libcurl pauses the stream, whatever its protocol.
         let engine = TransferEngine(configuration: .init(
