@@ -34,7 +34,8 @@ struct FeedCommand: AsyncParsableCommand {
         // `example.org/feed.xml` is a URL without its scheme more often than a file that is not
         // there; a path (`/srv/x.atom`, `./x.atom`) is a file, and a missing one is said as such.
         for feed in feeds where Self.looksLikeAHostWithoutScheme(feed) && !FileManager.default.fileExists(atPath: feed) {
-            throw ValidationError("'\(feed)' is neither a file nor an http or https URL; for a URL, give its scheme: https://\(feed)")
+            throw ValidationError(
+                "'\(feed)' is neither a file nor an http or https URL; for a URL, give its scheme: https://\(feed)".escapedForTerminal)
         }
         try validateFlags(flags)
     }

@@ -123,9 +123,8 @@ struct RunLifecycle {
             try? await driver.state.recordRun(whole)
         }
         if let metrics {
-            let record = whole
             let figures = MetricsFile.Figures(
-                finished: record, progress: tracker.snapshot, listing: total.listing, lastSuccess: lastSuccess)
+                finished: whole, progress: tracker.snapshot, listing: total.listing, lastSuccess: lastSuccess)
             do {
                 try metrics.write(figures)
             } catch where !metricsProblemReported {

@@ -91,7 +91,12 @@ struct TagCommand: AsyncParsableCommand {
         if sources.isEmpty, inputFile == nil {
             throw ValidationError("name at least one source: \(ImgurAddress.acceptedForms)")
         }
-        _ = try SourceList.addresses(sources)
+        do {
+            _ = try SourceList.addresses(sources)
+        } catch let error as ValidationError {
+            // ArgumentParser prints a validation error itself, not through Console: escaped here.
+            throw ValidationError(error.message.escapedForTerminal)
+        }
         try validateFlags(flags)
     }
 

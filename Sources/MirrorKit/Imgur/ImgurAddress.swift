@@ -131,20 +131,8 @@ package struct AddressError: Error, Sendable, CustomStringConvertible {
     var text: String
     var problem: String
 
+    /// The text as given: a front end escapes it where it reaches a terminal (``escapedForTerminal``).
     package var description: String {
-        "'\(Self.printable(text))' \(problem)"
-    }
-
-    /// `text` with every character that would steer a terminal (controls, C1, bidi overrides)
-    /// shown as its `\u{…}` escape.
-    static func printable(_ text: String) -> String {
-        var shown = ""
-        for scalar in text.unicodeScalars {
-            let value = scalar.value
-            let steers = value < 0x20 || (0x7F...0x9F).contains(value) || (0x202A...0x202E).contains(value)
-                || (0x2066...0x2069).contains(value)
-            shown += steers ? "\\u{\(String(value, radix: 16))}" : String(scalar)
-        }
-        return shown
+        "'\(text)' \(problem)"
     }
 }

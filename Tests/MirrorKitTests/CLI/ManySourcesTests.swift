@@ -99,6 +99,25 @@ struct ManySourcesTests {
         }
     }
 
+    @Test func aHostileSourceStringIsPrintedEscapedOnceOnBothPaths() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                // An argument: ArgumentParser prints the usage error.
+                let argument = try await mirror(["ca\u{1B}[2Jts", "--out", out], server: server, idFile: idFile)
+                #expect(argument.status == 64)
+                #expect(!argument.stderr.contains("\u{1B}") && argument.stderr.contains("'ca\\u{1B}[2Jts'"), "\(argument.stderr)")
+                // A line of an input file: mirror prints it.
+                let list = dir.appendingPathComponent("sources.txt").path
+                try "ca\u{1B}[2Jts\n".write(toFile: list, atomically: true, encoding: .utf8)
+                let line = try await mirror(["-i", list, "--out", out], server: server, idFile: idFile)
+                #expect(line.status == 64)
+                #expect(!line.stderr.contains("\u{1B}") && line.stderr.contains("'ca\\u{1B}[2Jts'"), "\(line.stderr)")
+                #expect(!line.stderr.contains("\\\\u{1B}"), "escaped once, not twice: \(line.stderr)")
+            }
+        }
+    }
+
     @Test func anInputFileAddsSourcesAndABadLineIsNamedByItsNumber() async throws {
         try await TestSupport.withServer { server in
             server.addGeneratedTag("listed", pages: 1, perPage: 4, albumEvery: 0, imageSize: 1024)
