@@ -4,11 +4,9 @@ import Testing
 @testable import MirrorKit
 
 /// The backends a mirror's state can be kept in.
-enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+enum StoreKind: Sendable {
     case sqlite
     case postgresql
-
-    var testDescription: String { rawValue }
 }
 
 /// One storage contract: every store method, run against SQLite and a real PostgreSQL, must
