@@ -42,16 +42,30 @@ package actor DownloadScheduler {
         }
     }
 
-    private typealias Continuation = CheckedContinuation<FetchedFile, any Error>
+    /// Starts a pause's timer: `fire` runs once `after` has passed, unless stopped first.
+    package typealias TimerStarter = @Sendable (_ after: Duration, _ fire: @escaping @Sendable () -> Void) -> Stopper
+
+    /// Sleeps in a task of its own.
+    package static let sleepingTimers: TimerStarter = { after, fire in
+        let task = Task {
+            // A timer stopped as it fires may still post its expiry: the core refuses one whose
+            // pause has ended (its number, the transfer's id and its paused flag are checked).
+            do { try await Task.sleep(for: after) } catch { return }
+            guard !Task.isCancelled else { return }
+            fire()
+        }
+        return Stopper { task.cancel() }
+    }
 
     let configuration: Configuration
     private let transport: any DownloadTransport
     private let hub = EventHub()
+    private let inbox = SchedulerInbox()
+    private let callerNumbers = Atomic<CallerID>(0)
     private var core: SchedulerCore
-    private var callers: [CallerID: Continuation] = [:]
-    private var nextCaller: CallerID = 0
-    private var transfers: [TransferID: Task<Void, Never>] = [:]
-    private var pauseTimers: [TransferID: Task<Void, Never>] = [:]
+    private var callers: [CallerID: CallerTicket.Continuation] = [:]
+    private var transfers: [TransferID: Stopper] = [:]
+    private var pauseTimers: [TransferID: Stopper] = [:]
     /// The transfer of each URL that has one, with what it reports from the engine thread.
     private var reports: [String: (id: TransferID, report: TransferReport)] = [:]
     /// Bytes received this run by transfers that have ended (each leg of a stopped and resumed
@@ -60,21 +74,25 @@ package actor DownloadScheduler {
     private var statusesTaken = 0
     /// What callers hold of each URL they asked to revalidate (see ``schedule(_:forced:expectedSize:held:)``).
     private var heldVersions: [String: HeldVersion] = [:]
-
-    /// Waits out a pause's grace; tests pass one they fire by hand.
-    private let sleep: @Sendable (Duration) async throws -> Void
+    private let startTimer: TimerStarter
 
     package init(
         transport: any DownloadTransport, configuration: Configuration = Configuration(),
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        timers: @escaping TimerStarter = DownloadScheduler.sleepingTimers
     ) {
         self.transport = transport
         self.configuration = configuration
-        self.sleep = sleep
+        startTimer = timers
         core = SchedulerCore(
             limits: configuration,
             hostLimit: { transport.concurrencyLimit(forHost: $0) },
             partialLength: { transport.partialLength(of: $0) })
+    }
+
+    /// Transfers and timers hold the scheduler weakly: when it goes, they stop.
+    deinit {
+        for stopper in transfers.values { stopper.stop() }
+        for stopper in pauseTimers.values { stopper.stop() }
     }
 
     /// A new stream of everything that happens from now on; any number of observers may listen.
@@ -89,31 +107,28 @@ package actor DownloadScheduler {
 
     /// Downloads `url` (or joins the download already under way) and returns the complete file.
     ///
+    /// The request reaches the scheduler before the first suspension of this call: a
+    /// nonisolated task that calls it with `Task.immediate` has been heard once it is created.
+    ///
     /// - Parameters:
     ///   - forced: give it the bandwidth first, holding unforced transfers back.
     ///   - expectedSize: the size the file must have, when the caller knows it.
     ///   - held: the validators of the copy the caller holds: the file is fetched only if it
     ///     changed, else ``FetchedFile/isNotModified`` comes back.
     /// - Throws: ``DownloadError``; a cancelled item or caller gets `.transfer(.cancelled)`.
-    package func schedule(
+    package nonisolated func schedule(
         _ url: String, forced: Bool = false, expectedSize: Int64? = nil, held: HeldVersion? = nil
     ) async throws(DownloadError) -> FetchedFile {
-        // Kept for the item's life, as its expected size is: a stopped transfer restarts with it.
-        heldVersions[url] = held
-        nextCaller += 1
-        let caller = nextCaller
+        let caller = CallerTicket(id: callerNumbers.add(1, ordering: .relaxed).newValue)
         do {
             return try await withTaskCancellationHandler {
+                // A caller cancelled already has posted its leave: its arrival is answered at once.
                 try await withCheckedThrowingContinuation { continuation in
-                    guard !Task.isCancelled else {
-                        continuation.resume(throwing: SchedulerCore.cancelled(url))
-                        return
-                    }
-                    callers[caller] = continuation
-                    handle(.schedule(url: url, forced: forced, expectedSize: expectedSize, caller: caller))
+                    caller.attach(continuation)
+                    post(.schedule(url: url, forced: forced, expectedSize: expectedSize, held: held, caller: caller))
                 }
             } onCancel: {
-                Task { await self.handle(.leave(url: url, caller: caller)) }
+                post(.leave(url: url, caller: caller))
             }
         } catch let error as DownloadError {
             throw error
@@ -125,13 +140,24 @@ package actor DownloadScheduler {
     /// Soft-cancels `url`: its callers get a cancellation error, its partial data is kept, and it
     /// waits, suspended, until scheduled again.
     func cancel(_ url: String) {
+        carryOut()
         handle(.cancel(url: url))
+        carryOut()
+    }
+
+    /// Returns once everything that has reached the scheduler so far has been acted on, and what
+    /// that set off has too: requests, leaves, and transfers' and timers' reports are handled,
+    /// and every transfer decided on is started, paused, resumed or stopped. With a transport and
+    /// timers that report synchronously, a test steps the scheduler with this instead of polling.
+    func settled() {
+        carryOut()
     }
 
     /// Counts per state, and the items with a transfer (waiting and suspended ones are only
     /// counted: the snapshot is taken every second, and a tag of 100,000 items must not cost
     /// 100,000 entries each time).
     package func status() -> SchedulerStatus {
+        carryOut()
         var status = core.status(progress: { reports[$0]?.report.progress }, resumedFrom: { reports[$0]?.report.resumedFrom ?? 0 })
         statusesTaken += 1
         status.sequence = statusesTaken
@@ -142,7 +168,55 @@ package actor DownloadScheduler {
 
     /// Where `url` stands, while the scheduler knows it.
     func state(of url: String) -> DownloadState? {
-        core.state(of: url)
+        carryOut()
+        return core.state(of: url)
+    }
+
+    // MARK: - Mail
+
+    private nonisolated func post(_ mail: SchedulerMail) {
+        guard inbox.post(mail) else { return }
+        Task { await self.carryOut() }
+    }
+
+    /// Handles the mail until none is left, mail that handling posts included.
+    private func carryOut() {
+        inbox.promiseDrain()
+        while case let batch = inbox.take(), !batch.isEmpty {
+            for mail in batch { open(mail) }
+        }
+    }
+
+    private func open(_ mail: SchedulerMail) {
+        switch mail {
+        case .schedule(let url, let forced, let expectedSize, let held, let caller):
+            guard let continuation = caller.takeContinuation() else {
+                assertionFailure("a caller arrived without its continuation")
+                return
+            }
+            guard !caller.leftEarly else {
+                continuation.resume(throwing: SchedulerCore.cancelled(url))
+                return
+            }
+            // Kept for the item's life, as its expected size is: a stopped transfer restarts with it.
+            heldVersions[url] = held
+            callers[caller.id] = continuation
+            handle(.schedule(url: url, forced: forced, expectedSize: expectedSize, caller: caller.id))
+        case .leave(let url, let caller):
+            // Not arrived yet (or answered already, when marking it costs nothing).
+            guard callers[caller.id] != nil else {
+                caller.markLeftEarly()
+                return
+            }
+            handle(.leave(url: url, caller: caller.id))
+        case .receivingChanged(let url, let id):
+            guard let current = reports[url], current.id == id else { return }
+            handle(.receiving(url: url, id: id, current.report.receiving))
+        case .finished(let url, let id, let result):
+            transferEnded(url, id: id, result: result)
+        case .pauseExpired(let url, let id, let pause):
+            handle(.pauseExpired(url: url, id: id, pause: pause))
+        }
     }
 
     // MARK: - Performing
@@ -158,21 +232,17 @@ package actor DownloadScheduler {
         case .pause(let url, let id, let number):
             transport.pause(id)
             hub.emit(.paused(url: url))
-            let (grace, sleep) = (configuration.pauseGrace, sleep)
-            pauseTimers[id]?.cancel()
-            pauseTimers[id] = Task {
-                // A cancelled timer must not fire: its pause ended (and a new one may have begun).
-                do { try await sleep(grace) } catch { return }
-                guard !Task.isCancelled else { return }
-                self.handle(.pauseExpired(url: url, id: id, pause: number))
+            pauseTimers.removeValue(forKey: id)?.stop()
+            pauseTimers[id] = startTimer(configuration.pauseGrace) { [weak self] in
+                self?.post(.pauseExpired(url: url, id: id, pause: number))
             }
         case .resume(let url, let id):
-            pauseTimers.removeValue(forKey: id)?.cancel()
+            pauseTimers.removeValue(forKey: id)?.stop()
             transport.resume(id)
             hub.emit(.resumed(url: url))
         case .stop(_, let id):
-            pauseTimers.removeValue(forKey: id)?.cancel()
-            transfers[id]?.cancel()
+            pauseTimers.removeValue(forKey: id)?.stop()
+            transfers[id]?.stop()
         case .discardPartial(let url):
             transport.discardPartial(of: url)
         case .answer(let ids, let result):
@@ -187,34 +257,26 @@ package actor DownloadScheduler {
         let report = TransferReport(TransferProgress(completed: offset, total: expectedSize))
         reports[url] = (id, report)
         hub.emit(.started(url: url, forced: forced, offset: offset))
-        let (transport, hub, held) = (transport, hub, heldVersions[url])
-        // Detached: the fetch runs off the actor from its first instruction, saving a hop per item.
-        transfers[id] = Task.detached {
-            let result: Result<FetchedFile, DownloadError>
-            do throws(DownloadError) {
-                result = .success(try await transport.fetch(url, id: id, expectedSize: expectedSize, held: held, progress: { progress in
-                    report.progress = progress
-                    hub.emit(.progress(url: url, completed: progress.completed, total: progress.total))
-                }, receiving: { receiving in
-                    // Only the latest word counts, however the hops that carry it are ordered.
-                    guard report.setReceiving(receiving) else { return }
-                    Task { await self.receivingChanged(url, id: id) }
-                }))
-            } catch {
-                result = .failure(error)
-            }
-            await self.transferEnded(url, id: id, result: result)
-        }
-    }
-
-    private func receivingChanged(_ url: String, id: TransferID) {
-        guard let current = reports[url], current.id == id else { return }
-        handle(.receiving(url: url, id: id, current.report.receiving))
+        let hub = hub
+        transfers[id] = transport.launch(
+            url, id: id, expectedSize: expectedSize, held: heldVersions[url],
+            progress: { progress in
+                report.progress = progress
+                hub.emit(.progress(url: url, completed: progress.completed, total: progress.total))
+            },
+            receiving: { [weak self] receiving in
+                // Only the latest word counts, however the hops that carry it are ordered.
+                guard report.setReceiving(receiving) else { return }
+                self?.post(.receivingChanged(url: url, id: id))
+            },
+            finished: { [weak self] result in
+                self?.post(.finished(url: url, id: id, result))
+            })
     }
 
     private func transferEnded(_ url: String, id: TransferID, result: Result<FetchedFile, DownloadError>) {
         transfers[id] = nil
-        pauseTimers.removeValue(forKey: id)?.cancel()
+        pauseTimers.removeValue(forKey: id)?.stop()
         if let current = reports[url], current.id == id {
             reports[url] = nil
             let received: Int64 = switch result {

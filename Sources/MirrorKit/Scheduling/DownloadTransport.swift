@@ -16,6 +16,18 @@ package protocol DownloadTransport: Sendable {
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile
 
+    /// Starts fetching `url` as ``fetch(_:id:expectedSize:held:progress:receiving:)`` does and
+    /// returns at once; `finished` hears the result exactly once, and the stopper cancels the
+    /// fetch (it then finishes with a cancellation, keeping its partial). Transports get this
+    /// for free; a scripted one implements it to hand the result over synchronously, so a test
+    /// knows when the scheduler has heard it.
+    func launch(
+        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        progress: @escaping @Sendable (TransferProgress) -> Void,
+        receiving: @escaping @Sendable (Bool) -> Void,
+        finished: @escaping @Sendable (Result<FetchedFile, DownloadError>) -> Void
+    ) -> Stopper
+
     /// Holds a running transfer without dropping it.
     func pause(_ id: TransferID)
     /// Lets a held transfer go on.
@@ -31,6 +43,35 @@ package protocol DownloadTransport: Sendable {
 
 extension DownloadTransport {
     package func concurrencyLimit(forHost host: String) -> Int? { nil }
+
+    package func launch(
+        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        progress: @escaping @Sendable (TransferProgress) -> Void,
+        receiving: @escaping @Sendable (Bool) -> Void,
+        finished: @escaping @Sendable (Result<FetchedFile, DownloadError>) -> Void
+    ) -> Stopper {
+        // Detached: the fetch runs off the caller (the scheduler's actor) from its first instruction.
+        let task = Task.detached {
+            do throws(DownloadError) {
+                finished(.success(try await fetch(
+                    url, id: id, expectedSize: expectedSize, held: held, progress: progress, receiving: receiving)))
+            } catch {
+                finished(.failure(error))
+            }
+        }
+        return Stopper { task.cancel() }
+    }
+}
+
+/// Ends something started (a transfer, a timer) early.
+package struct Stopper: Sendable {
+    private let action: @Sendable () -> Void
+
+    package init(_ action: @escaping @Sendable () -> Void) {
+        self.action = action
+    }
+
+    package func stop() { action() }
 }
 
 /// The real transport: libcurl through ``TransferEngine``, partials in a ``PartialStore``.

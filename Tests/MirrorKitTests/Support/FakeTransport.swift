@@ -1,11 +1,17 @@
 import Foundation
 import Synchronization
+import Testing
 @testable import MirrorKit
 
-/// A scripted transport: every fetch waits until the test completes, fails or cancels it, and
-/// every call is recorded. Partial data is a number of bytes per URL. A fetch says it is receiving
-/// as soon as it starts, unless the transport was made with `receivesAtOnce: false`.
+/// A scripted transport: every transfer runs until the test completes or fails it (or the
+/// scheduler stops it), and every call is recorded. It hands everything over synchronously: a
+/// transfer is recorded when it is launched, and completing it tells the scheduler at once, so a
+/// test steps the scheduler with `settled()`. Partial data is a number of bytes per URL. A
+/// transfer says it is receiving as soon as it starts, unless the transport was made with
+/// `receivesAtOnce: false`.
 final class FakeTransport: DownloadTransport {
+    typealias Finish = @Sendable (Result<FetchedFile, DownloadError>) -> Void
+
     struct Call: Equatable {
         var url: String
         var offset: Int64
@@ -13,8 +19,7 @@ final class FakeTransport: DownloadTransport {
 
     private struct State {
         var calls: [Call] = []
-        var pending: [String: CheckedContinuation<FetchedFile, any Error>] = [:]
-        var cancelledEarly: Set<String> = []
+        var running: [String: Finish] = [:]
         var ids: [String: TransferID] = [:]
         var partials: [String: Int64] = [:]
         var pauses: [String] = []
@@ -30,40 +35,32 @@ final class FakeTransport: DownloadTransport {
         self.receivesAtOnce = receivesAtOnce
     }
 
+    func launch(
+        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        progress: @escaping @Sendable (TransferProgress) -> Void,
+        receiving: @escaping @Sendable (Bool) -> Void,
+        finished: @escaping Finish
+    ) -> Stopper {
+        state.withLock {
+            $0.calls.append(Call(url: url, offset: $0.partials[url, default: 0]))
+            $0.ids[url] = id
+            $0.receiving[url] = receiving
+            $0.running[url] = finished
+        }
+        if receivesAtOnce { receiving(true) }
+        return Stopper { [self] in
+            // Stopping one that has ended is no mistake: its result may be on its way.
+            state.withLock { $0.running.removeValue(forKey: url) }?(.failure(DownloadError(url: url, reason: .transfer(.cancelled))))
+        }
+    }
+
+    /// The scheduler launches; nothing calls this, but a transport must offer it.
     func fetch(
         _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {
-        state.withLock {
-            $0.calls.append(Call(url: url, offset: $0.partials[url, default: 0]))
-            $0.ids[url] = id
-            $0.receiving[url] = receiving
-        }
-        if receivesAtOnce { receiving(true) }
-        do {
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    let early = state.withLock { state in
-                        if state.cancelledEarly.remove(url) != nil { return true }
-                        state.pending[url] = continuation
-                        return false
-                    }
-                    if early { continuation.resume(throwing: DownloadError(url: url, reason: .transfer(.cancelled))) }
-                }
-            } onCancel: {
-                let continuation = state.withLock { state in
-                    let continuation = state.pending.removeValue(forKey: url)
-                    if continuation == nil { state.cancelledEarly.insert(url) }
-                    return continuation
-                }
-                continuation?.resume(throwing: DownloadError(url: url, reason: .transfer(.cancelled)))
-            }
-        } catch let error as DownloadError {
-            throw error
-        } catch {
-            throw DownloadError(url: url, reason: .storage("\(error)"))
-        }
+        throw DownloadError(url: url, reason: .storage("the fake transport is launched, not fetched"))
     }
 
     func pause(_ id: TransferID) {
@@ -87,6 +84,15 @@ final class FakeTransport: DownloadTransport {
         }
     }
 
+    /// Ends the transfer of `url`; a test that ends one that is not running has lost track.
+    private func end(_ url: String, _ result: Result<FetchedFile, DownloadError>, sourceLocation: SourceLocation) {
+        guard let finish = state.withLock({ $0.running.removeValue(forKey: url) }) else {
+            Issue.record("\(url) is not running", sourceLocation: sourceLocation)
+            return
+        }
+        finish(result)
+    }
+
     // MARK: - Script
 
     /// Bytes arrive for `url`'s partial.
@@ -94,25 +100,24 @@ final class FakeTransport: DownloadTransport {
         state.withLock { $0.partials[url, default: 0] += bytes }
     }
 
-    /// The running fetch of `url` starts (true) or stops (false) receiving its body.
+    /// The running transfer of `url` starts (true) or stops (false) receiving its body.
     func setReceiving(_ url: String, _ receiving: Bool) {
         state.withLock { $0.receiving[url] }?(receiving)
     }
 
-    /// The running fetch of `url` succeeds.
-    func complete(_ url: String) {
-        let (continuation, length) = state.withLock { ($0.pending.removeValue(forKey: url), $0.partials[url, default: 0]) }
-        continuation?.resume(returning: FetchedFile(url: url, path: "/fake/\(url)", length: length, bytesReceived: length))
+    /// The running transfer of `url` succeeds.
+    func complete(_ url: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let length = partialLength(of: url)
+        end(url, .success(FetchedFile(url: url, path: "/fake/\(url)", length: length, bytesReceived: length)), sourceLocation: sourceLocation)
     }
 
-    /// The running fetch of `url` fails.
-    func fail(_ url: String, _ reason: DownloadError.Reason) {
-        let continuation = state.withLock { $0.pending.removeValue(forKey: url) }
-        continuation?.resume(throwing: DownloadError(url: url, reason: reason))
+    /// The running transfer of `url` fails.
+    func fail(_ url: String, _ reason: DownloadError.Reason, sourceLocation: SourceLocation = #_sourceLocation) {
+        end(url, .failure(DownloadError(url: url, reason: reason)), sourceLocation: sourceLocation)
     }
 
     var calls: [Call] { state.withLock { $0.calls } }
-    var running: Set<String> { state.withLock { Set($0.pending.keys) } }
+    var running: Set<String> { state.withLock { Set($0.running.keys) } }
     var pauses: [String] { state.withLock { $0.pauses } }
     var resumes: [String] { state.withLock { $0.resumes } }
     var discarded: [String] { state.withLock { $0.discarded } }
@@ -137,10 +142,10 @@ struct EventuallyTimeout: Error, CustomStringConvertible {
     var description: String
 }
 
-/// Sleeps that end only when the test fires them, in the order they began.
+/// Pause timers that fire only when the test fires them, synchronously.
 final class ManualTimers: Sendable {
     private struct State {
-        var waiting: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var waiting: [Int: @Sendable () -> Void] = [:]
         var started = 0
     }
 
@@ -149,35 +154,24 @@ final class ManualTimers: Sendable {
     /// Timers started so far.
     var count: Int { state.withLock { $0.started } }
 
-    /// Like `Task.sleep`: a cancelled timer throws `CancellationError` at once.
-    func wait() async throws {
-        let index = state.withLock { state in
-            defer { state.started += 1 }
-            return state.started
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let cancelled = state.withLock { state in
-                    state.waiting[index] = continuation
-                    return Task.isCancelled
-                }
-                if cancelled { cancel(index) }
+    /// The scheduler's timer starter.
+    var starter: DownloadScheduler.TimerStarter {
+        { [self] _, fire in
+            let index = state.withLock { state in
+                defer { state.started += 1 }
+                state.waiting[state.started] = fire
+                return state.started
             }
-        } onCancel: {
-            cancel(index)
+            return Stopper { [self] in _ = state.withLock { $0.waiting.removeValue(forKey: index) } }
         }
     }
 
-    private func cancel(_ index: Int) {
-        state.withLock { $0.waiting.removeValue(forKey: index) }?.resume(throwing: CancellationError())
-    }
-
-    /// Ends the timer started `index`-th (from 0), if it is still waiting; false when it is not
-    /// (never started, fired already, or cancelled).
+    /// Fires the timer started `index`-th (from 0), if it is still waiting; false when it is not
+    /// (never started, fired already, or stopped).
     @discardableResult
     func fire(_ index: Int) -> Bool {
-        guard let timer = state.withLock({ $0.waiting.removeValue(forKey: index) }) else { return false }
-        timer.resume()
+        guard let fire = state.withLock({ $0.waiting.removeValue(forKey: index) }) else { return false }
+        fire()
         return true
     }
 }
