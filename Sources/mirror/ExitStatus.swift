@@ -23,6 +23,20 @@ enum ExitStatus {
 }
 
 extension ExitStatus {
+    /// Every status a command can end with, for its help.
+    static let help = """
+        Exit status: 0 everything mirrored (or a big tag stopped for the API budget or at the \
+        --max-duration deadline with nothing lost: the next run carries on); 1 some files failed \
+        (even when the run also stopped for the budget); 64 bad usage: an unknown option, a \
+        string that is no source, an empty --out; 65 the API or feed sent data of the wrong \
+        shape; 66 an input file, or the mirror status is asked of, cannot be read; 69 the API or feed could not be reached or \
+        refused; 73 the output directory or state cannot be written; 75 try later: another run \
+        holds the directory, the API budget is spent, or a media host is down or throttling \
+        (the next run carries on where this one stopped); 78 configuration or client id \
+        problem; 128+N stopped by signal N (130 for Ctrl-C, 143 for SIGTERM), partial \
+        downloads kept. Several sources end with the worst of their statuses.
+        """
+
     /// The status of a run of several sources, from theirs: a signal first, then what cannot be
     /// mended by waiting (the mirror, the config, bad data, a refusal), then failed files, then
     /// "try later", then success.

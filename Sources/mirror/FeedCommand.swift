@@ -6,7 +6,8 @@ import MirrorKit
 struct FeedCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "feed",
-        abstract: "Mirror the enclosures of an Atom, RSS or Dash docset feed into enclosures/, each taking the bandwidth first.")
+        abstract: "Mirror the enclosures of an Atom, RSS or Dash docset feed into enclosures/, each taking the bandwidth first.",
+        discussion: ExitStatus.help)
 
     @Argument(help: ArgumentHelp(
         "Feeds: each a URL (http or https), a local file, or - for standard input; mirrored in turn, each summed up on its own line.",

@@ -10,12 +10,7 @@ struct MirrorCommand: AsyncParsableCommand {
             Run by hand or from cron: runs are incremental, one at a time per directory, quiet with \
             --quiet unless something is wrong, and never leave a half-written file under a final name.
 
-            Exit status: 0 everything mirrored; 1 some files failed; 64 bad usage; 65 the API or \
-            feed sent data of the wrong shape; 69 the API or feed could not be reached or refused; \
-            73 the output directory or state cannot be written; 75 try later: another run holds the \
-            directory, the API budget is spent, or a media host is down or throttling (the next \
-            run carries on where this one stopped); 78 configuration or client id problem.
-            """,
+            """ + ExitStatus.help,
         version: MirrorVersion.current,
         subcommands: [TagCommand.self, FeedCommand.self, StatusCommand.self],
         defaultSubcommand: TagCommand.self)

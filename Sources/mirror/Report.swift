@@ -7,9 +7,13 @@ enum Report {
     /// The exit status of a run that ended with `summary`, stopped by `stop` if anything stopped it.
     static func exitStatus(_ summary: MirrorSummary, stop: Interruption.Stop?) -> Int32 {
         if case .signal(let number) = stop { return 128 + number }
+        // Files that failed outrank "carry on later": a run that also lost files must not look
+        // like the hourly budget stop of a big tag.
+        let filesFailed = !summary.failures.isEmpty || !summary.problems.isEmpty
         switch summary.stoppedBy {
         case .listing(let failure):
             switch failure.kind {
+            case .budget where filesFailed, .tryLater where filesFailed: return ExitStatus.someFilesFailed
             // A spent budget at the deadline is the plan on a large tag: the next run carries on.
             case .budget: if stop != .deadline { return ExitStatus.tryLater }
             case .tryLater: return ExitStatus.tryLater
@@ -21,8 +25,8 @@ enum Report {
         case nil:
             break
         }
+        if filesFailed { return ExitStatus.someFilesFailed }
         if summary.deferred > 0 { return ExitStatus.tryLater }
-        if !summary.failures.isEmpty || !summary.problems.isEmpty { return ExitStatus.someFilesFailed }
         if !summary.isComplete && stop != .deadline { return ExitStatus.someFilesFailed }
         return 0
     }

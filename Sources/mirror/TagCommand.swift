@@ -22,7 +22,8 @@ struct TagCommand: AsyncParsableCommand {
             imgur.com/ID, i.imgur.com/ID.jpg. Several sources in one run share one lock, one API \
             budget and the downloads; each is summed up on its own line, and the exit status is \
             the worst of theirs.
-            """)
+
+            """ + ExitStatus.help)
 
     @Argument(help: ArgumentHelp("Tags or Imgur URLs, e.g. cats or https://imgur.com/a/Ef1gH.", valueName: "source"))
     var sources: [String] = []

@@ -73,6 +73,25 @@ struct CronRunTests {
         }
     }
 
+    @Test func filesThatFailedOutrankTheBudgetStop() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("many", pages: 12, perPage: 12, albumEvery: 2, imagesPerAlbum: 3, imageSize: 1024)
+            server.setRateLimit(userRemaining: 30, userReset: 1800, userLimit: 500)
+            let lost = try #require(server.generatedImageIDs("many").first)
+            server.inject(.respond(status: 404, headers: [:], body: "gone"), path: "/\(lost).jpg", times: 10)
+            try await MirrorProcess.withClientID { dir, idFile in
+                let run = try await MirrorProcess.run([
+                    "many", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile, "--quiet",
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                // The budget stopped the listing too, but a lost file is what cron must hear of.
+                #expect(run.status == 1, "\(run.stderr)")
+                #expect(run.stdout.contains("1 failed"), "\(run.stdout)")
+                #expect(run.stdout.contains("the next run carries on"), "\(run.stdout)")
+            }
+        }
+    }
+
     @Test func statusShowsTheCursorTheAlbumCacheAndTheBudget() async throws {
         try await TestSupport.withServer { server in
             server.addGeneratedTag("many", pages: 12, perPage: 12, albumEvery: 2, imagesPerAlbum: 3, imageSize: 1024)
