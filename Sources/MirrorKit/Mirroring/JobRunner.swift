@@ -207,7 +207,7 @@ struct JobRunner: Sendable {
     }
 
     /// A throttling answer or a connection failure from a host this run has given up.
-    private func isHostTrouble(_ error: DownloadError) -> Bool {
+    func isHostTrouble(_ error: DownloadError) -> Bool {
         health.verdict(forURL: error.url) != nil && Self.isUnansweredOrThrottled(error)
     }
 

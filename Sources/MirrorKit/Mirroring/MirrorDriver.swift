@@ -118,6 +118,11 @@ package final class MirrorDriver: Sendable {
         // A halted session's error (a full disk) comes first: it is why the listing stopped.
         summary.stoppedBy = summary.stoppedBy ?? listing.stoppedBy
         summary.unavailableHosts = runner.health.verdicts
+        // Files that failed before their host was given up, for the reason it was, are left for
+        // the next run like the files that followed them: they are no loss to report as one.
+        let leftForLater = summary.failures.count { runner.isHostTrouble($0) }
+        summary.failures.removeAll { runner.isHostTrouble($0) }
+        summary.deferred += leftForLater
         summary.listing = listing.listing
         // What stopped the listing before a cancel still counts (sources record no error a
         // cancel caused): an auth failure or a full disk must not pass for a clean deadline stop.

@@ -107,27 +107,30 @@ struct ProgressDisplayTests {
     }
 
     @Test func withoutATerminalOrWithNeverThereIsNone() async throws {
-        let piped = try await slowRun(on: nil)
-        #expect(piped.status == 1)
-        #expect(!piped.output.contains("\u{1B}") && frames(piped.output).isEmpty, "\(piped.output)")
-        // Cron's view: the error and the summary, nothing else.
-        #expect(piped.output.split(separator: "\n").count == 2, "\(piped.output)")
-
-        let never = try await slowRun(on: try PseudoTerminal(columns: 80), ["--progress", "never"])
-        #expect(!never.output.contains("\u{1B}") && frames(never.output).isEmpty, "\(never.output)")
-
-        let quiet = try await slowRun(on: try PseudoTerminal(columns: 80), ["--quiet"])
-        #expect(frames(quiet.output).isEmpty, "\(quiet.output)")
-
+        // Six runs of some four seconds each, mostly waiting on the throttled file: side by side.
+        async let piped = slowRun(on: nil)
+        async let never = slowRun(on: try PseudoTerminal(columns: 80), ["--progress", "never"])
+        async let quiet = slowRun(on: try PseudoTerminal(columns: 80), ["--quiet"])
         // A terminal that cannot move its cursor (Emacs' shell buffers), and JSON logs.
-        let dumb = try await slowRun(on: try PseudoTerminal(columns: 80), environment: ["TERM": "dumb"])
-        #expect(!dumb.output.contains("\u{1B}") && frames(dumb.output).isEmpty, "\(dumb.output)")
-        let json = try await slowRun(on: try PseudoTerminal(columns: 80), ["--log-format", "json"])
-        #expect(!json.output.contains("\u{1B}") && frames(json.output).isEmpty, "\(json.output)")
-
+        async let dumb = slowRun(on: try PseudoTerminal(columns: 80), environment: ["TERM": "dumb"])
+        async let json = slowRun(on: try PseudoTerminal(columns: 80), ["--log-format", "json"])
         // always draws even into a pipe (for a terminal that is not one to isatty).
-        let always = try await slowRun(on: nil, ["--progress", "always"])
-        #expect(!frames(always.output).isEmpty)
+        async let always = slowRun(on: nil, ["--progress", "always"])
+
+        let pipedRun = try await piped
+        #expect(pipedRun.status == 1)
+        #expect(!pipedRun.output.contains("\u{1B}") && frames(pipedRun.output).isEmpty, "\(pipedRun.output)")
+        // Cron's view: the error and the summary, nothing else.
+        #expect(pipedRun.output.split(separator: "\n").count == 2, "\(pipedRun.output)")
+        let neverRun = try await never
+        #expect(!neverRun.output.contains("\u{1B}") && frames(neverRun.output).isEmpty, "\(neverRun.output)")
+        let quietRun = try await quiet
+        #expect(frames(quietRun.output).isEmpty, "\(quietRun.output)")
+        let dumbRun = try await dumb
+        #expect(!dumbRun.output.contains("\u{1B}") && frames(dumbRun.output).isEmpty, "\(dumbRun.output)")
+        let jsonRun = try await json
+        #expect(!jsonRun.output.contains("\u{1B}") && frames(jsonRun.output).isEmpty, "\(jsonRun.output)")
+        #expect(!frames(try await always.output).isEmpty)
     }
 
     @Test func aSecondInterruptLeavesNoProgressBehind() async throws {
