@@ -45,6 +45,9 @@ struct CommonOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Write a JSON sidecar of what the API or feed said of each file under meta/ (see README); --no-metadata overrides the config.")
     var metadata: Bool?
 
+    @Flag(inversion: .prefixedNo, help: "Leave a mirrored file that was deleted from the mirror deleted; by default each run finds such files (one stat each) and fetches them again. --no-keep-deleted overrides the config.")
+    var keepDeleted: Bool?
+
     @Option(help: ArgumentHelp(
         "Write a Prometheus text file here during and after each run, for node_exporter's textfile collector.",
         valueName: "file"))
@@ -60,6 +63,7 @@ struct CommonOptions: ParsableArguments {
         flags.progress = progress
         flags.logFormat = logFormat
         flags.metadata = metadata
+        flags.keepDeleted = keepDeleted
         flags.metricsFile = metricsFile
     }
 }

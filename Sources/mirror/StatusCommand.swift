@@ -170,11 +170,15 @@ enum StatusLines {
             lines.append("the state database is at schema \(schema), from an older mirror; the next run upgrades it (the runs it kept are shown from then on)")
         }
         if let figures = report.files, figures.files > 0 {
-            var line = "mirrored: \(figures.files) files of \(figures.items) items"
+            let missing = figures.missing ?? 0
+            var line = "mirrored: \(figures.files - missing) files of \(figures.items) items"
             if figures.itemsWithVersions > 0 {
                 line += "; \(figures.itemsWithVersions) items have more than one version (--versions NAME lists them)"
             }
             lines.append(line)
+            if missing > 0 {
+                lines.append("  \(missing) recorded \(missing == 1 ? "file is" : "files are") missing from the disk: the next run fetches them again (unless --keep-deleted)")
+            }
         }
         return lines
     }

@@ -3,13 +3,16 @@ import Foundation
 /// What `new-file` mode adds: the mirror's copy of an item is asked after again, and a changed
 /// file is kept beside the old one, but the same bytes are never saved twice.
 extension JobRunner {
-    /// What the mirror holds of `job`'s item (its newest version, when the file is still there,
-    /// else the job's own download a killed run left unrecorded), and whether its URL is known
-    /// removed upstream.
-    func heldCopy(for job: MirrorJob) async throws(MirrorError) -> (held: MirroredFile?, removed: Bool) {
+    /// What the mirror holds of `job`'s item (its newest version, when the file is still there
+    /// or the user keeps deleted files deleted, else the job's own download a killed run left
+    /// unrecorded), whether its URL is known removed upstream, and whether the newest version
+    /// recorded is gone from the disk (deleted by hand: fetching it again restores it).
+    func heldCopy(for job: MirrorJob) async throws(MirrorError) -> (held: MirroredFile?, removed: Bool, missing: Bool) {
         let (latest, removed) = try await state.fate(of: job.item, url: job.url)
-        if let latest, try directory.fileExists(latest.path) { return (latest, removed) }
-        return (try await adoptUnrecorded(job), removed)
+        guard let latest else { return (try await adoptUnrecorded(job), removed, false) }
+        if keepDeleted { return (latest, removed, false) }
+        if try directory.fileExists(latest.path) { return (latest, removed, false) }
+        return (try await adoptUnrecorded(job), removed, true)
     }
 
     /// The file at `job`'s name when it is this job's own download, named and not recorded (a kill
@@ -63,12 +66,15 @@ extension JobRunner {
         }
     }
 
-    /// In `new-file` mode, submits to `session` every item this runner's source mirrored before
-    /// and this run has not asked for, least recently confirmed first (so runs cut short by a
-    /// deadline take turns): each gets a conditional GET, and a changed file a new version.
-    /// Files recorded before sources were, in `folders`, are taken for this source's.
+    /// Submits to `session` the items this runner's source mirrored before and this run has not
+    /// asked for: in `new-file` mode every one, least recently confirmed first (so runs cut short
+    /// by a deadline take turns), each getting a conditional GET and a changed file a new
+    /// version; in `skip-if-exists` mode those whose file is gone from the disk, so the mirror
+    /// never shrinks silently (unless deleted files are kept deleted). One `fstatat` per file,
+    /// no request for those present. Files recorded before sources were, in `folders`, are taken
+    /// for this source's.
     func revalidateTheRest(in session: JobSession, claiming folders: [String]) async {
-        guard mode == .newFile, let source else { return }
+        guard let source, mode == .newFile || !keepDeleted else { return }
         let files: [(latest: MirroredFile, firstPath: String)]
         do {
             files = try await state.filesToRevalidate(source: source, claiming: folders)
@@ -78,6 +84,16 @@ extension JobRunner {
         }
         for (latest, firstPath) in files where !session.isHalted && !Task.isCancelled {
             guard !handled.contains(latest.item) else { continue }
+            if !keepDeleted {
+                let present: Bool
+                do {
+                    present = try directory.fileExists(latest.path)
+                } catch {
+                    session.halt(error)
+                    return
+                }
+                guard mode == .newFile || !present else { continue }
+            }
             // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
             var job = MirrorJob(url: latest.url, relativePath: firstPath, item: latest.item)
             job.isSweep = true

@@ -55,8 +55,9 @@ package struct Sharing: Sendable {
 /// the part every kind of mirror (tag, feed) shares.
 struct JobRunner: Sendable {
     enum Outcome: Sendable {
-        /// Saved; `newVersion` when an older version of the item stays beside it.
-        case downloaded(bytes: Int64, newVersion: Bool)
+        /// Saved; `newVersion` when an older version of the item stays beside it, `restored` when
+        /// the mirror had it and it was deleted from the disk.
+        case downloaded(bytes: Int64, newVersion: Bool, restored: Bool = false)
         case alreadyPresent
         /// Asked again (`new-file`): the server's file is the one the mirror holds.
         case unchanged
@@ -86,6 +87,8 @@ struct JobRunner: Sendable {
     let scheduler: DownloadScheduler
     let health: HostHealth
     let mode: DownloadMode
+    /// A file the mirror recorded and the user deleted stays deleted: not asked for again.
+    let keepDeleted: Bool
     /// The source the files are recorded as mirrored by (see ``MirroredFile/source``).
     private(set) var source: String?
     let logger: Logger
@@ -98,7 +101,8 @@ struct JobRunner: Sendable {
     let sidecars: MetadataSidecars?
 
     init(
-        directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, source: String? = nil, concurrency: Int,
+        directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, keepDeleted: Bool = false,
+        source: String? = nil, concurrency: Int,
         retry: RetryPolicy, isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
         maxFileSize: Int64 = Downloader.defaultMaxFileSize, observer: any RunObserver = UnobservedRun(),
         sharing: Sharing? = nil, metadata: Bool = false, logger: Logger
@@ -107,6 +111,7 @@ struct JobRunner: Sendable {
         sidecars = metadata ? MetadataSidecars(directory: directory) : nil
         self.observer = observer
         self.mode = mode
+        self.keepDeleted = keepDeleted
         self.source = source
         self.logger = logger
         do {
@@ -163,7 +168,8 @@ struct JobRunner: Sendable {
 
     func record(_ outcome: Outcome, in summary: inout MirrorSummary) {
         switch outcome {
-        case .downloaded(let bytes, let newVersion):
+        case .downloaded(let bytes, let newVersion, let restored):
+            if restored { summary.missingFetchedAgain += 1 }
             summary.downloaded += 1
             summary.bytesDownloaded += bytes
             if newVersion { summary.newVersions += 1 }
@@ -252,9 +258,10 @@ struct JobRunner: Sendable {
     private func mirrorAlone(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
         let held: MirroredFile?
+        let missing: Bool
         do {
             let removed: Bool
-            (held, removed) = try await heldCopy(for: job)
+            (held, removed, missing) = try await heldCopy(for: job)
             if held != nil {
                 // Kept, and not asked for again unless new-file mode wants to know of a change;
                 // media gone upstream has none to offer.
@@ -308,7 +315,7 @@ struct JobRunner: Sendable {
                 partials.remove(job.url)
                 return .failed(DownloadError(url: job.url, reason: .emptyBody))
             }
-            return await commit(file, of: job, besides: held)
+            return await commit(file, of: job, besides: held, restoring: missing)
         } catch let error as MirrorError {
             return halting(error, job)
         } catch let error as DownloadError {
@@ -341,7 +348,7 @@ struct JobRunner: Sendable {
     }
 
     /// Names the fetched file and records it: beside `held` (a new version) when there is one.
-    private func commit(_ file: FetchedFile, of job: MirrorJob, besides held: MirroredFile?) async -> Outcome {
+    private func commit(_ file: FetchedFile, of job: MirrorJob, besides held: MirroredFile?, restoring missing: Bool) async -> Outcome {
         let lastModified = file.lastModified.flatMap(HTTPDate.parse)
         // The commit moves the partial away (or, when the name is taken, deletes it).
         let (directory, partials) = (directory, partials)
@@ -385,7 +392,7 @@ struct JobRunner: Sendable {
         } else {
             logger.info("saved \(name)", metadata: fields)
         }
-        return .downloaded(bytes: file.bytesReceived, newVersion: held != nil)
+        return .downloaded(bytes: file.bytesReceived, newVersion: held != nil, restored: missing)
     }
 }
 

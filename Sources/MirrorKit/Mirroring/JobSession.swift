@@ -175,6 +175,7 @@ extension MirrorSummary {
         alreadyPresent += other.alreadyPresent
         unchanged += other.unchanged
         newVersions += other.newVersions
+        missingFetchedAgain += other.missingFetchedAgain
         removed += other.removed
         deferred += other.deferred
         failures += other.failures

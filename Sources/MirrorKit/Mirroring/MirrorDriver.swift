@@ -16,6 +16,8 @@ package final class MirrorDriver: Sendable {
         var maxFileSize: Int64
         /// Write each file's metadata sidecar (see ``MetadataSidecars``).
         var metadata: Bool
+        /// A recorded file gone from the disk stays gone, rather than being fetched again.
+        var keepDeleted: Bool
         /// Tells a host's placeholder for removed media from the file (Imgur's `removed.png`).
         var isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)?
 
@@ -24,9 +26,10 @@ package final class MirrorDriver: Sendable {
 
         package init(
             mode: DownloadMode = .skipIfExists, concurrency: Int = defaultConcurrency, retry: RetryPolicy = RetryPolicy(),
-            maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false,
+            maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false, keepDeleted: Bool = false,
             isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil
         ) {
+            self.keepDeleted = keepDeleted
             self.mode = mode
             self.concurrency = concurrency
             self.retry = retry
@@ -55,7 +58,8 @@ package final class MirrorDriver: Sendable {
         observer: any RunObserver = UnobservedRun(), logger: Logger
     ) throws(MirrorError) {
         runner = try JobRunner(
-            directory: directory, engine: engine, mode: settings.mode, concurrency: settings.concurrency,
+            directory: directory, engine: engine, mode: settings.mode, keepDeleted: settings.keepDeleted,
+            concurrency: settings.concurrency,
             retry: settings.retry, isRemovedPlaceholder: settings.isRemovedPlaceholder,
             maxFileSize: settings.maxFileSize, observer: observer, sharing: sharing,
             metadata: settings.metadata, logger: logger)

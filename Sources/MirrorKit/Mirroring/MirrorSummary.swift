@@ -8,6 +8,8 @@ package struct MirrorSummary: Sendable {
     var unchanged = 0
     /// Files saved beside an older version of themselves (`new-file` mode).
     var newVersions = 0
+    /// Files the mirror had that were gone from the disk, fetched again (unless `--keep-deleted`).
+    package var missingFetchedAgain = 0
     /// New releases a feed names that `skip-if-exists` mode left alone, one line each.
     package var skippedReleases: [String] = []
     package var bytesDownloaded: Int64 = 0
@@ -60,6 +62,9 @@ package struct MirrorSummary: Sendable {
         if unchanged > 0 { parts.append("\(unchanged) unchanged") }
         if !skippedReleases.isEmpty {
             parts.append("\(skippedReleases.count) new release\(skippedReleases.count == 1 ? "" : "s") skipped (skip-if-exists)")
+        }
+        if missingFetchedAgain > 0 {
+            parts.append("\(missingFetchedAgain) of them missing from the disk and fetched again")
         }
         if !removed.isEmpty { parts.append("\(removed.count) removed upstream") }
         if deferred > 0 { parts.append("\(deferred) left for the next run") }

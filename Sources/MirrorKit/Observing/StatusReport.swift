@@ -87,6 +87,10 @@ package struct StatusReport: Sendable, Codable {
         }
         report.budget = try? await state.budget(api: TagCrawler.budgetKey)
         report.files = try? await state.versionFigures()
+        if report.files != nil, let paths = try? await state.filePaths() {
+            // What is on disk, not what was once recorded: one stat a file.
+            report.files?.missing = paths.count { (try? directory.fileExists($0)) != true }
+        }
         return report
     }
 

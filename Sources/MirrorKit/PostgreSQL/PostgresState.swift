@@ -197,6 +197,12 @@ package final class PostgresState: MirrorStore {
         return VersionFigures(items: items, files: files, itemsWithVersions: versions)
     }
 
+    package func filePaths() async throws(MirrorError) -> [String] {
+        var paths: [String] = []
+        for row in try await rows("SELECT path FROM files ORDER BY id") { paths.append(try decode(row, String.self, column: "path")) }
+        return paths
+    }
+
     func recordRemoved(_ url: String) async throws(MirrorError) {
         try await execute("INSERT INTO removed (url, seen_at) VALUES (\(url), \(Self.now())) ON CONFLICT DO NOTHING")
     }

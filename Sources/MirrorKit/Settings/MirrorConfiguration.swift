@@ -33,6 +33,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     package var logFormat: LogFormat?
     /// Write a JSON sidecar of what the API or feed said beside each file, under `meta/`.
     package var metadata: Bool?
+    /// A file the mirror had and the user deleted stays deleted (by default every run fetches
+    /// such files again).
+    package var keepDeleted: Bool?
     /// A Prometheus text file rewritten during and after each run, for node_exporter.
     package var metricsFile: String?
     /// Where the state is kept: unset for `.mirror/state.sqlite3`, or a
@@ -83,6 +86,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         progress = try choice(.progress, ProgressDisplay.self)
         logFormat = try choice(.logFormat, LogFormat.self)
         metadata = try container.decodeIfPresent(Bool.self, forKey: .metadata)
+        keepDeleted = try container.decodeIfPresent(Bool.self, forKey: .keepDeleted)
         metricsFile = try text(.metricsFile)
         state = try text(.state)
         leaseSeconds = try container.decodeIfPresent(Int.self, forKey: .leaseSeconds)
@@ -92,7 +96,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
-        case progress, logFormat, metadata, metricsFile
+        case progress, logFormat, metadata, keepDeleted, metricsFile
         case state, leaseSeconds, clusterMaxPerHost
     }
 
@@ -213,6 +217,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .progress: pick(\.progress)
         case .logFormat: pick(\.logFormat)
         case .metadata: pick(\.metadata)
+        case .keepDeleted: pick(\.keepDeleted)
         case .metricsFile: pick(\.metricsFile)
         case .state: pick(\.state)
         case .leaseSeconds: pick(\.leaseSeconds)

@@ -57,6 +57,7 @@ package struct RunSettings: Sendable {
     package var progress: ProgressDisplay
     package var logFormat: LogFormat
     var metadata: Bool
+    var keepDeleted: Bool
     package var metricsFile: String?
     /// The shared PostgreSQL state; nil for SQLite in `.mirror`.
     package var postgres: PostgresLocation?
@@ -89,6 +90,7 @@ package struct RunSettings: Sendable {
         progress = given.progress ?? .auto
         logFormat = given.logFormat ?? .text
         metadata = given.metadata ?? false
+        keepDeleted = given.keepDeleted ?? false
         metricsFile = given.metricsFile.map { NSString(string: $0).expandingTildeInPath }
         postgres = try given.state.map { text throws(MirrorError) in try PostgresLocation(text) }
         leaseDuration = .seconds(given.leaseSeconds ?? Defaults.leaseSeconds)
@@ -104,13 +106,14 @@ package struct RunSettings: Sendable {
     package var imgurDriver: MirrorDriver.Settings {
         MirrorDriver.Settings(
             mode: mode, concurrency: concurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata,
-            isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder)
+            keepDeleted: keepDeleted, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder)
     }
 
     /// How the driver fetches and names a feed run's files: one at a time, each taking the
     /// bandwidth (enclosures are large).
     package var feedDriver: MirrorDriver.Settings {
-        MirrorDriver.Settings(mode: mode, concurrency: 1, retry: retry, maxFileSize: maxFileSize, metadata: metadata)
+        MirrorDriver.Settings(
+            mode: mode, concurrency: 1, retry: retry, maxFileSize: maxFileSize, metadata: metadata, keepDeleted: keepDeleted)
     }
 
     /// How `tag`'s listing is read.

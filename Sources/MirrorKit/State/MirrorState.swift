@@ -21,6 +21,8 @@ package protocol MirrorState: Sendable {
     /// The item `name` stands for: a file's path, its file name, a URL that served it, or an item.
     func item(named name: String) async throws(MirrorError) -> String?
     func versionFigures() async throws(MirrorError) -> VersionFigures
+    /// The path of every file recorded, relative to the mirror, in the order they were recorded.
+    func filePaths() async throws(MirrorError) -> [String]
 
     /// Every source with a crawl cursor, and where each stands.
     func crawlSources() async throws(MirrorError) -> [String]

@@ -58,6 +58,10 @@ package struct VersionFigures: Sendable, Equatable, Codable {
     package var files: Int
     /// Items with more than one version kept.
     package var itemsWithVersions: Int
+    /// Files recorded that are gone from the disk (deleted by hand): the next run fetches the
+    /// newest version of each again, unless deleted files are kept deleted. Counted by `mirror
+    /// status`, not by the store.
+    package var missing: Int?
 }
 
 extension StateDatabase {
@@ -179,6 +183,10 @@ extension StateDatabase {
                 itemsWithVersions: Int(try row.integer("versioned")))
         }
         return figures.first ?? VersionFigures(items: 0, files: 0, itemsWithVersions: 0)
+    }
+
+    package func filePaths() throws(MirrorError) -> [String] {
+        try read("SELECT path FROM files ORDER BY rowid", []) { row throws(SQLiteError) in try row.text("path") }
     }
 
     private func files(_ clause: String, _ arguments: [SQLiteValue]) throws(MirrorError) -> [MirroredFile] {

@@ -109,6 +109,8 @@ struct StoreContractTests {
             #expect(sweep.map(\.latest.path) == ["full/b.jpg"], "the removed URL's file is not asked after")
             #expect(sweep.first?.firstPath == "full/b.jpg")
             #expect(try await store.versionFigures() == VersionFigures(items: 2, files: 3, itemsWithVersions: 1))
+            #expect(try await store.filePaths().count == 3)
+            #expect(Set(try await store.filePaths()).isSuperset(of: ["full/b.jpg"]))
         }
     }
 
