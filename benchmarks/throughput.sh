@@ -238,7 +238,8 @@ for workload in "${workloads[@]}"; do
             # The same directory again: nothing changed, so nothing but the API's head is asked for.
             : > "$work/access.log"
             status=0
-            /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$bin/mirror" rerun --out "$work/out-mirror" \
+            # MIRROR_WRAPPER profiles this run too.
+            /usr/bin/time -f "%e %U %S %M" -o "$work/time" ${MIRROR_WRAPPER:-} "$bin/mirror" rerun --out "$work/out-mirror" \
                 --client-id-file "$work/client-id" --quiet --api-base "$direct" --media-base "$direct" >/dev/null \
                 2>"$work/mirror.stderr" || status=$?
             [ "$status" -eq 0 ] || echo "rerun: mirror exited with $status: $(head -3 "$work/mirror.stderr")" >> "$work/problems"

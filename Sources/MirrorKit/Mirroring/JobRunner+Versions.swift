@@ -74,7 +74,15 @@ extension JobRunner {
     /// no request for those present. Files recorded before sources were, in `folders`, are taken
     /// for this source's.
     func revalidateTheRest(in session: JobSession, claiming folders: [String]) async {
-        guard let source, mode == .newFile || !keepDeleted else { return }
+        guard let source else { return }
+        switch mode {
+        case .newFile: await revalidate(source, in: session, claiming: folders)
+        case .skipIfExists where !keepDeleted: await restoreMissing(source, in: session, claiming: folders)
+        case .skipIfExists: return
+        }
+    }
+
+    private func revalidate(_ source: String, in session: JobSession, claiming folders: [String]) async {
         let files: [(latest: MirroredFile, firstPath: String)]
         do {
             files = try await state.filesToRevalidate(source: source, claiming: folders)
@@ -84,18 +92,30 @@ extension JobRunner {
         }
         for (latest, firstPath) in files where !session.isHalted && !Task.isCancelled {
             guard !handled.contains(latest.item) else { continue }
-            if !keepDeleted {
-                let present: Bool
-                do {
-                    present = try directory.fileExists(latest.path)
-                } catch {
-                    session.halt(error)
-                    return
-                }
-                guard mode == .newFile || !present else { continue }
-            }
             // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
             var job = MirrorJob(url: latest.url, relativePath: firstPath, item: latest.item)
+            job.isSweep = true
+            await session.submit(job, forced: false)
+        }
+    }
+
+    private func restoreMissing(_ source: String, in session: JobSession, claiming folders: [String]) async {
+        let files: [RecordedFile]
+        do {
+            files = try await state.latestFiles(source: source, claiming: folders)
+        } catch {
+            session.halt(error)
+            return
+        }
+        for file in files where !session.isHalted && !Task.isCancelled {
+            guard !handled.contains(file.item) else { continue }
+            do {
+                guard try !directory.fileExists(file.path) else { continue }
+            } catch {
+                session.halt(error)
+                return
+            }
+            var job = MirrorJob(url: file.url, relativePath: file.path, item: file.item)
             job.isSweep = true
             await session.submit(job, forced: false)
         }

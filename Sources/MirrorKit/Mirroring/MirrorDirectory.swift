@@ -144,10 +144,13 @@ package struct MirrorDirectory: Sendable {
     /// `relativePath`'s folder part and file name, once it is known to be a plain relative path.
     @discardableResult
     private func split(_ relativePath: String) throws(MirrorError) -> (folder: Substring, name: String) {
-        let components = relativePath.split(separator: "/", omittingEmptySubsequences: false)
-        guard !relativePath.hasPrefix("/"), !components.isEmpty,
-              components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && !$0.contains("\0") }),
-              components.first != ".mirror"
+        // By bytes: it is asked for every file of every run (a sweep stats 10,000 of them).
+        let components = relativePath.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        guard let first = components.first, !first.elementsEqual(".mirror".utf8),
+              components.allSatisfy({ component in
+                  !component.isEmpty && !component.elementsEqual(".".utf8) && !component.elementsEqual("..".utf8)
+                      && !component.contains(0)
+              })
         else { throw MirrorError.unsafePath(relativePath) }
         guard let slash = relativePath.lastIndex(of: "/") else { return ("", relativePath) }
         return (relativePath[..<slash], String(relativePath[relativePath.index(after: slash)...]))

@@ -165,9 +165,7 @@ package final class PostgresState: MirrorStore {
     func filesToRevalidate(
         source: String, claiming folders: [String]
     ) async throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
-        for folder in folders {
-            try await execute("UPDATE files SET source = \(source) WHERE source IS NULL AND starts_with(path, \(folder + "/"))")
-        }
+        try await claim(folders, for: source)
         let rows = try await rows(
             """
             SELECT \(unescaped: Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY id LIMIT 1) AS first_path
@@ -195,6 +193,28 @@ package final class PostgresState: MirrorStore {
             try decode(row, Int.self, column: "items"), try decode(row, Int.self, column: "files"),
             try decode(row, Int.self, column: "versioned"))
         return VersionFigures(items: items, files: files, itemsWithVersions: versions)
+    }
+
+    func latestFiles(source: String, claiming folders: [String]) async throws(MirrorError) -> [RecordedFile] {
+        try await claim(folders, for: source)
+        var found: [RecordedFile] = []
+        for row in try await rows(
+            """
+            SELECT path, item, url FROM files WHERE source = \(source)
+              AND id = (SELECT max(id) FROM files AS newer WHERE newer.item = files.item)
+              AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)
+            """) {
+            found.append(RecordedFile(
+                path: try decode(row, String.self, column: "path"), item: try decode(row, String.self, column: "item"),
+                url: try decode(row, String.self, column: "url")))
+        }
+        return found
+    }
+
+    private func claim(_ folders: [String], for source: String) async throws(MirrorError) {
+        for folder in folders {
+            try await execute("UPDATE files SET source = \(source) WHERE source IS NULL AND starts_with(path, \(folder + "/"))")
+        }
     }
 
     package func filePaths() async throws(MirrorError) -> [String] {

@@ -67,6 +67,17 @@ protocol MirrorStore: MirrorState, CrawlStore {
     func filesToRevalidate(
         source: String, claiming folders: [String]
     ) async throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)]
+    /// The newest version of every item `source` mirrored, but not those of URLs known removed,
+    /// in no order: what a `skip-if-exists` run checks is still on disk. Files recorded without a
+    /// source in `folders` become `source`'s first, as for ``filesToRevalidate(source:claiming:)``.
+    func latestFiles(source: String, claiming folders: [String]) async throws(MirrorError) -> [RecordedFile]
     /// `url` answered that its media is gone: it is not asked for again.
     func recordRemoved(_ url: String) async throws(MirrorError)
+}
+
+/// Where a file is and what it is: enough to check it is there and fetch it again if not.
+struct RecordedFile: Sendable, Equatable {
+    var path: String
+    var item: String
+    var url: String
 }
