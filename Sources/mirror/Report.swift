@@ -19,6 +19,7 @@ enum Report {
             case .tryLater: return ExitStatus.tryLater
             case .unavailable: return ExitStatus.unavailable
             case .badData: return ExitStatus.dataError
+            case .notFound: return ExitStatus.unavailable
             }
         case .mirror(let error):
             return ExitStatus.of(error)
@@ -33,6 +34,11 @@ enum Report {
 
     /// Prints the problems, and the summary unless quiet and all went well.
     static func print(_ summary: MirrorSummary, label: String, quiet: Bool, stop: Interruption.Stop?, logger: Logger) {
+        // A source that does not exist is said in one line: there is nothing to sum up.
+        if let reason = summary.stoppedBy, reason.namesNoSource {
+            logger.error("\(reason)")
+            return
+        }
         for problem in summary.problems { logger.error("\(problem)") }
         if !quiet {
             for release in summary.skippedReleases { Console.print("\(label): \(release)") }

@@ -43,6 +43,8 @@ struct RunLifecycle {
     }
 
     private func run(_ settings: RunSettings, logger: Logger, _ makeRun: MakeRun) async throws {
+        var info = stat()
+        let outExisted = lstat(common.out, &info) == 0
         let directory = try MirrorDirectory(root: URL(fileURLWithPath: common.out))
         // With the state in PostgreSQL, workers share the directory by leases on their work; flock
         // over NFS is not to be trusted, and would keep all but one worker out.
@@ -116,7 +118,12 @@ struct RunLifecycle {
             }
         }
         let status = ExitStatus.worst(statuses)
-        var whole = RunRecord(source: runName, startedAt: startedAt, endedAt: endedAt, exitStatus: status, summary: total)
+        // One source's record is the run's: the metrics' last success must be the time a later
+        // run reads back from it, not a moment later (a second apart now and then).
+        let single = results.count == 1 ? results.first : nil
+        var whole = RunRecord(
+            source: runName, startedAt: single?.startedAt ?? startedAt, endedAt: single?.endedAt ?? endedAt,
+            exitStatus: status, summary: total)
         if sources.count > 1 {
             // The run as a whole, for the metrics' last success; `mirror status` shows its sources'.
             whole.sources = sources.map(\.name)
@@ -134,6 +141,10 @@ struct RunLifecycle {
         if let shared {
             await shared.coordinator.finish(exitStatus: status)
             await shared.state.close()
+        }
+        if !outExisted, shared == nil, results.allSatisfy({ $0.summary.stoppedBy?.namesNoSource == true }) {
+            // A first run on a typo leaves nothing behind: nothing was mirrored, nor will be.
+            try? FileManager.default.removeItem(atPath: common.out)
         }
         withExtendedLifetime(lock) {}
         for (result, (sourceStop, sourceStatus)) in zip(results, zip(stops, statuses)) {

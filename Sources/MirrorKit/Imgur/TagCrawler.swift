@@ -86,7 +86,8 @@ struct TagCrawler: Sendable {
         } catch {
             result.stoppedBy = .mirror(error)
         }
-        result.cursor = cursor
+        // A tag that does not exist has no place to carry on from.
+        result.cursor = result.stoppedBy?.namesNoSource == true ? nil : cursor
         return result
     }
 
@@ -134,7 +135,12 @@ struct TagCrawler: Sendable {
             do {
                 listing = try await client.tagListing(options.tag, sort: options.sort, window: options.window, page: page)
             } catch {
-                if !Task.isCancelled { result.stoppedBy = .api(error) }
+                if page == 0, error.status == 404 {
+                    // The API knows no such tag: a typo, most likely, and nothing to carry on with.
+                    result.stoppedBy = .listing(ListingFailure(.notFound, NoSuchTag(tag: options.tag)))
+                } else if !Task.isCancelled {
+                    result.stoppedBy = .api(error)
+                }
                 try await saveBudget()
                 return
             }
@@ -337,4 +343,11 @@ struct TagCrawler: Sendable {
         report(.apiCalls(made: calls, left: budget.userRemaining))
         try await store.saveBudget(budget, api: Self.budgetKey)
     }
+}
+
+/// The API has no tag of this name (its listing answers 404).
+struct NoSuchTag: Error, Sendable, CustomStringConvertible {
+    var tag: String
+
+    var description: String { "no such tag: \(tag)" }
 }

@@ -14,6 +14,11 @@ package enum RunStopReason: Error, Sendable, CustomStringConvertible {
         if case .mirror(let error) = self { error } else { nil }
     }
 
+    /// The source does not exist: nothing was or will be mirrored from it.
+    package var namesNoSource: Bool {
+        listingFailure?.kind == .notFound
+    }
+
     package var description: String {
         switch self {
         case .listing(let failure): failure.description
@@ -35,6 +40,8 @@ package struct ListingFailure: Error, Sendable, CustomStringConvertible {
         case unavailable
         /// It answered with data of the wrong shape.
         case badData
+        /// There is no such source (a tag the API does not know): a typo, most likely.
+        case notFound
     }
 
     package var kind: Kind

@@ -128,6 +128,34 @@ struct NewcomerTests {
         }
     }
 
+    @Test func aTagTheAPIDoesNotKnowIsOneLineAnd69AndLeavesNothing() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let common = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
+                let typo = try await MirrorProcess.run(["catz", "--out", out] + common)
+                #expect(typo.status == 69, "\(typo.stderr)")
+                #expect(typo.stdout.isEmpty, "\(typo.stdout)")
+                #expect(typo.stderr == "mirror: no such tag: catz\n", "\(typo.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: out), "a first run on a typo creates nothing")
+
+                // Beside a tag that exists, the typo is its line and its status; the mirror stays.
+                let both = try await MirrorProcess.run(["cats", "catz", "--out", out] + common)
+                #expect(both.status == 69, "\(both.stderr)")
+                #expect(both.stderr.contains("mirror: no such tag: catz"), "\(both.stderr)")
+                #expect(both.stdout.contains("cats: "), "\(both.stdout)")
+                #expect(!both.stdout.contains("catz"), "\(both.stdout)")
+                #expect(try !FileManager.default.contentsOfDirectory(atPath: out + "/full").isEmpty)
+                // A mirror that exists is not removed for a typo.
+                let again = try await MirrorProcess.run(["catz", "--out", out] + common)
+                #expect(again.status == 69)
+                #expect(FileManager.default.fileExists(atPath: out + "/.mirror"))
+                let status = try await MirrorProcess.run(["status", out])
+                #expect(!status.stdout.contains("tag catz time all"), "no cursor is kept for it: \(status.stdout)")
+            }
+        }
+    }
+
     @Test func aFeedURLWithoutItsSchemeIsNamedWithAHint() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let out = dir.appendingPathComponent("out").path
