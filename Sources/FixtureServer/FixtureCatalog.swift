@@ -67,6 +67,8 @@ struct FixtureCatalog: Sendable {
             if animated {
                 let mp4Size = object["mp4_size"] as? Int ?? size
                 media["/\(id).mp4"] = MediaResource(size: mp4Size, contentType: "video/mp4")
+                // Imgur serves the GIF as uploaded beside its MP4.
+                if type == "image/gif" { media["/\(id).gif"] = MediaResource(size: size, contentType: type) }
             } else {
                 let ext = Self.fileExtension(forMIMEType: type)
                 media["/\(id).\(ext)"] = MediaResource(size: size, contentType: type)

@@ -10,6 +10,7 @@ extension DownloadMode: ExpressibleByArgument {
     package static var allValueStrings: [String] { spellings }
 }
 extension ThumbnailSize: ExpressibleByArgument {}
+extension AnimatedFormat: ExpressibleByArgument {}
 
 struct TagCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -55,8 +56,14 @@ struct TagCommand: AsyncParsableCommand {
     @Option(help: "Time window of a top listing: day, week, month, year or all (default \(RunSettings.Defaults.window.rawValue)).")
     var window: GalleryWindow?
 
-    @Option(help: "Thumbnail size letter: s b t m l h (default \(RunSettings.Defaults.thumbnail.rawValue)).")
+    @Option(help: "Thumbnail size letter: s b t m l h, or none to fetch no previews (default \(RunSettings.Defaults.thumbnail.rawValue)).")
     var thumbnail: ThumbnailSize?
+
+    @Flag(help: "Fetch no thumbnails into preview/, only the full-size files (--thumbnail none).")
+    var noPreviews = false
+
+    @Option(help: "What animated images are fetched as: mp4 (a fraction of the size) or gif, as uploaded (default \(RunSettings.Defaults.animated.rawValue)).")
+    var prefer: AnimatedFormat?
 
     @Option(help: "Downloads at once (default \(RunSettings.Defaults.concurrency)).")
     var concurrency: Int?
@@ -81,7 +88,8 @@ struct TagCommand: AsyncParsableCommand {
         flags.pages = pages
         flags.sort = sort
         flags.window = window
-        flags.thumbnail = thumbnail
+        flags.thumbnail = noPreviews ? .skipped : thumbnail
+        flags.prefer = prefer
         flags.concurrency = concurrency
         flags.maxApiRate = maxApiRate
         flags.maxWait = maxWait
@@ -91,6 +99,9 @@ struct TagCommand: AsyncParsableCommand {
     func validate() throws {
         if sources.isEmpty, inputFile == nil {
             throw ValidationError("name at least one source: \(ImgurAddress.acceptedForms)")
+        }
+        if noPreviews, let thumbnail, thumbnail != .skipped {
+            throw ValidationError("--no-previews and --thumbnail \(thumbnail.rawValue) contradict each other: give one")
         }
         do {
             _ = try SourceList.addresses(sources)

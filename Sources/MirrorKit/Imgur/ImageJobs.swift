@@ -43,16 +43,18 @@ struct ImageJobs: Sendable {
                 continue
             }
             guard describe(image, replacing: !resumed) else { break }
-            groups.expect(item.id, files: 2)
-            claims?.insert(image.id, urls: [item.previewURL, item.fullURL])
+            groups.expect(item.id, files: item.previewURL == nil ? 1 : 2)
+            claims?.insert(image.id, urls: [item.previewURL, item.fullURL].compactMap { $0 })
             let groups = groups
             // Alone, thumbnails wait while full-size files take the bandwidth. Shared, they do
             // not: a thumbnail held behind this worker's large file would strand its claim (and,
             // were the worker killed, be asked for again by another), while the other workers'
             // connections are what a CDN's per-connection limit rewards.
-            await sink.submit(
-                MirrorJob(url: item.previewURL, relativePath: "preview/\(item.previewFileName)", expectedSize: nil),
-                forced: shared, then: { await groups.settle(item.id, $0) })
+            if let previewURL = item.previewURL, let previewName = item.previewFileName {
+                await sink.submit(
+                    MirrorJob(url: previewURL, relativePath: "preview/\(previewName)", expectedSize: nil),
+                    forced: shared, then: { await groups.settle(item.id, $0) })
+            }
             await sink.submit(
                 MirrorJob(url: item.fullURL, relativePath: "full/\(item.fullFileName)", expectedSize: item.expectedSize),
                 forced: true, then: { await groups.settle(item.id, $0) })

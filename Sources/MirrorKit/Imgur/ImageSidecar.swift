@@ -54,7 +54,9 @@ struct ImageSidecar: Encodable {
         album = image.album.map { Album(id: $0.id, title: $0.title) }
         galleryLink = image.galleryLink
         link = image.link
-        files = ["full": "full/\(item.fullFileName)", "preview": "preview/\(item.previewFileName)"]
+        var files = ["full": "full/\(item.fullFileName)"]
+        if let preview = item.previewFileName { files["preview"] = "preview/\(preview)" }
+        self.files = files
         self.sources = sources
     }
 }

@@ -12,13 +12,24 @@ package enum ThumbnailSize: String, Sendable, CaseIterable, Codable {
     case large = "l"
     /// 1024 px on the long side.
     case huge = "h"
+    /// No thumbnail: previews are not fetched, only full-size files.
+    case skipped = "none"
+}
+
+/// The file an animated image is fetched as.
+package enum AnimatedFormat: String, Sendable, CaseIterable, Codable {
+    /// The MP4 Imgur makes of every animated image: a tenth of the GIF's size, or less.
+    case mp4
+    /// The GIF as uploaded (Imgur serves one for every animated image it converted).
+    case gif
 }
 
 /// One image to mirror: its thumbnail and its full-size file.
 struct MediaItem: Sendable, Hashable {
     var id: String
-    var previewURL: String
-    var previewFileName: String
+    /// The thumbnail; nil when previews are not fetched.
+    var previewURL: String?
+    var previewFileName: String?
     var fullURL: String
     var fullFileName: String
     /// The full-size file's size as the API states it, when it states it for that file.
@@ -29,13 +40,16 @@ struct MediaItem: Sendable, Hashable {
 struct MediaURLBuilder: Sendable {
     var mediaBase: String
     var thumbnail: ThumbnailSize
+    var animated: AnimatedFormat
 
     static let defaultMediaBase = "https://i.imgur.com"
     static let defaultThumbnail = ThumbnailSize.medium
+    static let defaultAnimated = AnimatedFormat.mp4
 
-    init(mediaBase: String = defaultMediaBase, thumbnail: ThumbnailSize = defaultThumbnail) {
+    init(mediaBase: String = defaultMediaBase, thumbnail: ThumbnailSize = defaultThumbnail, animated: AnimatedFormat = defaultAnimated) {
         self.mediaBase = mediaBase.hasSuffix("/") ? String(mediaBase.dropLast()) : mediaBase
         self.thumbnail = thumbnail
+        self.animated = animated
     }
 
     /// The item for `image`, or nil when its id is not a plain Imgur id (5 to 10 letters and
@@ -47,17 +61,21 @@ struct MediaURLBuilder: Sendable {
         guard Self.isPlainID(image.id) else { return nil }
         let ext: String
         let expectedSize: Int64?
-        if image.animated || image.type == "video/mp4" {
+        if image.type == "video/mp4" || (image.animated && animated == .mp4) {
             ext = "mp4"
             expectedSize = image.mp4Size ?? (image.type == "video/mp4" ? image.size : nil)
+        } else if image.animated {
+            // The GIF's size is the image's, when the API calls it a GIF.
+            ext = "gif"
+            expectedSize = image.type == "image/gif" ? image.size : nil
         } else {
             ext = Self.fileExtension(forMIMEType: image.type) ?? Self.fileExtension(ofLink: image.link) ?? "jpg"
             expectedSize = image.size
         }
-        let previewName = "\(image.id)\(thumbnail.rawValue).jpg"
+        let previewName = thumbnail == .skipped ? nil : "\(image.id)\(thumbnail.rawValue).jpg"
         return MediaItem(
             id: image.id,
-            previewURL: "\(mediaBase)/\(previewName)",
+            previewURL: previewName.map { "\(mediaBase)/\($0)" },
             previewFileName: previewName,
             fullURL: "\(mediaBase)/\(image.id).\(ext)",
             fullFileName: "\(image.id).\(ext)",

@@ -11,6 +11,8 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     package var window: GalleryWindow?
     package var pages: Int?
     package var thumbnail: ThumbnailSize?
+    /// What animated images are fetched as: `mp4` (the default) or `gif`.
+    package var prefer: AnimatedFormat?
     package var mode: DownloadMode?
     package var concurrency: Int?
     /// Most API calls per second.
@@ -75,6 +77,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         window = try choice(.window, GalleryWindow.self)
         pages = try container.decodeIfPresent(Int.self, forKey: .pages)
         thumbnail = try choice(.thumbnail, ThumbnailSize.self)
+        prefer = try choice(.prefer, AnimatedFormat.self)
         mode = try container.decodeIfPresent(DownloadMode.self, forKey: .mode)
         concurrency = try container.decodeIfPresent(Int.self, forKey: .concurrency)
         maxApiRate = try container.decodeIfPresent(Double.self, forKey: .maxApiRate)
@@ -94,7 +97,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, mode, concurrency
+        case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, prefer, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
         case progress, logFormat, metadata, keepDeleted, metricsFile
         case state, leaseSeconds, clusterMaxPerHost
@@ -206,6 +209,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .window: pick(\.window)
         case .pages: pick(\.pages)
         case .thumbnail: pick(\.thumbnail)
+        case .prefer: pick(\.prefer)
         case .mode: pick(\.mode)
         case .concurrency: pick(\.concurrency)
         case .maxApiRate: pick(\.maxApiRate)

@@ -30,6 +30,7 @@ package struct RunSettings: Sendable {
         package static let sort = GallerySort.time
         package static let window = GalleryWindow.all
         package static let thumbnail = MediaURLBuilder.defaultThumbnail
+        package static let animated = MediaURLBuilder.defaultAnimated
         package static let mode = DownloadMode.skipIfExists
         package static let maxFileSize = Downloader.defaultMaxFileSize
         package static let leaseSeconds = 30
@@ -46,6 +47,8 @@ package struct RunSettings: Sendable {
     /// Listing pages to read at most; nil reads to the end.
     var pages: Int?
     var thumbnail: ThumbnailSize
+    /// What animated images are fetched as.
+    var animated: AnimatedFormat
     var mode: DownloadMode
     var concurrency: Int
     var maxAPIRate: Double?
@@ -79,6 +82,7 @@ package struct RunSettings: Sendable {
         window = given.window ?? Defaults.window
         pages = given.pages
         thumbnail = given.thumbnail ?? Defaults.thumbnail
+        animated = given.prefer ?? Defaults.animated
         mode = given.mode ?? Defaults.mode
         concurrency = given.concurrency ?? Defaults.concurrency
         maxAPIRate = given.maxApiRate
@@ -122,7 +126,7 @@ package struct RunSettings: Sendable {
     }
 
     var mediaURLs: MediaURLBuilder {
-        MediaURLBuilder(mediaBase: mediaBase, thumbnail: thumbnail)
+        MediaURLBuilder(mediaBase: mediaBase, thumbnail: thumbnail, animated: animated)
     }
 
     /// The source each address names, reading the API through `client`.

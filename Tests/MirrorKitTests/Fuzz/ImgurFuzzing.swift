@@ -61,11 +61,11 @@ enum ImgurFuzzing {
             return MediaURLBuilder.isPlainID(image.id) ? "no media for the plain id \(image.id)" : nil
         }
         if item.id.isEmpty || !MediaURLBuilder.isPlainID(item.id) { return "media for the id \(item.id.debugDescription)" }
-        for name in [item.fullFileName, item.previewFileName]
+        for name in [item.fullFileName, item.previewFileName].compactMap({ $0 })
         where !name.hasPrefix(image.id) || name.contains("/") || name.hasPrefix(".") {
             return "the unsafe file name \(name.debugDescription)"
         }
-        for url in [item.fullURL, item.previewURL] where !url.hasPrefix("https://i.imgur.com/\(image.id)") {
+        for url in [item.fullURL, item.previewURL].compactMap({ $0 }) where !url.hasPrefix("https://i.imgur.com/\(image.id)") {
             return "the media URL \(url) for \(image.id)"
         }
         return nil

@@ -25,6 +25,23 @@ struct MediaURLBuilderTests {
         #expect(item.expectedSize == 3_000_000)
     }
 
+    @Test func withoutPreviewsAnItemHasOnlyItsFullSizeFile() throws {
+        let item = try #require(MediaURLBuilder(thumbnail: .skipped).item(for: ImgurImage(id: "abc1234", type: "image/png")))
+        #expect(item.previewURL == nil && item.previewFileName == nil)
+        #expect(item.fullURL == "https://i.imgur.com/abc1234.png")
+    }
+
+    @Test func preferringGIFsFetchesTheGIFAsUploadedButAVideoStaysAVideo() throws {
+        let builder = MediaURLBuilder(animated: .gif)
+        let gif = try #require(builder.item(for: ImgurImage(
+            id: "gxGXwq6", type: "image/gif", animated: true, size: 62_506_070, mp4Size: 3_000_000)))
+        #expect(gif.fullURL == "https://i.imgur.com/gxGXwq6.gif")
+        #expect(gif.expectedSize == 62_506_070)
+        // Uploaded as a video, it has no GIF to prefer.
+        let video = try #require(builder.item(for: ImgurImage(id: "Wx7yZ8a", type: "video/mp4", animated: true, size: 300_000)))
+        #expect(video.fullFileName == "Wx7yZ8a.mp4")
+    }
+
     @Test func anAnimatedGIFWithoutAnMP4SizeHasNoExpectedSize() throws {
         let item = try #require(builder.item(for: ImgurImage(id: "abcde", type: "image/gif", animated: true, size: 500)))
         #expect(item.fullFileName == "abcde.mp4")

@@ -56,7 +56,7 @@ struct HostileDirectoryTests {
                 let target = try victim(in: dir)
                 let out = dir.appendingPathComponent("out")
                 let partials = try MirrorDirectory(root: out).partialStore()
-                let thumbnail = MediaURLBuilder(mediaBase: server.baseURL).item(for: ImgurImage(id: "aB3dE5f"))!.previewURL
+                let thumbnail = MediaURLBuilder(mediaBase: server.baseURL).item(for: ImgurImage(id: "aB3dE5f"))!.previewURL!
                 #expect(symlink(target, partials.partPath(for: thumbnail)) == 0)
                 let summary = try await mirrorTag(server, into: out)
                 #expect(summary.isComplete)
@@ -122,7 +122,7 @@ struct HostileDirectoryTests {
             try await TestSupport.withTemporaryDirectory { dir in
                 let out = dir.appendingPathComponent("out")
                 let partials = try MirrorDirectory(root: out).partialStore()
-                let thumbnail = MediaURLBuilder(mediaBase: server.baseURL).item(for: ImgurImage(id: "aB3dE5f"))!.previewURL
+                let thumbnail = MediaURLBuilder(mediaBase: server.baseURL).item(for: ImgurImage(id: "aB3dE5f"))!.previewURL!
                 #expect(mkfifo(partials.partPath(for: thumbnail), 0o644) == 0)
                 let summary = try await mirrorTag(server, into: out)
                 #expect(summary.isComplete)
