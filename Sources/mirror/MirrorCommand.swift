@@ -24,8 +24,11 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .shortAndLong, help: "The mirror directory.")
     var out: String
 
-    @Option(help: "A JSON config file (see config.example.json); options given here win over it.")
+    @Option(help: "A JSON config file (see config.example.json); options given here win over it (default: $XDG_CONFIG_HOME/mirror/config.json or ~/.config/mirror/config.json when it exists, else /etc/mirror/config.json when that does).")
     var config: String?
+
+    @Flag(help: "Read no config file, not even the default one ($XDG_CONFIG_HOME/mirror/config.json, else /etc/mirror/config.json).")
+    var noConfig = false
 
     @Flag(name: .shortAndLong, help: "Print nothing unless something went wrong (no progress display either, unless --progress always).")
     var quiet = false
@@ -55,6 +58,7 @@ struct CommonOptions: ParsableArguments {
 
     func validate() throws {
         try validateDirectory(out, option: "--out")
+        if noConfig, let config { throw ValidationError("--config \(config) and --no-config contradict each other: give one") }
     }
 
     /// What these options set.

@@ -22,7 +22,9 @@ struct RunLifecycle {
     func run(_ prepare: (RunSettings) throws(MirrorError) -> MakeRun) async throws {
         let settings: RunSettings
         do {
-            let file = try common.config.map(MirrorConfiguration.load(from:)) ?? MirrorConfiguration()
+            let path = common.config
+                ?? (common.noConfig ? nil : MirrorConfiguration.defaultPath(environment: ProcessInfo.processInfo.environment))
+            let file = try path.map(MirrorConfiguration.load(from:)) ?? MirrorConfiguration()
             settings = try RunSettings(file: file, flags: flags)
         } catch {
             Console.use(flags.logFormat ?? .text)

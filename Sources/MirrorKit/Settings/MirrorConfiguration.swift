@@ -119,6 +119,23 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
 
     /// Reads and checks a config file. Unknown keys are errors, not silently ignored: a typo in a
     /// cron job's config should fail loudly once rather than quietly do the wrong thing forever.
+    /// The config file read when none is named: the user's
+    /// (`$XDG_CONFIG_HOME/mirror/config.json`, `~/.config/mirror/config.json` when that is
+    /// unset), else the system's (`/etc/mirror/config.json`); nil when neither exists.
+    package static func defaultPath(
+        environment: [String: String], exists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) }
+    ) -> String? {
+        var candidates: [String] = []
+        // The XDG rule: a relative path is ignored, as if unset.
+        if let home = environment["XDG_CONFIG_HOME"], home.hasPrefix("/") {
+            candidates.append(home + "/mirror/config.json")
+        } else if let home = environment["HOME"], home.hasPrefix("/") {
+            candidates.append(home + "/.config/mirror/config.json")
+        }
+        candidates.append("/etc/mirror/config.json")
+        return candidates.first(where: exists)
+    }
+
     package static func load(from path: String) throws(MirrorError) -> MirrorConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .configuration("config file \(path): cannot be read")

@@ -208,6 +208,36 @@ struct NewcomerTests {
         }
     }
 
+    @Test func theDefaultConfigFileIsReadWithoutConfigAndNotWithNoConfig() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let home = dir.appendingPathComponent("config-home")
+                try FileManager.default.createDirectory(at: home.appendingPathComponent("mirror"), withIntermediateDirectories: true)
+                let config = home.appendingPathComponent("mirror/config.json").path
+                try TestSupport.write(Array(#"{"thumbnail": "none"}"#.utf8), to: config)
+                let environment = ["XDG_CONFIG_HOME": home.path]
+                let common = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
+                let out = dir.appendingPathComponent("out").path
+                let run = try await MirrorProcess.run(["cats", "--out", out] + common, environment: environment)
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(((try? FileManager.default.contentsOfDirectory(atPath: out + "/preview")) ?? []).isEmpty, "the default config was read")
+
+                let ignoring = dir.appendingPathComponent("ignoring").path
+                let without = try await MirrorProcess.run(["cats", "--out", ignoring, "--no-config"] + common, environment: environment)
+                #expect(without.status == 0, "\(without.stderr)")
+                #expect(try !FileManager.default.contentsOfDirectory(atPath: ignoring + "/preview").isEmpty, "--no-config read none")
+
+                // A default config that is wrong is named like any other.
+                try TestSupport.write(Array(#"{"thumbnail": "huge"}"#.utf8), to: config)
+                let wrong = try await MirrorProcess.run(["cats", "--out", out] + common, environment: environment)
+                #expect(wrong.status == 78)
+                #expect(wrong.stderr.contains("config file \(config): 'thumbnail' must be one of"), "\(wrong.stderr)")
+                let both = try await MirrorProcess.run(["cats", "--out", out, "--config", config, "--no-config"])
+                #expect(both.status == 64)
+            }
+        }
+    }
+
     @Test func aFeedURLWithoutItsSchemeIsNamedWithAHint() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let out = dir.appendingPathComponent("out").path

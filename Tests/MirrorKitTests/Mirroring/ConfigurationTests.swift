@@ -21,6 +21,19 @@ struct ConfigurationTests {
     }
 
     /// The hand-written decoder reads every spelling the command line takes, into the settings.
+    @Test func theDefaultConfigIsTheUsersThenTheSystems() {
+        let all: Set<String> = ["/x/mirror/config.json", "/home/a/.config/mirror/config.json", "/etc/mirror/config.json"]
+        let find = { (environment: [String: String], present: Set<String>) in
+            MirrorConfiguration.defaultPath(environment: environment, exists: { present.contains($0) })
+        }
+        #expect(find(["XDG_CONFIG_HOME": "/x", "HOME": "/home/a"], all) == "/x/mirror/config.json")
+        #expect(find(["HOME": "/home/a"], all) == "/home/a/.config/mirror/config.json")
+        // A relative XDG_CONFIG_HOME counts as unset; no user file leaves the system's.
+        #expect(find(["XDG_CONFIG_HOME": "x", "HOME": "/home/a"], all) == "/home/a/.config/mirror/config.json")
+        #expect(find(["XDG_CONFIG_HOME": "/x"], ["/etc/mirror/config.json"]) == "/etc/mirror/config.json")
+        #expect(find([:], []) == nil)
+    }
+
     @Test func durationsAndModesLoadIntoTheSettings() async throws {
         try await withFile(#"{"maxWait": "5m", "maxDuration": 3000, "mode": "newFile", "sort": "top"}"#) { path in
             let settings = try RunSettings(file: MirrorConfiguration.load(from: path))

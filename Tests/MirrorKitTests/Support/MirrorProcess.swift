@@ -12,6 +12,10 @@ enum MirrorProcess {
 
     /// The `mirror` binary built beside this test bundle.
     static let executable: URL = {
+        // Every way a test starts mirror comes here first: from then on the children inherit a
+        // config home with no config in it, so a developer's ~/.config/mirror/config.json cannot
+        // change what a test sees (a test that wants one passes XDG_CONFIG_HOME itself).
+        setenv("XDG_CONFIG_HOME", FileManager.default.temporaryDirectory.appendingPathComponent("mirror-tests-config-home").path, 1)
         let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         return testBinary.deletingLastPathComponent().appendingPathComponent("mirror")
     }()
