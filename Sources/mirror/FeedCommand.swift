@@ -23,6 +23,9 @@ struct FeedCommand: AsyncParsableCommand {
 
     @OptionGroup var download: DownloadOptions
 
+    @Option(help: "Enclosures downloading at once (default 1: each takes the bandwidth; the config's concurrency counts too).")
+    var concurrency: Int?
+
     func validate() throws {
         if let baseURL, !HTTPURL.isValid(baseURL) {
             throw ValidationError("--base-url must be an http or https URL, got '\(baseURL)'")
@@ -53,6 +56,7 @@ struct FeedCommand: AsyncParsableCommand {
         var flags = MirrorConfiguration()
         common.apply(to: &flags)
         download.apply(to: &flags)
+        flags.concurrency = concurrency
         return flags
     }
 

@@ -51,6 +51,8 @@ package struct RunSettings: Sendable {
     var animated: AnimatedFormat
     var mode: DownloadMode
     var concurrency: Int
+    /// Enclosures at once: one unless told (each is large and takes the bandwidth).
+    var feedConcurrency: Int
     var maxAPIRate: Double?
     var maxBytesPerSecond: Int64?
     var maxWait: Duration
@@ -85,6 +87,7 @@ package struct RunSettings: Sendable {
         animated = given.prefer ?? Defaults.animated
         mode = given.mode ?? Defaults.mode
         concurrency = given.concurrency ?? Defaults.concurrency
+        feedConcurrency = given.concurrency ?? 1
         maxAPIRate = given.maxApiRate
         maxBytesPerSecond = given.maxBandwidth.flatMap(ByteCount.parse)
         maxWait = given.maxWait.flatMap(DurationText.parseWait) ?? .seconds(Defaults.maxWaitSeconds)
@@ -113,11 +116,12 @@ package struct RunSettings: Sendable {
             keepDeleted: keepDeleted, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder)
     }
 
-    /// How the driver fetches and names a feed run's files: one at a time, each taking the
-    /// bandwidth (enclosures are large).
+    /// How the driver fetches and names a feed run's files: one at a time unless told otherwise,
+    /// each taking the bandwidth (enclosures are large).
     package var feedDriver: MirrorDriver.Settings {
         MirrorDriver.Settings(
-            mode: mode, concurrency: 1, retry: retry, maxFileSize: maxFileSize, metadata: metadata, keepDeleted: keepDeleted)
+            mode: mode, concurrency: feedConcurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata,
+            keepDeleted: keepDeleted)
     }
 
     /// How `tag`'s listing is read.

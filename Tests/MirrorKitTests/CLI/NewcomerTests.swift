@@ -238,6 +238,26 @@ struct NewcomerTests {
         }
     }
 
+    @Test(arguments: [1, 2])
+    func aFeedTakesConcurrency(_ concurrency: Int) async throws {
+        try await TestSupport.withServer { server in
+            // 1 and 2 MiB at 64 KiB/s: each takes a quarter of a minute, so what starts together shows.
+            server.throttleMedia(bytesPerSecond: 64 << 10)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let out = dir.appendingPathComponent("out").path
+                let run = try ChildProcess(executable: MirrorProcess.executable.path, arguments: [
+                    "feed", "\(server.baseURL)/feeds/podcast.rss", "--out", out, "--concurrency", "\(concurrency)",
+                ]).start()
+                let enclosures = { Set(server.requests.map(\.path).filter { $0.hasPrefix("/files/episode-") }).count }
+                for _ in 0..<60 where enclosures() < 2 { try await Task.sleep(for: .milliseconds(50)) }
+                // Three seconds in, one at a time has asked for one file; two at a time for both.
+                #expect(enclosures() == concurrency)
+                run.signal(SIGTERM)
+                #expect(await run.wait() == .exited(143))
+            }
+        }
+    }
+
     @Test func aFeedURLWithoutItsSchemeIsNamedWithAHint() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let out = dir.appendingPathComponent("out").path
