@@ -44,6 +44,7 @@ enum Report {
             for release in summary.skippedReleases { Console.print("\(label): \(release)") }
         }
         for album in summary.removedAlbums { logger.warning("album \(album) is gone from Imgur; it will not be asked for again") }
+
         if summary.deferred > 0 {
             // One line per host, not one per file: the files are left for the next run.
             for verdict in summary.unavailableHosts {
@@ -69,6 +70,10 @@ enum Report {
         if !quiet || !wellEnough {
             let deadline = stop == .deadline ? "; stopped at the --max-duration deadline" : ""
             Console.print("\(label): \(summary.line)\(deadline)")
+        }
+        if !quiet, !summary.removed.isEmpty {
+            // Named once, at the end, by the run that found them gone: later runs do not ask again.
+            Console.print("\(label): removed upstream, not asked for again: \(summary.removed.joined(separator: ", "))")
         }
     }
 }

@@ -242,6 +242,11 @@ enum StatusLines {
             lines += run.failures.map { "    \($0.problem)" }
         }
         if run.filesDeferred > 0 { lines.append("  \(run.filesDeferred) files left for the next run (their host was down or throttling)") }
+        if let removed = run.removed, !removed.isEmpty {
+            let more = run.filesRemoved > removed.count ? " (the first \(removed.count))" : ""
+            lines.append("  removed upstream, not asked for again\(more):")
+            lines += removed.map { "    \($0)" }
+        }
         return lines
     }
 

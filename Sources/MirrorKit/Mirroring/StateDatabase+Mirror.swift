@@ -21,6 +21,7 @@ extension RunRecord {
             filesPresent: summary.alreadyPresent, filesUnchanged: summary.unchanged, filesRemoved: summary.removed.count,
             filesDeferred: summary.deferred, filesFailed: summary.failures.count,
             failures: summary.failures.prefix(Self.maxFailuresKept).map { FailedFile(url: $0.url, problem: $0.description) },
-            stoppedBy: summary.stoppedBy?.description, interrupted: summary.interrupted)
+            stoppedBy: summary.stoppedBy?.description, interrupted: summary.interrupted,
+            removed: summary.removed.isEmpty ? nil : Array(summary.removed.prefix(Self.maxFailuresKept)))
     }
 }

@@ -21,7 +21,7 @@ package struct RunRecord: Sendable, Codable, Equatable {
     var bytesDownloaded: Int64
     var filesPresent: Int
     var filesUnchanged: Int
-    var filesRemoved: Int
+    package var filesRemoved: Int
     package var filesDeferred: Int
     package var filesFailed: Int
     /// The first ``maxFailuresKept`` failures.
@@ -32,6 +32,9 @@ package struct RunRecord: Sendable, Codable, Equatable {
     /// For the record of a run of several sources as a whole (kept for the metrics file's last
     /// success): its sources, each of which has a record of its own. Nil for a source's record.
     package var sources: [String]? = nil
+    /// The first ``maxFailuresKept`` URLs this run found removed upstream (not asked for again);
+    /// nil in records of older versions.
+    package var removed: [String]? = nil
 
     static let maxFailuresKept = 100
 
