@@ -48,7 +48,8 @@ enum Report {
         if summary.deferred > 0 {
             // One line per host, not one per file: the files are left for the next run.
             for verdict in summary.unavailableHosts {
-                logger.error("\(verdict): stopping; \(summary.deferred) files left for the next run")
+                let left = summary.deferredByHost[verdict.host, default: 0]
+                logger.error("\(verdict): stopping; \(left) \(left == 1 ? "file" : "files") left for the next run")
             }
         }
         // A spent budget is the plan on a large tag; anything else that stopped the listing is a fault.

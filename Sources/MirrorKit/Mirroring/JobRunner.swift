@@ -64,7 +64,7 @@ struct JobRunner: Sendable {
         case removed(String)
         case interrupted
         /// Not tried: its host is down or throttling this run; a later run tries it.
-        case deferred
+        case deferred(url: String)
         case failed(DownloadError)
         /// The mirror as a whole cannot go on (a full disk, a database that takes no writes, a
         /// folder that is a planted link): the run stops, keeping what it has.
@@ -182,14 +182,16 @@ struct JobRunner: Sendable {
             summary.removed.append(url)
         case .interrupted:
             summary.interrupted = true
-        case .deferred:
-            summary.deferred += 1
+        case .deferred(let url):
+            summary.defer(url)
         case .failed(let error) where isHostTrouble(error):
             // It failed before its host was given up, for the reason the host was: one line about
             // the host says it, and the next run tries the file again.
-            summary.deferred += 1
+            summary.defer(error.url)
         case .failed(let error):
-            logger.error("\(error)", metadata: error.logFields)
+            // A host that does not answer may yet be given up this run, and then one line says
+            // so for all its files: the driver says the others at the end.
+            if !Self.isUnansweredOrThrottled(error) { logger.error("\(error)", metadata: error.logFields) }
             summary.failures.append(error)
         case .halted(let error):
             summary.interrupted = true
@@ -234,7 +236,7 @@ struct JobRunner: Sendable {
             let failure: String
             switch outcome {
             case .failed(let error): failure = error.description
-            case .deferred: failure = "\(URLAuthority.of(job.url)) is unavailable"
+            case .deferred(let url): failure = "\(URLAuthority.of(url)) is unavailable"
             default: return outcome
             }
             logger.warning("\(failure); trying the mirror \(alternate)")
@@ -337,7 +339,7 @@ struct JobRunner: Sendable {
             }
             switch error.reason {
             case .hostUnavailable:
-                return .deferred
+                return .deferred(url: job.url)
             default:
                 if let halting = Self.halting(error) { return .halted(halting) }
                 return error.isCancellation ? .interrupted : .failed(error)

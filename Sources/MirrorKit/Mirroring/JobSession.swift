@@ -178,6 +178,7 @@ extension MirrorSummary {
         missingFetchedAgain += other.missingFetchedAgain
         removed += other.removed
         deferred += other.deferred
+        deferredByHost.merge(other.deferredByHost, uniquingKeysWith: +)
         failures += other.failures
         interrupted = interrupted || other.interrupted
         stoppedBy = stoppedBy ?? other.stoppedBy

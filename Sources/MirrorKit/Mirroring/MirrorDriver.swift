@@ -124,9 +124,11 @@ package final class MirrorDriver: Sendable {
         summary.unavailableHosts = runner.health.verdicts
         // Files that failed before their host was given up, for the reason it was, are left for
         // the next run like the files that followed them: they are no loss to report as one.
-        let leftForLater = summary.failures.count { runner.isHostTrouble($0) }
+        for failure in summary.failures where runner.isHostTrouble(failure) { summary.defer(failure.url) }
         summary.failures.removeAll { runner.isHostTrouble($0) }
-        summary.deferred += leftForLater
+        for failure in summary.failures where JobRunner.isUnansweredOrThrottled(failure) {
+            runner.logger.error("\(failure)", metadata: failure.logFields)
+        }
         summary.listing = listing.listing
         // What stopped the listing before a cancel still counts (sources record no error a
         // cancel caused): an auth failure or a full disk must not pass for a clean deadline stop.

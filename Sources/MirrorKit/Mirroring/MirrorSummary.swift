@@ -20,6 +20,8 @@ package struct MirrorSummary: Sendable {
     package var failures: [DownloadError] = []
     /// Files not tried because their host was down or throttling; the next run tries them.
     package var deferred = 0
+    /// ``deferred`` by host.
+    package var deferredByHost: [String: Int] = [:]
     /// Hosts given up this run, and why (they matter where files were left for them: ``deferred``).
     package var unavailableHosts: [HostHealth.Verdict] = []
     /// Parts of the listing that could not be read (an album, an item with a bad id).
@@ -51,6 +53,12 @@ package struct MirrorSummary: Sendable {
 
     /// `12 files: 10 downloaded (1.2 MB), 2 already present, 0 failed`, or `nothing new` when the
     /// run found nothing to fetch.
+    /// Leaves the file at `url` for the next run: its host was down or throttling.
+    mutating func `defer`(_ url: String) {
+        deferred += 1
+        deferredByHost[URLAuthority.of(url), default: 0] += 1
+    }
+
     package var line: String {
         if wanted == 0, failures.isEmpty, removed.isEmpty, problems.isEmpty, skippedReleases.isEmpty, !interrupted,
            stoppedOnlyByTheBudget {

@@ -44,7 +44,7 @@ package final class HostHealth: Sendable {
         /// It kept answering `status` (429 or 503): `answers` in a row, or a wait longer than allowed.
         case throttled(host: String, status: Int, answers: Int)
 
-        var host: String {
+        package var host: String {
             switch self {
             case .down(let host, _, _), .throttled(let host, _, _): host
             }

@@ -198,6 +198,10 @@ struct ManySourcesTests {
                 #expect(run.status == 75, "\(run.stdout)\(run.stderr)")
                 // The files that failed on their way to the verdict are no loss: left for later too.
                 #expect(run.stdout.contains("first: 8 files: 0 downloaded (0 B), 0 already present, 8 left for the next run, 0 failed"), "\(run.stdout)")
+                // One line for the host, with its count, and none for its files.
+                let errors = run.stderr.split(separator: "\n")
+                #expect(errors.count == 1, "\(run.stderr)")
+                #expect(errors.first?.hasSuffix("stopping; 8 files left for the next run") == true, "\(run.stderr)")
                 #expect(run.stdout.contains("second: not started, the run stopped first (127.0.0.1:9"), "\(run.stdout)")
                 #expect(server.requestCount(path: "/3/gallery/t/second/time/all/0") == 0)
                 let runs = try await lastRuns(in: out)
