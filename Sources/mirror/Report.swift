@@ -26,6 +26,7 @@ enum Report {
         case nil:
             break
         }
+        if !summary.unresolvableHosts.isEmpty { return ExitStatus.unavailable }
         if filesFailed { return ExitStatus.someFilesFailed }
         if summary.deferred > 0 { return ExitStatus.tryLater }
         if !summary.isComplete && stop != .deadline { return ExitStatus.someFilesFailed }
@@ -49,7 +50,12 @@ enum Report {
             // One line per host, not one per file: the files are left for the next run.
             for verdict in summary.unavailableHosts {
                 let left = summary.deferredByHost[verdict.host, default: 0]
-                logger.error("\(verdict): stopping; \(left) \(left == 1 ? "file" : "files") left for the next run")
+                let files = "\(left) \(left == 1 ? "file" : "files")"
+                if summary.unresolvableHosts.contains(verdict.host) {
+                    logger.error("cannot resolve \(verdict.host), and no file of this mirror ever came from it (a typo in --media-base or the URL?); \(files) not fetched")
+                } else {
+                    logger.error("\(verdict): stopping; \(files) left for the next run")
+                }
             }
         }
         // A spent budget is the plan on a large tag; anything else that stopped the listing is a fault.

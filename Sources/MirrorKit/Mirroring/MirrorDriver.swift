@@ -122,6 +122,12 @@ package final class MirrorDriver: Sendable {
         // A halted session's error (a full disk) comes first: it is why the listing stopped.
         summary.stoppedBy = summary.stoppedBy ?? listing.stoppedBy
         summary.unavailableHosts = runner.health.verdicts
+        for verdict in summary.unavailableHosts where verdict.isUnresolved {
+            // A name that resolved for an earlier run may be a DNS outage: that is try-later.
+            if let served = try? await runner.state.hasFiles(fromHost: verdict.host), !served {
+                summary.unresolvableHosts.append(verdict.host)
+            }
+        }
         // Files that failed before their host was given up, for the reason it was, are left for
         // the next run like the files that followed them: they are no loss to report as one.
         for failure in summary.failures where runner.isHostTrouble(failure) { summary.defer(failure.url) }

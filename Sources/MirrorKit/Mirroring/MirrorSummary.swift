@@ -24,6 +24,9 @@ package struct MirrorSummary: Sendable {
     package var deferredByHost: [String: Int] = [:]
     /// Hosts given up this run, and why (they matter where files were left for them: ``deferred``).
     package var unavailableHosts: [HostHealth.Verdict] = []
+    /// Hosts whose names did not resolve this run and never served this mirror: a typo, most
+    /// likely, that waiting will not mend.
+    package var unresolvableHosts: [String] = []
     /// Parts of the listing that could not be read (an album, an item with a bad id).
     package var problems: [String] = []
     /// The error that ended the listing early, if any.
@@ -43,6 +46,7 @@ package struct MirrorSummary: Sendable {
         removedAlbums += other.removedAlbums
         problems += other.problems
         unavailableHosts = unavailableHosts.isEmpty ? other.unavailableHosts : unavailableHosts
+        unresolvableHosts = unresolvableHosts.isEmpty ? other.unresolvableHosts : unresolvableHosts
         listing = listing ?? other.listing
     }
 

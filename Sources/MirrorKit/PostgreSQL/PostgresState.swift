@@ -217,6 +217,12 @@ package final class PostgresState: MirrorStore {
         }
     }
 
+    func hasFiles(fromHost host: String) async throws(MirrorError) -> Bool {
+        !(try await rows(
+            "SELECT 1 FROM files WHERE starts_with(url, \("http://" + host + "/")) OR starts_with(url, \("https://" + host + "/")) LIMIT 1"
+        )).isEmpty
+    }
+
     package func filePaths() async throws(MirrorError) -> [String] {
         var paths: [String] = []
         for row in try await rows("SELECT path FROM files ORDER BY id") { paths.append(try decode(row, String.self, column: "path")) }

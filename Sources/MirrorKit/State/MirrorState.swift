@@ -73,6 +73,9 @@ protocol MirrorStore: MirrorState, CrawlStore {
     func latestFiles(source: String, claiming folders: [String]) async throws(MirrorError) -> [RecordedFile]
     /// `url` answered that its media is gone: it is not asked for again.
     func recordRemoved(_ url: String) async throws(MirrorError)
+    /// Whether any file of the mirror came from `host` (an authority, `name[:port]`): a host
+    /// that served once did resolve, whatever it does now.
+    func hasFiles(fromHost host: String) async throws(MirrorError) -> Bool
 }
 
 /// Where a file is and what it is: enough to check it is there and fetch it again if not.

@@ -202,6 +202,14 @@ extension StateDatabase {
         }
     }
 
+    func hasFiles(fromHost host: String) throws(MirrorError) -> Bool {
+        let prefix = Self.likeEscaped(host) + "/%"
+        return !(try read(
+            "SELECT 1 AS found FROM files WHERE url LIKE ?1 ESCAPE '\\' OR url LIKE ?2 ESCAPE '\\' LIMIT 1",
+            [.text("http://" + prefix), .text("https://" + prefix)]
+        ) { row throws(SQLiteError) in try row.integer("found") }).isEmpty
+    }
+
     package func filePaths() throws(MirrorError) -> [String] {
         try read("SELECT path FROM files ORDER BY rowid", []) { row throws(SQLiteError) in try row.text("path") }
     }

@@ -39,20 +39,28 @@ package final class HostHealth: Sendable {
 
     /// Why a host is no longer asked for anything this run.
     package enum Verdict: Sendable, Equatable, CustomStringConvertible {
-        /// Nothing answered: `failures` failures in a row, the last one `lastError`.
-        case down(host: String, failures: Int, lastError: String)
+        /// Nothing answered: `failures` failures in a row, the last one `lastError`;
+        /// `unresolved` when its name never resolved this run.
+        case down(host: String, failures: Int, lastError: String, unresolved: Bool = false)
         /// It kept answering `status` (429 or 503): `answers` in a row, or a wait longer than allowed.
         case throttled(host: String, status: Int, answers: Int)
 
+        /// The host's name never resolved this run.
+        package var isUnresolved: Bool {
+            if case .down(_, _, _, true) = self { true } else { false }
+        }
+
         package var host: String {
             switch self {
-            case .down(let host, _, _), .throttled(let host, _, _): host
+            case .down(let host, _, _, _), .throttled(let host, _, _): host
             }
         }
 
         package var description: String {
             switch self {
-            case .down(let host, let failures, let lastError):
+            case .down(let host, let failures, _, true):
+                "cannot resolve \(host) (\(failures) attempts)"
+            case .down(let host, let failures, let lastError, false):
                 "\(host) is down (\(failures) connection failures in a row, last: \(lastError))"
             case .throttled(let host, let status, let answers):
                 "\(host) keeps answering HTTP \(status) (\(answers) in a row)"
@@ -64,6 +72,8 @@ package final class HostHealth: Sendable {
     enum Unanswered: Sendable {
         /// No connection was made: the host cannot be reached, whatever the file.
         case notConnected
+        /// Its name did not resolve (no connection was made either).
+        case notResolved
         /// Connected, then nothing (a reset, an empty reply, a timeout): maybe that file's trouble.
         case droppedBeforeAnswer
     }
@@ -74,6 +84,8 @@ package final class HostHealth: Sendable {
         var failingURLs: Set<String> = []
         var throttlesInARow = 0
         var throttledURLs: Set<String> = []
+        /// Its name resolved this run (anything but a resolve failure happened).
+        var resolved = false
         /// The AIMD concurrency, fractional so that additive increase can be gradual.
         var limit: Double
         var verdict: Verdict?
@@ -108,6 +120,7 @@ package final class HostHealth: Sendable {
     /// A response came (any status but a throttling one): the host answers and serves.
     func recordAnswer(url: String) {
         update(url) { host in
+            host.resolved = true
             host.failuresInARow = 0
             host.unconnectedInARow = 0
             host.failingURLs = []
@@ -121,12 +134,14 @@ package final class HostHealth: Sendable {
     func recordUnanswered(url: String, _ kind: Unanswered, message: String) {
         update(url) { host in
             host.failuresInARow += 1
-            if kind == .notConnected { host.unconnectedInARow += 1 }
+            if kind != .notResolved { host.resolved = true }
+            if kind != .droppedBeforeAnswer { host.unconnectedInARow += 1 }
             if host.failingURLs.count < settings.downAfterFiles { host.failingURLs.insert(url) }
             let down = host.unconnectedInARow >= settings.downAfterFailures
                 || host.failingURLs.count >= settings.downAfterFiles
             if host.verdict == nil, down {
-                host.verdict = .down(host: URLAuthority.of(url), failures: host.failuresInARow, lastError: message)
+                host.verdict = .down(
+                    host: URLAuthority.of(url), failures: host.failuresInARow, lastError: message, unresolved: !host.resolved)
             }
         }
     }
@@ -135,6 +150,7 @@ package final class HostHealth: Sendable {
     /// many in a row across enough files.
     func recordThrottle(url: String, status: Int) {
         update(url) { host in
+            host.resolved = true
             host.throttlesInARow += 1
             // A file retrying is one signal, not one per attempt.
             if host.throttledURLs.count < settings.downAfterFiles, host.throttledURLs.insert(url).inserted {

@@ -60,7 +60,8 @@ struct TransferError: Error, Sendable, CustomStringConvertible {
     var unanswered: HostHealth.Unanswered? {
         guard response == nil, case .transport(let code, let message) = reason else { return nil }
         switch code {
-        case 5, 6, 7, 35, 60: return .notConnected
+        case 6: return .notResolved
+        case 5, 7, 35, 60: return .notConnected
         // curl says "Connection timed out" or "Failed to connect" for the connect phase.
         case 28 where message.contains("onnect"): return .notConnected
         case 28, 52, 55, 56: return .droppedBeforeAnswer

@@ -258,6 +258,33 @@ struct NewcomerTests {
         }
     }
 
+    @Test func aMediaHostThatNeverResolvedIs69AndOneLine() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                // .invalid never resolves (RFC 2606): a typo in --media-base, as far as mirror can tell.
+                let run = try await MirrorProcess.run([
+                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL,
+                    "--media-base", "http://no-such-host.invalid", "--retries", "1",
+                ])
+                #expect(run.status == 69, "\(run.stderr)")
+                let errors = run.stderr.split(separator: "\n")
+                #expect(errors.count == 1, "\(run.stderr)")
+                #expect(errors.first?.hasPrefix("mirror: cannot resolve no-such-host.invalid, and no file of this mirror ever came from it") == true, "\(run.stderr)")
+
+                // A host that served this mirror before is a DNS outage when it stops resolving: try later.
+                let good = try await MirrorProcess.run([
+                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ])
+                #expect(good.status == 0, "\(good.stderr)")
+                let host = URLAuthority.of(server.baseURL)
+                let state = try #require(StateDatabase.forReading(in: try MirrorDirectory(root: URL(fileURLWithPath: out))))
+                #expect(try await state.hasFiles(fromHost: host))
+                #expect(try await !state.hasFiles(fromHost: "no-such-host.invalid"))
+            }
+        }
+    }
+
     @Test func aFeedURLWithoutItsSchemeIsNamedWithAHint() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let out = dir.appendingPathComponent("out").path

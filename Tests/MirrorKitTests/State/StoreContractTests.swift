@@ -114,6 +114,10 @@ struct StoreContractTests {
             #expect(try await store.latestFiles(source: "feed f", claiming: []).isEmpty, "its URL is known removed")
             #expect(try await store.versionFigures() == VersionFigures(items: 2, files: 3, itemsWithVersions: 1))
             #expect(try await store.filePaths().count == 3)
+            let host = URLAuthority.of(first.url)
+            #expect(try await store.hasFiles(fromHost: host))
+            #expect(try await !store.hasFiles(fromHost: host + ".other"))
+            #expect(try await !store.hasFiles(fromHost: String(host.dropLast())), "a host is matched whole, not as a prefix")
             #expect(Set(try await store.filePaths()).isSuperset(of: ["full/b.jpg"]))
         }
     }
