@@ -82,6 +82,15 @@ struct MediaURLBuilder: Sendable {
             expectedSize: expectedSize)
     }
 
+    /// Whether `path` (relative to the mirror) is a file these settings make: a full-size file,
+    /// or a thumbnail of the size asked for (none with previews off). A deleted thumbnail of
+    /// another size, or any after `--no-previews`, is not fetched again.
+    @Sendable func makes(_ path: String) -> Bool {
+        if path.hasPrefix("full/") { return true }
+        guard thumbnail != .skipped, path.hasPrefix("preview/") else { return false }
+        return path.hasSuffix("\(thumbnail.rawValue).jpg")
+    }
+
     static func isPlainID(_ id: String) -> Bool {
         (5...10).contains(id.count) && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
     }

@@ -58,7 +58,7 @@ package struct PostSource: MirrorSource {
         } catch {
             listing.stoppedBy = .mirror(error)
         }
-        await sink.revalidateTheRest(claiming: [])
+        await sink.revalidateTheRest(claiming: [], restoring: urls.makes)
         return listing
     }
 

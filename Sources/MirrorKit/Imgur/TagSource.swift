@@ -76,8 +76,8 @@ package struct TagSource: MirrorSource {
         return listing
     }
 
-    /// Reads the listing from its cursor; `found` hears the images new to the store. Then, in
-    /// `new-file` mode, asks after what the listing did not bring up again.
+    /// Reads the listing from its cursor; `found` hears the images new to the store. Then asks
+    /// after what the listing did not bring up again (see ``SourceSink/revalidateTheRest(claiming:restoring:)``).
     private func readListing(
         _ sink: SourceSink, _ images: ImageJobs, found: @escaping @Sendable ([ImgurImage]) async -> Void
     ) async -> TagCrawler.Report {
@@ -92,7 +92,11 @@ package struct TagSource: MirrorSource {
             shouldStop: { sink.shouldStop })
         let calls = await client.callsMade()
         logger.debug("API: \(calls) calls this run, \(crawl.pagesRead) pages, \(crawl.albumsFetched) albums")
-        await sink.revalidateTheRest(claiming: ["full", "preview"])
+        // A tag that does not exist takes no files (an upgraded mirror's unclaimed ones stay for
+        // the real tag), and restores none.
+        if crawl.stoppedBy?.namesNoSource != true {
+            await sink.revalidateTheRest(claiming: ["full", "preview"], restoring: urls.makes)
+        }
         return crawl
     }
 }

@@ -73,11 +73,13 @@ extension JobRunner {
     /// never shrinks silently (unless deleted files are kept deleted). One `fstatat` per file,
     /// no request for those present. Files recorded before sources were, in `folders`, are taken
     /// for this source's.
-    func revalidateTheRest(in session: JobSession, claiming folders: [String]) async {
+    func revalidateTheRest(
+        in session: JobSession, claiming folders: [String], restoring: @Sendable (String) -> Bool = { _ in true }
+    ) async {
         guard let source else { return }
         switch mode {
         case .newFile: await revalidate(source, in: session, claiming: folders)
-        case .skipIfExists where !keepDeleted: await restoreMissing(source, in: session, claiming: folders)
+        case .skipIfExists where !keepDeleted: await restoreMissing(source, in: session, claiming: folders, restoring: restoring)
         case .skipIfExists: return
         }
     }
@@ -99,7 +101,9 @@ extension JobRunner {
         }
     }
 
-    private func restoreMissing(_ source: String, in session: JobSession, claiming folders: [String]) async {
+    private func restoreMissing(
+        _ source: String, in session: JobSession, claiming folders: [String], restoring: @Sendable (String) -> Bool
+    ) async {
         let files: [RecordedFile]
         do {
             files = try await state.latestFiles(source: source, claiming: folders)
@@ -108,7 +112,7 @@ extension JobRunner {
             return
         }
         for file in files where !session.isHalted && !Task.isCancelled {
-            guard !handled.contains(file.item) else { continue }
+            guard !handled.contains(file.item), restoring(file.path) else { continue }
             do {
                 guard try !directory.fileExists(file.path) else { continue }
             } catch {

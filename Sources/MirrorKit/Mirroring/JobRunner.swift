@@ -326,7 +326,8 @@ struct JobRunner: Sendable {
             // and a later release is still seen.
             let gone: Bool = switch error.reason {
             case .removed: true
-            case .httpStatus(let status): held != nil && (status == 404 || status == 410) && (job.isMedia || job.isSweep)
+            // A sweep's job is a file the mirror had (a deleted one being restored has no held copy).
+            case .httpStatus(let status): (held != nil || job.isSweep) && (status == 404 || status == 410) && (job.isMedia || job.isSweep)
             default: false
             }
             if gone {

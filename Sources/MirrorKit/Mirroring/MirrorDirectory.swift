@@ -152,8 +152,8 @@ package struct MirrorDirectory: Sendable {
                       && !component.contains(0)
               })
         else { throw MirrorError.unsafePath(relativePath) }
-        guard let slash = relativePath.lastIndex(of: "/") else { return ("", relativePath) }
-        return (relativePath[..<slash], String(relativePath[relativePath.index(after: slash)...]))
+        guard let slash = relativePath.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ("", relativePath) }
+        return (relativePath[..<slash], String(relativePath[relativePath.utf8.index(after: slash)...]))
     }
 
     /// The folder at `relativePath` inside the mirror, opened once per run; nil when it is

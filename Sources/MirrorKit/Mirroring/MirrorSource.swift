@@ -101,10 +101,12 @@ package final class SourceSink: Sendable {
             marked: marked, unsettled: unsettled)
     }
 
-    /// In `new-file` mode, asks after every file this source mirrored before and has not listed
-    /// this run; files recorded before sources were, in `folders`, are taken for this source's.
-    func revalidateTheRest(claiming folders: [String]) async {
+    /// Asks after the files this source mirrored before and has not listed this run: in
+    /// `new-file` mode every one, in `skip-if-exists` mode those gone from the disk that
+    /// `restoring` says the source still makes (a thumbnail deleted after `--no-previews` stays
+    /// deleted). Files recorded before sources were, in `folders`, are taken for this source's.
+    func revalidateTheRest(claiming folders: [String], restoring: @escaping @Sendable (String) -> Bool = { _ in true }) async {
         if runner.mode == .newFile { publish(.phase(.revalidating)) }
-        await runner.revalidateTheRest(in: session, claiming: folders)
+        await runner.revalidateTheRest(in: session, claiming: folders, restoring: restoring)
     }
 }

@@ -70,13 +70,11 @@ package struct MirrorSummary: Sendable {
         }
         var parts = ["\(wanted) files: \(downloaded) downloaded (\(Self.formatBytes(bytesDownloaded)))"]
         if newVersions > 0 { parts[0] += ", \(newVersions) of them new versions" }
+        if missingFetchedAgain > 0 { parts[0] += ", \(missingFetchedAgain) of them missing from the disk and fetched again" }
         parts.append("\(alreadyPresent) already present")
         if unchanged > 0 { parts.append("\(unchanged) unchanged") }
         if !skippedReleases.isEmpty {
             parts.append("\(skippedReleases.count) new release\(skippedReleases.count == 1 ? "" : "s") skipped (skip-if-exists)")
-        }
-        if missingFetchedAgain > 0 {
-            parts.append("\(missingFetchedAgain) of them missing from the disk and fetched again")
         }
         if !removed.isEmpty { parts.append("\(removed.count) removed upstream") }
         if deferred > 0 { parts.append("\(deferred) left for the next run") }

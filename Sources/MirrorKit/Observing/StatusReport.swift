@@ -88,8 +88,13 @@ package struct StatusReport: Sendable, Codable {
         report.budget = try? await state.budget(api: TagCrawler.budgetKey)
         report.files = try? await state.versionFigures()
         if report.files != nil, let paths = try? await state.filePaths() {
-            // What is on disk, not what was once recorded: one stat a file.
-            report.files?.missing = paths.count { (try? directory.fileExists($0)) != true }
+            // What is on disk, not what was once recorded: one lstat a file, by path, so whoever
+            // may read the mirror (root, another user) counts the same.
+            let root = directory.root.path
+            report.files?.missing = paths.count { path in
+                var info = stat()
+                return lstat(root + "/" + path, &info) != 0 && errno == ENOENT
+            }
         }
         return report
     }

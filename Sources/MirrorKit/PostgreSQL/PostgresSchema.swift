@@ -71,6 +71,11 @@ enum PostgresSchema {
         (2, [
             "CREATE INDEX images_claimed ON images (claimed_by) WHERE NOT done",
         ]),
+        // Every run of a source reads its files (to find those deleted from the disk), and
+        // claims the ones recorded before sources were: neither may read the whole table.
+        (3, [
+            "CREATE INDEX files_by_source ON files (source)",
+        ]),
     ]
 
     static var latest: Int { migrations.last!.version }

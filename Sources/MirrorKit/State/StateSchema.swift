@@ -74,6 +74,11 @@ enum StateSchema {
             CREATE INDEX runs_by_source ON runs (source, exit_status);
             ALTER TABLE albums ADD COLUMN context TEXT;
             """),
+        // Every run of a source reads its files (to find those deleted from the disk), and
+        // claims the ones recorded before sources were: neither may read the whole table.
+        (5, """
+            CREATE INDEX files_by_source ON files (source);
+            """),
     ]
 
     static var latest: Int32 { migrations.last!.version }
