@@ -144,7 +144,7 @@ struct RunLifecycle {
             await shared.coordinator.finish(exitStatus: status)
             await shared.state.close()
         }
-        if !outExisted, shared == nil, results.allSatisfy({ $0.summary.stoppedBy?.namesNoSource == true }) {
+        if !outExisted, shared == nil, !results.isEmpty, results.allSatisfy({ $0.summary.stoppedBy?.namesNoSource == true }) {
             // A first run on a typo leaves nothing behind: nothing was mirrored, nor will be.
             try? FileManager.default.removeItem(atPath: common.out)
         }

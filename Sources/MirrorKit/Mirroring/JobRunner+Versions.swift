@@ -6,12 +6,13 @@ extension JobRunner {
     /// What the mirror holds of `job`'s item (its newest version, when the file is still there
     /// or the user keeps deleted files deleted, else the job's own download a killed run left
     /// unrecorded), whether its URL is known removed upstream, and whether the newest version
-    /// recorded is gone from the disk (deleted by hand: fetching it again restores it).
+    /// recorded is gone from the disk (deleted by hand: fetching it again restores it, unless
+    /// deleted files are kept deleted).
     func heldCopy(for job: MirrorJob) async throws(MirrorError) -> (held: MirroredFile?, removed: Bool, missing: Bool) {
         let (latest, removed) = try await state.fate(of: job.item, url: job.url)
         guard let latest else { return (try await adoptUnrecorded(job), removed, false) }
-        if keepDeleted { return (latest, removed, false) }
         if try directory.fileExists(latest.path) { return (latest, removed, false) }
+        if keepDeleted { return (latest, removed, true) }
         return (try await adoptUnrecorded(job), removed, true)
     }
 
@@ -79,7 +80,9 @@ extension JobRunner {
         guard let source else { return }
         switch mode {
         case .newFile: await revalidate(source, in: session, claiming: folders)
-        case .skipIfExists where !keepDeleted: await restoreMissing(source, in: session, claiming: folders, restoring: restoring)
+        // Shared workers leave it: a sweep no claim divides would have them fetch the same files.
+        case .skipIfExists where !keepDeleted && coordinator == nil:
+            await restoreMissing(source, in: session, claiming: folders, restoring: restoring)
         case .skipIfExists: return
         }
     }
@@ -94,6 +97,14 @@ extension JobRunner {
         }
         for (latest, firstPath) in files where !session.isHalted && !Task.isCancelled {
             guard !handled.contains(latest.item) else { continue }
+            if keepDeleted {
+                do {
+                    guard try directory.fileExists(latest.path) else { continue }
+                } catch {
+                    session.halt(error)
+                    return
+                }
+            }
             // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
             var job = MirrorJob(url: latest.url, relativePath: firstPath, item: latest.item)
             job.isSweep = true

@@ -264,6 +264,9 @@ struct JobRunner: Sendable {
         do {
             let removed: Bool
             (held, removed, missing) = try await heldCopy(for: job)
+            // Deleted by hand and kept deleted: not asked for in any mode (new-file would save
+            // the server's copy as a "new version" under the deleted name).
+            if missing, keepDeleted { return .alreadyPresent }
             if held != nil {
                 // Kept, and not asked for again unless new-file mode wants to know of a change;
                 // media gone upstream has none to offer.

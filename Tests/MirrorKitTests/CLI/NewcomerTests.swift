@@ -76,6 +76,29 @@ struct NewcomerTests {
         }
     }
 
+    @Test func keepDeletedHoldsInNewFileModeToo() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let arguments = [
+                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                    "--mode", "new-file",
+                ]
+                #expect(try await MirrorProcess.run(arguments).status == 0)
+                try FileManager.default.removeItem(atPath: out + "/full/aB3dE5f.jpg")
+                let asked = server.requestCount(path: "/aB3dE5f.jpg")
+                let kept = try await MirrorProcess.run(arguments + ["--keep-deleted"])
+                #expect(kept.status == 0, "\(kept.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: out + "/full/aB3dE5f.jpg"), "not saved back as a 'new version'")
+                #expect(server.requestCount(path: "/aB3dE5f.jpg") == asked)
+                // Without it, new-file mode restores the file as skip-if-exists does.
+                let restored = try await MirrorProcess.run(arguments)
+                #expect(restored.stdout.contains("1 of them missing from the disk and fetched again"), "\(restored.stdout)")
+                #expect(FileManager.default.fileExists(atPath: out + "/full/aB3dE5f.jpg"))
+            }
+        }
+    }
+
     @Test func aDeletedFileItsServerNoLongerHasIsReportedGoneOnceNotFailedForever() async throws {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in
