@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import MirrorKit
 
 @main
@@ -52,6 +53,14 @@ struct CommonOptions: ParsableArguments {
     var keepDeleted: Bool?
 
     @Option(help: ArgumentHelp(
+        "Run this program after each saved file, with the file in its environment (MIRROR_PATH, MIRROR_RELATIVE_PATH, MIRROR_URL, MIRROR_ITEM, MIRROR_SOURCE, MIRROR_BYTES); split at spaces, not through a shell. Its standard error is mirror's; a failure is reported at the end (exit 1).",
+        valueName: "program [argument...]"))
+    var exec: String?
+
+    @Option(help: ArgumentHelp("Like --exec, but a shell command, run by /bin/sh -c.", valueName: "command"))
+    var execShell: String?
+
+    @Option(help: ArgumentHelp(
         "Write a Prometheus text file here during and after each run, for node_exporter's textfile collector.",
         valueName: "file"))
     var metricsFile: String?
@@ -59,6 +68,10 @@ struct CommonOptions: ParsableArguments {
     func validate() throws {
         try validateDirectory(out, option: "--out")
         if noConfig, let config { throw ValidationError("--config \(config) and --no-config contradict each other: give one") }
+        if exec != nil, execShell != nil { throw ValidationError("--exec and --exec-shell contradict each other: give one") }
+        if let exec, case .failure(let error) = CommandHook.make(exec, environment: ProcessInfo.processInfo.environment) {
+            throw ValidationError(error.description)
+        }
     }
 
     /// What these options set.
@@ -68,6 +81,8 @@ struct CommonOptions: ParsableArguments {
         flags.logFormat = logFormat
         flags.metadata = metadata
         flags.keepDeleted = keepDeleted
+        flags.exec = exec
+        flags.execShell = execShell
         flags.metricsFile = metricsFile
     }
 }

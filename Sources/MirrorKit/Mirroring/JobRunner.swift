@@ -99,14 +99,19 @@ struct JobRunner: Sendable {
     let observer: any RunObserver
     /// Writes each file's metadata sidecar; nil when the run keeps none.
     let sidecars: MetadataSidecars?
+    /// Hears of every file saved (`--exec`); nil when nothing does.
+    let hook: (any SavedFileHook)?
+    /// What the hook said went wrong, for the summary.
+    let hookFailures = HookFailures()
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, keepDeleted: Bool = false,
         source: String? = nil, concurrency: Int,
         retry: RetryPolicy, isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
         maxFileSize: Int64 = Downloader.defaultMaxFileSize, observer: any RunObserver = UnobservedRun(),
-        sharing: Sharing? = nil, metadata: Bool = false, logger: Logger
+        sharing: Sharing? = nil, metadata: Bool = false, hook: (any SavedFileHook)? = nil, logger: Logger
     ) throws(MirrorError) {
+        self.hook = hook
         self.directory = directory
         sidecars = metadata ? MetadataSidecars(directory: directory) : nil
         self.observer = observer
@@ -397,6 +402,11 @@ struct JobRunner: Sendable {
             logger.info("saved \(name), a new version beside \(held.path)", metadata: fields)
         } else {
             logger.info("saved \(name)", metadata: fields)
+        }
+        if let hook, let failure = await hook.saved(SavedFile(
+            path: directory.root.appendingPathComponent(name).path, relativePath: name, url: file.url, item: job.item,
+            source: source, bytes: file.length)) {
+            hookFailures.add(failure)
         }
         return .downloaded(bytes: file.bytesReceived, newVersion: held != nil, restored: missing)
     }

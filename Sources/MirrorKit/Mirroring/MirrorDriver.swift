@@ -20,6 +20,8 @@ package final class MirrorDriver: Sendable {
         var keepDeleted: Bool
         /// Tells a host's placeholder for removed media from the file (Imgur's `removed.png`).
         var isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)?
+        /// Hears of every file saved (`--exec`).
+        var hook: (any SavedFileHook)?
 
         /// Downloads at once unless told otherwise.
         package static let defaultConcurrency = DownloadScheduler.Configuration.defaultConcurrency
@@ -27,8 +29,9 @@ package final class MirrorDriver: Sendable {
         package init(
             mode: DownloadMode = .skipIfExists, concurrency: Int = defaultConcurrency, retry: RetryPolicy = RetryPolicy(),
             maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false, keepDeleted: Bool = false,
-            isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil
+            isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, hook: (any SavedFileHook)? = nil
         ) {
+            self.hook = hook
             self.keepDeleted = keepDeleted
             self.mode = mode
             self.concurrency = concurrency
@@ -62,7 +65,7 @@ package final class MirrorDriver: Sendable {
             concurrency: settings.concurrency,
             retry: settings.retry, isRemovedPlaceholder: settings.isRemovedPlaceholder,
             maxFileSize: settings.maxFileSize, observer: observer, sharing: sharing,
-            metadata: settings.metadata, logger: logger)
+            metadata: settings.metadata, hook: settings.hook, logger: logger)
     }
 
     /// The transfers in flight and the bytes received so far, all sources together.
@@ -116,7 +119,7 @@ package final class MirrorDriver: Sendable {
                 summary.stoppedBy = summary.stoppedBy ?? .mirror(failure)
             }
         }
-        summary.problems = sink.reportedProblems + listing.problems
+        summary.problems = sink.reportedProblems + listing.problems + runner.hookFailures.take()
         summary.removedAlbums = listing.removedAlbums
         summary.skippedReleases = listing.skippedReleases
         // A halted session's error (a full disk) comes first: it is why the listing stopped.

@@ -38,6 +38,10 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     /// A file the mirror had and the user deleted stays deleted (by default every run fetches
     /// such files again).
     package var keepDeleted: Bool?
+    /// A program (and its arguments, split at spaces) run after each saved file, not through a shell.
+    package var exec: String?
+    /// A shell command (`/bin/sh -c`) run after each saved file.
+    package var execShell: String?
     /// A Prometheus text file rewritten during and after each run, for node_exporter.
     package var metricsFile: String?
     /// Where the state is kept: unset for `.mirror/state.sqlite3`, or a
@@ -90,6 +94,8 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         logFormat = try choice(.logFormat, LogFormat.self)
         metadata = try container.decodeIfPresent(Bool.self, forKey: .metadata)
         keepDeleted = try container.decodeIfPresent(Bool.self, forKey: .keepDeleted)
+        exec = try text(.exec)
+        execShell = try text(.execShell)
         metricsFile = try text(.metricsFile)
         state = try text(.state)
         leaseSeconds = try container.decodeIfPresent(Int.self, forKey: .leaseSeconds)
@@ -99,7 +105,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, prefer, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
-        case progress, logFormat, metadata, keepDeleted, metricsFile
+        case progress, logFormat, metadata, keepDeleted, exec, execShell, metricsFile
         case state, leaseSeconds, clusterMaxPerHost
     }
 
@@ -239,6 +245,8 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .logFormat: pick(\.logFormat)
         case .metadata: pick(\.metadata)
         case .keepDeleted: pick(\.keepDeleted)
+        case .exec: pick(\.exec)
+        case .execShell: pick(\.execShell)
         case .metricsFile: pick(\.metricsFile)
         case .state: pick(\.state)
         case .leaseSeconds: pick(\.leaseSeconds)

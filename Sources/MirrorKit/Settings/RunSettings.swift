@@ -63,6 +63,8 @@ package struct RunSettings: Sendable {
     package var logFormat: LogFormat
     var metadata: Bool
     var keepDeleted: Bool
+    /// Runs after each saved file (`--exec`, `--exec-shell`).
+    var hook: CommandHook?
     package var metricsFile: String?
     /// The shared PostgreSQL state; nil for SQLite in `.mirror`.
     package var postgres: PostgresLocation?
@@ -98,6 +100,16 @@ package struct RunSettings: Sendable {
         logFormat = given.logFormat ?? .text
         metadata = given.metadata ?? false
         keepDeleted = given.keepDeleted ?? false
+        switch (given.exec, given.execShell) {
+        case (let exec?, nil):
+            switch CommandHook.make(exec, environment: ProcessInfo.processInfo.environment) {
+            case .success(let hook): self.hook = hook
+            case .failure(let error): throw .configuration(error.description)
+            }
+        case (nil, let script?): hook = CommandHook.shell(script)
+        case (nil, nil): hook = nil
+        case (_?, _?): throw .configuration("exec and execShell (--exec, --exec-shell) contradict each other: give one")
+        }
         metricsFile = given.metricsFile.map { NSString(string: $0).expandingTildeInPath }
         postgres = try given.state.map { text throws(MirrorError) in try PostgresLocation(text) }
         leaseDuration = .seconds(given.leaseSeconds ?? Defaults.leaseSeconds)
@@ -113,7 +125,7 @@ package struct RunSettings: Sendable {
     package var imgurDriver: MirrorDriver.Settings {
         MirrorDriver.Settings(
             mode: mode, concurrency: concurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata,
-            keepDeleted: keepDeleted, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder)
+            keepDeleted: keepDeleted, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder, hook: hook)
     }
 
     /// How the driver fetches and names a feed run's files: one at a time unless told otherwise,
@@ -121,7 +133,7 @@ package struct RunSettings: Sendable {
     package var feedDriver: MirrorDriver.Settings {
         MirrorDriver.Settings(
             mode: mode, concurrency: feedConcurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata,
-            keepDeleted: keepDeleted)
+            keepDeleted: keepDeleted, hook: hook)
     }
 
     /// How `tag`'s listing is read.

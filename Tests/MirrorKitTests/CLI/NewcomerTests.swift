@@ -350,6 +350,47 @@ struct NewcomerTests {
         }
     }
 
+    @Test func execRunsAProgramAfterEachSavedFileWithTheFileInItsEnvironment() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let log = dir.appendingPathComponent("hook.log").path
+                let script = dir.appendingPathComponent("hook").path
+                try TestSupport.write(Array(
+                    "#!/bin/sh\necho \"$1|$MIRROR_PATH|$MIRROR_RELATIVE_PATH|$MIRROR_URL|$MIRROR_ITEM|$MIRROR_SOURCE|$MIRROR_BYTES\" >> \"$2\"\n".utf8),
+                    to: script)
+                chmod(script, 0o755)
+                let common = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
+                let run = try await MirrorProcess.run(["cats", "--out", out, "--exec", "\(script) first \(log)"] + common)
+                #expect(run.status == 0, "\(run.stderr)")
+                let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+                #expect(lines.count == 26, "once per saved file")
+                let full = try #require(lines.first { $0[2] == "full/aB3dE5f.jpg" })
+                #expect(full == [
+                    "first", out + "/full/aB3dE5f.jpg", "full/aB3dE5f.jpg", "\(server.baseURL)/aB3dE5f.jpg",
+                    "\(server.baseURL)/aB3dE5f.jpg", "tag cats", "\(server.content(of: "/aB3dE5f.jpg")?.count ?? -1)",
+                ])
+
+                // A shell command, and a program that fails: the files stay, the failure is said.
+                let shellOut = dir.appendingPathComponent("shell").path
+                let shellLog = dir.appendingPathComponent("shell.log").path
+                let shell = try await MirrorProcess.run(
+                    ["cats", "--out", shellOut, "--exec-shell", "echo \"$MIRROR_RELATIVE_PATH\" >> '\(shellLog)'"] + common)
+                #expect(shell.status == 0, "\(shell.stderr)")
+                #expect(try String(contentsOfFile: shellLog, encoding: .utf8).split(separator: "\n").count == 26)
+                let failingOut = dir.appendingPathComponent("failing").path
+                let failing = try await MirrorProcess.run(["cats", "--out", failingOut, "--exec", "/bin/false"] + common)
+                #expect(failing.status == 1)
+                #expect(failing.stderr.contains("--exec /bin/false for full/aB3dE5f.jpg exited with 1"), "\(failing.stderr)")
+                #expect(FileManager.default.fileExists(atPath: failingOut + "/full/aB3dE5f.jpg"))
+
+                let missing = try await MirrorProcess.run(["cats", "--out", out, "--exec", "no-such-program-here"] + common)
+                #expect(missing.status == 64)
+                #expect(missing.stderr.contains("--exec: no program named no-such-program-here in PATH"), "\(missing.stderr)")
+            }
+        }
+    }
+
     @Test func aFeedURLWithoutItsSchemeIsNamedWithAHint() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let out = dir.appendingPathComponent("out").path
