@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Turns Imgur images into the driver's jobs: each image's thumbnail under `preview/` and its
 /// full-size file under `full/`, settled together as one group, with its metadata sidecar. Every
 /// Imgur source (tag, album, post) submits its images through this.
@@ -16,13 +18,20 @@ struct ImageJobs: Sendable {
     }
 
     /// Writes what the API says of `image` (unless `replacing` is false and there is a sidecar
-    /// already); false when the run must stop.
-    func describe(_ image: ImgurImage, replacing: Bool) -> Bool {
+    /// already), without the kinds of file in `removed` (gone upstream); false when the run must stop.
+    @discardableResult
+    func describe(_ image: ImgurImage, replacing: Bool, removed: [String] = []) -> Bool {
         guard let sidecars = sink.sidecars, let item = urls.item(for: image) else { return true }
         do throws(MirrorError) {
             let name = ImageSidecar.name(of: image.id)
             let sources = try sidecars.sources(of: name, adding: sink.name)
-            try sidecars.write(ImageSidecar(image, item: item, sources: sources), as: name, replacing: replacing)
+            var sidecar = ImageSidecar(image, item: item, sources: sources)
+            if !removed.isEmpty {
+                // The sidecar names no file the mirror does not have.
+                for kind in removed { sidecar.files[kind] = nil }
+                sidecar.removedUpstream = removed.sorted()
+            }
+            try sidecars.write(sidecar, as: name, replacing: replacing)
         } catch where error.stopsTheRun {
             sink.halt(error)
             return false
@@ -50,14 +59,20 @@ struct ImageJobs: Sendable {
             // not: a thumbnail held behind this worker's large file would strand its claim (and,
             // were the worker killed, be asked for again by another), while the other workers'
             // connections are what a CDN's per-connection limit rewards.
+            // Gone upstream: the sidecar says so, rather than name a file the mirror lacks.
+            let (jobs, gone) = (self, RemovedKinds())
+            let settle = { @Sendable (kind: String, outcome: JobRunner.Outcome) async in
+                if case .removed = outcome { jobs.describe(image, replacing: true, removed: gone.adding(kind)) }
+                await groups.settle(item.id, outcome)
+            }
             if let previewURL = item.previewURL, let previewName = item.previewFileName {
                 await sink.submit(
                     MirrorJob(url: previewURL, relativePath: "preview/\(previewName)", expectedSize: nil),
-                    forced: shared, then: { await groups.settle(item.id, $0) })
+                    forced: shared, then: { await settle("preview", $0) })
             }
             await sink.submit(
                 MirrorJob(url: item.fullURL, relativePath: "full/\(item.fullFileName)", expectedSize: item.expectedSize),
-                forced: true, then: { await groups.settle(item.id, $0) })
+                forced: true, then: { await settle("full", $0) })
         }
         // An id that makes no safe file name will not make one next run either.
         guard !unusable.isEmpty else { return }
@@ -65,6 +80,19 @@ struct ImageJobs: Sendable {
             try await sink.store.markImagesDone(unusable)
         } catch {
             sink.halt(error)
+        }
+    }
+}
+
+/// The kinds of an image's files (`full`, `preview`) its host has removed, as their jobs end.
+private final class RemovedKinds: Sendable {
+    private let kinds = Mutex<Set<String>>([])
+
+    /// Adds `kind`; all of them so far.
+    func adding(_ kind: String) -> [String] {
+        kinds.withLock { kinds in
+            kinds.insert(kind)
+            return Array(kinds)
         }
     }
 }

@@ -25,12 +25,16 @@ struct ImageSidecar: Encodable {
     var album: Album?
     var galleryLink: String
     var link: String?
+    /// The mirror's files of the image, by kind (`full`, `preview`): only those it has or will have.
     var files: [String: String]
+    /// Kinds of file the host has removed (`full`): the mirror has none of them.
+    var removedUpstream: [String]?
     var sources: [String]
 
     enum CodingKeys: String, CodingKey {
         case id, title, description, tags, datetime, timestamp, type, size, width, height, animated, album, link, files
         case sources
+        case removedUpstream = "removed_upstream"
         case mp4Size = "mp4_size"
         case galleryLink = "gallery_link"
     }

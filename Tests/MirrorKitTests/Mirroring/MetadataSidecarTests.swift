@@ -54,6 +54,23 @@ struct MetadataSidecarTests {
         }
     }
 
+    @Test func aRemovedImagesSidecarNamesNoFileTheMirrorLacks() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await runTag(server, into: dir)
+                // Rm0vEd1's media redirects to removed.png: reported, not saved.
+                let removed = try sidecar(dir, "meta/Rm0vEd1.json")
+                let files = try #require(removed["files"] as? [String: String])
+                #expect(files.isEmpty, "\(files)")
+                #expect(removed["removed_upstream"] as? [String] == ["full", "preview"])
+                // An image that is there keeps both.
+                let present = try #require(try sidecar(dir, "meta/aB3dE5f.json")["files"] as? [String: String])
+                #expect(Set(present.keys) == ["full", "preview"])
+                #expect(try sidecar(dir, "meta/aB3dE5f.json")["removed_upstream"] == nil)
+            }
+        }
+    }
+
     @Test func aSidecarFollowsAnEditAndIsNotRewrittenWithoutOne() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in

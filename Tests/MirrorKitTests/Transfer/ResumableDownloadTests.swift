@@ -111,14 +111,16 @@ struct ResumableDownloadTests {
         let impatient = TransferEngine(configuration: .init(lowSpeedLimit: 10_000, lowSpeedSeconds: 5))
         try await withDownloader(engine: impatient) { server, downloader, _ in
             server.addMedia(path: "/stall.bin", size: 1 << 20)
-            server.inject(.stall(afterBytes: 256 << 10, seconds: 30), path: "/stall.bin")
+            // Twice: on a machine loaded enough that the first attempt is given up before its
+            // first bytes (keeping nothing), the second still stalls with some to resume from.
+            server.inject(.stall(afterBytes: 256 << 10, seconds: 30), path: "/stall.bin", times: 2)
             let file = try await downloader.fetch(server.baseURL + "/stall.bin")
             #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/stall.bin")))
             // It resumed by Range from what it had (on a loaded machine a slow patch before the
             // stall may be taken for one too, so the offset is checked as a range, not a value).
             let resumedFrom = server.requests.compactMap { $0.header("Range") }
                 .compactMap { Int($0.dropFirst("bytes=".count).dropLast()) }
-            #expect(resumedFrom.contains { $0 > 0 && $0 <= 256 << 10 }, "\(resumedFrom)")
+            #expect(resumedFrom.contains { $0 > 0 && $0 <= 512 << 10 }, "\(resumedFrom)")
             #expect(server.bodyBytesSent(path: "/stall.bin") <= (1 << 20) + (256 << 10))
         }
     }
