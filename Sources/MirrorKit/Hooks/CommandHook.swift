@@ -27,29 +27,62 @@ package struct CommandHook: SavedFileHook {
     }
 
     static func isRunnable(_ program: String, path: String) -> Bool {
-        if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) }
-        return path.split(separator: ":").contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(program)") }
+        func runnable(_ path: String) -> Bool {
+            var isFolder: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && !isFolder.boolValue
+                && FileManager.default.isExecutableFile(atPath: path)
+        }
+        if program.contains("/") { return runnable(program) }
+        return path.split(separator: ":").contains { runnable("\($0)/\(program)") }
     }
 
+    /// How long one run of the program may take before it is stopped (its process group gets
+    /// SIGTERM, then SIGKILL ten seconds later).
+    static let timeLimit: Duration = .seconds(30 * 60)
+
+    /// What the program is called in messages: the option that named it.
+    var name: String { isShell ? "--exec-shell" : "--exec \(command[0])" }
+    private var isShell: Bool { command.count == 3 && command[0] == "/bin/sh" && command[1] == "-c" }
+
     package func saved(_ file: SavedFile) async -> String? {
+        // Not the job's task: a run stopped at its deadline lets a hook that began finish (within
+        // its time limit) rather than kill it and call that a failure.
+        let run = Task.detached { await self.run(for: file) }
+        let timer = Task.detached {
+            try? await Task.sleep(for: Self.timeLimit)
+            if !Task.isCancelled { run.cancel() }
+        }
+        defer { timer.cancel() }
+        return await run.value
+    }
+
+    private func run(for file: SavedFile) async -> String? {
+        // The file's names come from remote data: they travel in the environment, never in the
+        // arguments or a shell string. The state's password is not the hook's business.
         let environment: [Environment.Key: String?] = [
             "MIRROR_PATH": file.path, "MIRROR_RELATIVE_PATH": file.relativePath, "MIRROR_URL": file.url,
             "MIRROR_ITEM": file.item, "MIRROR_SOURCE": file.source ?? "", "MIRROR_BYTES": String(file.bytes),
+            "PGPASSWORD": nil, "PGPASSFILE": nil,
         ]
         let executable: Executable = command[0].contains("/") ? .path(.init(command[0])) : .name(command[0])
+        var options = PlatformOptions()
+        // Its own process group, so a stop reaches whatever it started too.
+        options.processGroupID = 0
+        options.teardownSequence = [.gracefulShutDown(toProcessGroup: true, allowedDurationToNextStep: .seconds(10))]
         do {
-            let result = try await run(
+            let result = try await Subprocess.run(
                 executable, arguments: Arguments(Array(command.dropFirst())), environment: .inherit.updating(environment),
-                output: .discarded, error: .fileDescriptor(.standardError, closeAfterSpawningProcess: false))
+                platformOptions: options, output: .discarded, error: .fileDescriptor(.standardError, closeAfterSpawningProcess: false))
             let status: String
             switch result.terminationStatus {
             case .exited(0): return nil
             case .exited(let code): status = "exited with \(code)"
-            case .signaled(let signal): status = "was killed by signal \(signal)"
+            case .signaled(let signal): status = Task.isCancelled
+                ? "did not end within \(DurationText.spoken(Self.timeLimit)) and was stopped" : "was killed by signal \(signal)"
             }
-            return "--exec \(command[0]) for \(file.relativePath) \(status)"
+            return "\(name) for \(file.relativePath) \(status)"
         } catch {
-            return "--exec \(command[0]) for \(file.relativePath) could not run: \(error)"
+            return "\(name) for \(file.relativePath) could not run: \(error)"
         }
     }
 }

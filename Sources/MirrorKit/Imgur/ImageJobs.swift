@@ -62,7 +62,9 @@ struct ImageJobs: Sendable {
             // Gone upstream: the sidecar says so, rather than name a file the mirror lacks.
             let (jobs, gone) = (self, RemovedKinds())
             let settle = { @Sendable (kind: String, outcome: JobRunner.Outcome) async in
-                if case .removed = outcome { jobs.describe(image, replacing: true, removed: gone.adding(kind)) }
+                if case .removed = outcome {
+                    gone.adding(kind) { jobs.describe(image, replacing: true, removed: $0) }
+                }
                 await groups.settle(item.id, outcome)
             }
             if let previewURL = item.previewURL, let previewName = item.previewFileName {
@@ -88,11 +90,12 @@ struct ImageJobs: Sendable {
 private final class RemovedKinds: Sendable {
     private let kinds = Mutex<Set<String>>([])
 
-    /// Adds `kind`; all of them so far.
-    func adding(_ kind: String) -> [String] {
+    /// Adds `kind` and hands `write` all of them so far, under the lock: the sidecar written
+    /// last is the one that knows the most.
+    func adding(_ kind: String, then write: ([String]) -> Void) {
         kinds.withLock { kinds in
             kinds.insert(kind)
-            return Array(kinds)
+            write(Array(kinds))
         }
     }
 }

@@ -125,18 +125,19 @@ package final class MirrorDriver: Sendable {
         // A halted session's error (a full disk) comes first: it is why the listing stopped.
         summary.stoppedBy = summary.stoppedBy ?? listing.stoppedBy
         summary.unavailableHosts = runner.health.verdicts
-        for verdict in summary.unavailableHosts where verdict.isUnresolved {
-            // A name that resolved for an earlier run may be a DNS outage: that is try-later.
-            if let served = try? await runner.state.hasFiles(fromHost: verdict.host), !served {
-                summary.unresolvableHosts.append(verdict.host)
-            }
-        }
         // Files that failed before their host was given up, for the reason it was, are left for
         // the next run like the files that followed them: they are no loss to report as one.
         for failure in summary.failures where runner.isHostTrouble(failure) { summary.defer(failure.url) }
         summary.failures.removeAll { runner.isHostTrouble($0) }
         for failure in summary.failures where JobRunner.isUnansweredOrThrottled(failure) {
             runner.logger.error("\(failure)", metadata: failure.logFields)
+        }
+        for verdict in summary.unavailableHosts where verdict.isUnresolved && summary.deferredByHost[verdict.host, default: 0] > 0 {
+            // A name that resolved for an earlier run may be a DNS outage: that is try-later. One
+            // whose files all came from a mirror instead lost nothing.
+            if let served = try? await runner.state.hasFiles(fromHost: verdict.host), !served {
+                summary.unresolvableHosts.append(verdict.host)
+            }
         }
         summary.listing = listing.listing
         // What stopped the listing before a cancel still counts (sources record no error a

@@ -74,7 +74,7 @@ enum PostgresSchema {
         // Every run of a source reads its files (to find those deleted from the disk), and
         // claims the ones recorded before sources were: neither may read the whole table.
         (3, [
-            "CREATE INDEX files_by_source ON files (source)",
+            "CREATE INDEX IF NOT EXISTS files_by_source ON files (source)",
         ]),
     ]
 

@@ -219,7 +219,8 @@ package final class PostgresState: MirrorStore {
 
     func hasFiles(fromHost host: String) async throws(MirrorError) -> Bool {
         !(try await rows(
-            "SELECT 1 FROM files WHERE starts_with(url, \("http://" + host + "/")) OR starts_with(url, \("https://" + host + "/")) LIMIT 1"
+            // Case-blind, as SQLite's LIKE is: a host name has no case.
+            "SELECT 1 FROM files WHERE starts_with(lower(url), \("http://" + host.lowercased() + "/")) OR starts_with(lower(url), \("https://" + host.lowercased() + "/")) LIMIT 1"
         )).isEmpty
     }
 

@@ -60,7 +60,8 @@ struct TransferError: Error, Sendable, CustomStringConvertible {
     var unanswered: HostHealth.Unanswered? {
         guard response == nil, case .transport(let code, let message) = reason else { return nil }
         switch code {
-        case 6: return .notResolved
+        // After a redirect the name that did not resolve may be another host's.
+        case 6: return message.contains(URLComponents(string: url)?.host ?? url) ? .notResolved : .notConnected
         case 5, 7, 35, 60: return .notConnected
         // curl says "Connection timed out" or "Failed to connect" for the connect phase.
         case 28 where message.contains("onnect"): return .notConnected

@@ -357,18 +357,21 @@ struct NewcomerTests {
                 let log = dir.appendingPathComponent("hook.log").path
                 let script = dir.appendingPathComponent("hook").path
                 try TestSupport.write(Array(
-                    "#!/bin/sh\necho \"$1|$MIRROR_PATH|$MIRROR_RELATIVE_PATH|$MIRROR_URL|$MIRROR_ITEM|$MIRROR_SOURCE|$MIRROR_BYTES\" >> \"$2\"\n".utf8),
+                    "#!/bin/sh\necho \"$1|$MIRROR_PATH|$MIRROR_RELATIVE_PATH|$MIRROR_URL|$MIRROR_ITEM|$MIRROR_SOURCE|$MIRROR_BYTES|${PGPASSWORD-unset}\" >> \"$2\"\necho HOOK-SAYS-SO\n".utf8),
                     to: script)
                 chmod(script, 0o755)
                 let common = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
-                let run = try await MirrorProcess.run(["cats", "--out", out, "--exec", "\(script) first \(log)"] + common)
+                // The state's password (were it PostgreSQL's) is not passed on.
+                let run = try await MirrorProcess.run(
+                    ["cats", "--out", out, "--exec", "\(script) first \(log)"] + common, environment: ["PGPASSWORD": "secret"])
                 #expect(run.status == 0, "\(run.stderr)")
+                #expect(!run.stdout.contains("HOOK-SAYS-SO") && !run.stderr.contains("HOOK-SAYS-SO"), "its standard output is dropped")
                 let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
                 #expect(lines.count == 26, "once per saved file")
                 let full = try #require(lines.first { $0[2] == "full/aB3dE5f.jpg" })
                 #expect(full == [
                     "first", out + "/full/aB3dE5f.jpg", "full/aB3dE5f.jpg", "\(server.baseURL)/aB3dE5f.jpg",
-                    "\(server.baseURL)/aB3dE5f.jpg", "tag cats", "\(server.content(of: "/aB3dE5f.jpg")?.count ?? -1)",
+                    "\(server.baseURL)/aB3dE5f.jpg", "tag cats", "\(server.content(of: "/aB3dE5f.jpg")?.count ?? -1)", "unset",
                 ])
 
                 // A shell command, and a program that fails: the files stay, the failure is said.
@@ -383,6 +386,15 @@ struct NewcomerTests {
                 #expect(failing.status == 1)
                 #expect(failing.stderr.contains("--exec /bin/false for full/aB3dE5f.jpg exited with 1"), "\(failing.stderr)")
                 #expect(FileManager.default.fileExists(atPath: failingOut + "/full/aB3dE5f.jpg"))
+                let failingShell = try await MirrorProcess.run(
+                    ["cats", "--out", dir.appendingPathComponent("failing-shell").path, "--exec-shell", "exit 3"] + common)
+                #expect(failingShell.status == 1)
+                #expect(failingShell.stderr.contains("--exec-shell for full/aB3dE5f.jpg exited with 3"), "\(failingShell.stderr)")
+                // A run with nothing new runs no hook.
+                let logged = try String(contentsOfFile: log, encoding: .utf8).count
+                let again = try await MirrorProcess.run(["cats", "--out", out, "--exec", "\(script) first \(log)"] + common)
+                #expect(again.status == 0 && again.stdout.hasPrefix("cats: nothing new"), "\(again.stdout)")
+                #expect(try String(contentsOfFile: log, encoding: .utf8).count == logged)
 
                 let missing = try await MirrorProcess.run(["cats", "--out", out, "--exec", "no-such-program-here"] + common)
                 #expect(missing.status == 64)

@@ -19,6 +19,28 @@ struct HostHealthTests {
         #expect(health.verdict(forHost: "cdn.test:8443") == nil)
     }
 
+    @Test func aHostIsUnresolvedOnlyWhenItsNameNeverResolvedThisRun() {
+        let never = HostHealth()
+        for _ in 0..<3 { never.recordUnanswered(url: "https://typo.test/a.jpg", .notResolved, message: "Could not resolve host: typo.test") }
+        #expect(never.verdict(forHost: "typo.test")?.isUnresolved == true)
+        #expect(never.verdict(forHost: "typo.test")?.description == "cannot resolve typo.test (3 attempts)")
+
+        // A host that answered once, then stopped resolving, is down (a DNS outage), not a typo.
+        let once = HostHealth()
+        once.recordAnswer(url: "https://cdn.test/a.jpg")
+        for _ in 0..<3 { once.recordUnanswered(url: "https://cdn.test/b.jpg", .notResolved, message: "Could not resolve host: cdn.test") }
+        #expect(once.verdict(forHost: "cdn.test")?.isUnresolved == false)
+    }
+
+    @Test func aResolveFailureIsTheRequestsHostsOnlyWhenCurlNamesIt() {
+        func kind(_ url: String, _ message: String) -> HostHealth.Unanswered? {
+            TransferError(url: url, reason: .transport(code: 6, message: message)).unanswered
+        }
+        #expect(kind("https://typo.test/a.jpg", "Could not resolve host: typo.test") == .notResolved)
+        // A redirect to a name that does not resolve is not the redirector's typo.
+        #expect(kind("https://dts.podtrac.test/x.mp3", "Could not resolve host: cdn.gone.test") == .notConnected)
+    }
+
     @Test func connectionsThatDieBeforeAnAnswerNeedThreeFilesOneBrokenImageIsNotEnough() {
         let health = HostHealth()
         // One image: its thumbnail and its full-size file, retried over and over.
