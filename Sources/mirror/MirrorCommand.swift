@@ -60,6 +60,9 @@ struct CommonOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Like --exec, but a shell command, run by /bin/sh -c.", valueName: "command"))
     var execShell: String?
 
+    @Flag(help: "Run no --exec or --exec-shell the config file names.")
+    var noExec = false
+
     @Option(help: ArgumentHelp(
         "Write a Prometheus text file here during and after each run, for node_exporter's textfile collector.",
         valueName: "file"))
@@ -68,7 +71,9 @@ struct CommonOptions: ParsableArguments {
     func validate() throws {
         try validateDirectory(out, option: "--out")
         if noConfig, let config { throw ValidationError("--config \(config) and --no-config contradict each other: give one") }
-        if exec != nil, execShell != nil { throw ValidationError("--exec and --exec-shell contradict each other: give one") }
+        if [exec != nil, execShell != nil, noExec].filter({ $0 }).count > 1 {
+            throw ValidationError("--exec, --exec-shell and --no-exec contradict each other: give one")
+        }
         if let exec, case .failure(let error) = CommandHook.make(exec, environment: ProcessInfo.processInfo.environment) {
             throw ValidationError(error.description)
         }
@@ -81,7 +86,7 @@ struct CommonOptions: ParsableArguments {
         flags.logFormat = logFormat
         flags.metadata = metadata
         flags.keepDeleted = keepDeleted
-        flags.exec = exec
+        flags.exec = noExec ? "" : exec
         flags.execShell = execShell
         flags.metricsFile = metricsFile
     }

@@ -61,7 +61,8 @@ struct JobRunner: Sendable {
         case alreadyPresent
         /// Asked again (`new-file`): the server's file is the one the mirror holds.
         case unchanged
-        case removed(String)
+        /// Gone upstream; `known` when an earlier run found it so (it is not named again).
+        case removed(String, known: Bool = false)
         case interrupted
         /// Not tried: its host is down or throttling this run; a later run tries it.
         case deferred(url: String)
@@ -182,7 +183,9 @@ struct JobRunner: Sendable {
             summary.alreadyPresent += 1
         case .unchanged:
             summary.unchanged += 1
-        case .removed(let url):
+        case .removed(_, known: true):
+            summary.removedBefore += 1
+        case .removed(let url, known: false):
             logger.info("removed upstream: \(url)", metadata: ["url": "\(url)"])
             summary.removed.append(url)
         case .interrupted:
@@ -277,7 +280,7 @@ struct JobRunner: Sendable {
                 // media gone upstream has none to offer.
                 if mode == .skipIfExists || (removed && job.isMedia) { return .alreadyPresent }
             } else {
-                if removed { return .removed(job.url) }
+                if removed { return .removed(job.url, known: true) }
                 if mode == .skipIfExists, try directory.fileExists(job.relativePath) { return .alreadyPresent }
             }
         } catch {

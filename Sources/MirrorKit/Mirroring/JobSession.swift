@@ -177,6 +177,7 @@ extension MirrorSummary {
         newVersions += other.newVersions
         missingFetchedAgain += other.missingFetchedAgain
         removed += other.removed
+        removedBefore += other.removedBefore
         deferred += other.deferred
         deferredByHost.merge(other.deferredByHost, uniquingKeysWith: +)
         failures += other.failures

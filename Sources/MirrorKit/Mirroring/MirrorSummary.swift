@@ -13,8 +13,11 @@ package struct MirrorSummary: Sendable {
     /// New releases a feed names that `skip-if-exists` mode left alone, one line each.
     package var skippedReleases: [String] = []
     package var bytesDownloaded: Int64 = 0
-    /// Media the host has removed; reported, not counted as failures.
+    /// Media the host has removed, found so this run; reported, not counted as failures.
     package var removed: [String] = []
+    /// Media an earlier run found removed, listed again (a post, a feed relists everything):
+    /// counted, not named again.
+    package var removedBefore = 0
     /// Albums the API no longer has; reported once, not counted as failures.
     package var removedAlbums: [String] = []
     package var failures: [DownloadError] = []
@@ -64,7 +67,7 @@ package struct MirrorSummary: Sendable {
     }
 
     package var line: String {
-        if wanted == 0, failures.isEmpty, removed.isEmpty, problems.isEmpty, skippedReleases.isEmpty, !interrupted,
+        if wanted == 0, failures.isEmpty, removed.isEmpty, removedBefore == 0, problems.isEmpty, skippedReleases.isEmpty, !interrupted,
            stoppedOnlyByTheBudget {
             return (["nothing new"] + (listing.map { [$0.line] } ?? [])).joined(separator: ", ")
         }
@@ -76,7 +79,7 @@ package struct MirrorSummary: Sendable {
         if !skippedReleases.isEmpty {
             parts.append("\(skippedReleases.count) new release\(skippedReleases.count == 1 ? "" : "s") skipped (skip-if-exists)")
         }
-        if !removed.isEmpty { parts.append("\(removed.count) removed upstream") }
+        if removed.count + removedBefore > 0 { parts.append("\(removed.count + removedBefore) removed upstream") }
         if deferred > 0 { parts.append("\(deferred) left for the next run") }
         parts.append("\(failures.count) failed")
         if interrupted { parts.append("interrupted (partial downloads kept)") }

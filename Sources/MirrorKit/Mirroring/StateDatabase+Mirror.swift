@@ -18,7 +18,7 @@ extension RunRecord {
         self.init(
             source: source, startedAt: startedAt, endedAt: endedAt, exitStatus: exitStatus, line: summary.line,
             filesWanted: summary.wanted, filesDownloaded: summary.downloaded, bytesDownloaded: summary.bytesDownloaded,
-            filesPresent: summary.alreadyPresent, filesUnchanged: summary.unchanged, filesRemoved: summary.removed.count,
+            filesPresent: summary.alreadyPresent, filesUnchanged: summary.unchanged, filesRemoved: summary.removed.count + summary.removedBefore,
             filesDeferred: summary.deferred, filesFailed: summary.failures.count,
             failures: summary.failures.prefix(Self.maxFailuresKept).map { FailedFile(url: $0.url, problem: $0.description) },
             stoppedBy: summary.stoppedBy?.description, interrupted: summary.interrupted,

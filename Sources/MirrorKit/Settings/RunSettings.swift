@@ -75,7 +75,12 @@ package struct RunSettings: Sendable {
     /// was given: `--max-wait`, or the config file and its key.
     package init(file: MirrorConfiguration = MirrorConfiguration(), flags: MirrorConfiguration = MirrorConfiguration()) throws(MirrorError) {
         try flags.validate(origin: .flags)
-        let given = file.overridden(by: flags)
+        var given = file.overridden(by: flags)
+        // exec and execShell are one setting given two ways: a flag of either replaces both of
+        // the file's (an empty --exec, as --no-exec gives, none at all).
+        if flags.exec != nil || flags.execShell != nil {
+            (given.exec, given.execShell) = (flags.exec, flags.execShell)
+        }
         if given.progress == .always, given.logFormat == .json {
             throw .configuration("progress 'always' and JSON logs do not go together: progress lines would land among the JSON lines on standard error")
         }
@@ -101,6 +106,7 @@ package struct RunSettings: Sendable {
         metadata = given.metadata ?? false
         keepDeleted = given.keepDeleted ?? false
         switch (given.exec, given.execShell) {
+        case ("", nil): hook = nil
         case (let exec?, nil):
             switch CommandHook.make(exec, environment: ProcessInfo.processInfo.environment) {
             case .success(let hook): self.hook = hook

@@ -403,6 +403,47 @@ struct NewcomerTests {
         }
     }
 
+    @Test func aHookInTheConfigIsReplacedOrTurnedOffByTheCommandLine() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let config = dir.appendingPathComponent("config.json").path
+                try TestSupport.write(Array(#"{"execShell": "exit 3"}"#.utf8), to: config)
+                func run(_ name: String, _ extra: [String]) async throws -> MirrorProcess.Run {
+                    try await MirrorProcess.run([
+                        "https://imgur.com/aB3dE5f", "--out", dir.appendingPathComponent(name).path, "--client-id-file", idFile,
+                        "--api-base", server.baseURL, "--media-base", server.baseURL, "--config", config,
+                    ] + extra)
+                }
+                #expect(try await run("config", []).status == 1, "the config's hook fails")
+                let off = try await run("off", ["--no-exec"])
+                #expect(off.status == 0, "\(off.stderr)")
+                let replaced = try await run("replaced", ["--exec", "/bin/true"])
+                #expect(replaced.status == 0, "a flag replaces the config's hook, whichever way each is given: \(replaced.stderr)")
+                #expect(try await run("both", ["--exec", "/bin/true", "--no-exec"]).status == 64)
+            }
+        }
+    }
+
+    @Test func mediaFoundRemovedIsNamedOnceEvenWhereItsSourceListsItAgain() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                // An image's source lists it on every run, unlike a tag's incremental crawl.
+                let arguments = [
+                    "https://imgur.com/Rm0vEd1", "--out", dir.appendingPathComponent("out").path, "--client-id-file", idFile,
+                    "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ]
+                let first = try await MirrorProcess.run(arguments)
+                #expect(first.status == 0, "\(first.stderr)")
+                #expect(first.stdout.contains("2 removed upstream"), "\(first.stdout)")
+                #expect(first.stdout.contains("image Rm0vEd1: removed upstream, not asked for again: "), "\(first.stdout)")
+                let again = try await MirrorProcess.run(arguments)
+                #expect(again.status == 0, "\(again.stderr)")
+                #expect(again.stdout.contains("2 removed upstream"), "still counted: \(again.stdout)")
+                #expect(!again.stdout.contains("not asked for again"), "named once: \(again.stdout)")
+            }
+        }
+    }
+
     @Test func aFeedURLWithoutItsSchemeIsNamedWithAHint() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let out = dir.appendingPathComponent("out").path
