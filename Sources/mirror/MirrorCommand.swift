@@ -37,7 +37,7 @@ struct CommonOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log every request and file.")
     var verbose = false
 
-    @Option(help: "Stop starting work after this long, e.g. 50m or 1h30m, and exit 0 if nothing failed; the next run carries on. Keep it shorter than the cron interval.")
+    @Option(help: "Stop starting work after this long, e.g. 50m or 1h30m, and exit 0 if nothing failed; the next run carries on. Keep it shorter than the cron interval (default: no limit).")
     var maxDuration: String?
 
     @Option(help: "Live progress on standard error: auto (when it is a terminal), always, never (default auto).")
@@ -46,14 +46,14 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "Standard error's lines: text, or json (one object per line, for log shippers) (default text).")
     var logFormat: LogFormat?
 
-    @Flag(inversion: .prefixedNo, help: "Write a JSON sidecar of what the API or feed said of each file under meta/ (see README); --no-metadata overrides the config.")
+    @Flag(inversion: .prefixedNo, help: "Write a JSON sidecar of what the API or feed said of each file under meta/ (see README); --no-metadata overrides the config (default off).")
     var metadata: Bool?
 
     @Flag(inversion: .prefixedNo, help: "Leave a mirrored file that was deleted from the mirror deleted; by default each run finds such files (one stat each) and fetches them again. --no-keep-deleted overrides the config.")
     var keepDeleted: Bool?
 
     @Option(help: ArgumentHelp(
-        "Run this program after each saved file, with the file in its environment (MIRROR_PATH, MIRROR_RELATIVE_PATH, MIRROR_URL, MIRROR_ITEM, MIRROR_SOURCE, MIRROR_BYTES); split at spaces, not through a shell. Its standard error is mirror's; a failure is reported at the end (exit 1).",
+        "Run this program after each saved file, with the file in its environment (MIRROR_PATH, MIRROR_RELATIVE_PATH, MIRROR_URL, MIRROR_ITEM, MIRROR_SOURCE, MIRROR_BYTES); split at spaces, not through a shell. Its standard error is mirror's; a failure is reported at the end (exit 1) (default: none).",
         valueName: "program [argument...]"))
     var exec: String?
 
@@ -64,7 +64,7 @@ struct CommonOptions: ParsableArguments {
     var noExec = false
 
     @Option(help: ArgumentHelp(
-        "Write a Prometheus text file here during and after each run, for node_exporter's textfile collector.",
+        "Write a Prometheus text file here during and after each run, for node_exporter's textfile collector (default: none).",
         valueName: "file"))
     var metricsFile: String?
 
@@ -118,7 +118,7 @@ struct DownloadOptions: ParsableArguments {
     @Option(help: "skip-if-exists (default) asks nothing for a file the mirror has; new-file asks again every run and keeps each new version as name(1).ext. Also spelled skipIfExists, newFile.")
     var mode: DownloadMode?
 
-    @Option(help: "Most download bandwidth for all files together, e.g. 2M or 500k bytes per second.")
+    @Option(help: "Most download bandwidth for all files together, e.g. 2M or 500k bytes per second (default: no limit).")
     var maxBandwidth: String?
 
     @Option(help: "Attempts per file, the first included (default \(RunSettings.Defaults.retries)).")
