@@ -3,7 +3,7 @@ import Subprocess
 import SystemPackage
 
 /// Runs a program after each saved file, as `--exec` asks: directly, not through a shell (unless
-/// the program is one), with the file in its environment: `MIRROR_PATH`, `MIRROR_RELATIVE_PATH`,
+/// the program is one), in the mirror directory, with the file in its environment: `MIRROR_PATH`, `MIRROR_RELATIVE_PATH`,
 /// `MIRROR_URL`, `MIRROR_ITEM`, `MIRROR_SOURCE`, `MIRROR_BYTES`. Its standard output is dropped
 /// (cron mails only what went wrong) and its standard error is mirror's, to say why it failed.
 package struct CommandHook: SavedFileHook {
@@ -72,7 +72,7 @@ package struct CommandHook: SavedFileHook {
         do {
             let result = try await Subprocess.run(
                 executable, arguments: Arguments(Array(command.dropFirst())), environment: .inherit.updating(environment),
-                platformOptions: options, output: .discarded, error: .fileDescriptor(.standardError, closeAfterSpawningProcess: false))
+                workingDirectory: FilePath(file.mirror), platformOptions: options, output: .discarded, error: .fileDescriptor(.standardError, closeAfterSpawningProcess: false))
             let status: String
             switch result.terminationStatus {
             case .exited(0): return nil

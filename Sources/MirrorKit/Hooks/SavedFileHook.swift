@@ -4,6 +4,8 @@ import Synchronization
 package struct SavedFile: Sendable, Equatable {
     /// The file's absolute path.
     package var path: String
+    /// The mirror directory, absolute: where a hook runs.
+    package var mirror: String
     /// The path relative to the mirror directory.
     package var relativePath: String
     /// The URL that served it.
@@ -31,11 +33,16 @@ final class HookFailures: Sendable {
         failures.withLock { $0.append(failure) }
     }
 
-    /// The failures so far, which are then forgotten.
+    /// Failures named one by one at most; more are counted, not listed (a hook that fails for
+    /// every file of a big tag must not fill the cron mail).
+    static let named = 20
+
+    /// The failures so far, which are then forgotten: the first ``named``, then how many more.
     func take() -> [String] {
         failures.withLock { failures in
             defer { failures = [] }
-            return failures
+            guard failures.count > Self.named else { return failures }
+            return Array(failures.prefix(Self.named)) + ["… and \(failures.count - Self.named) more hook failures like these"]
         }
     }
 }

@@ -407,7 +407,8 @@ struct JobRunner: Sendable {
             logger.info("saved \(name)", metadata: fields)
         }
         if let hook, let failure = await hook.saved(SavedFile(
-            path: directory.root.appendingPathComponent(name).path, relativePath: name, url: file.url, item: job.item,
+            path: directory.root.appendingPathComponent(name).path, mirror: directory.root.path, relativePath: name,
+            url: file.url, item: job.item,
             source: source, bytes: file.length)) {
             hookFailures.add(failure)
         }

@@ -14,7 +14,7 @@ struct SavedFileHookTests {
                 let log = dir.appendingPathComponent("hook.log").path
                 let script = dir.appendingPathComponent("hook").path
                 try TestSupport.write(Array(
-                    "#!/bin/sh\necho \"$1|$MIRROR_PATH|$MIRROR_RELATIVE_PATH|$MIRROR_URL|$MIRROR_ITEM|$MIRROR_SOURCE|$MIRROR_BYTES|${PGPASSWORD-unset}\" >> \"$2\"\necho HOOK-SAYS-SO\n".utf8),
+                    "#!/bin/sh\necho \"$1|$MIRROR_PATH|$MIRROR_RELATIVE_PATH|$MIRROR_URL|$MIRROR_ITEM|$MIRROR_SOURCE|$MIRROR_BYTES|${PGPASSWORD-unset}|$(pwd)\" >> \"$2\"\necho HOOK-SAYS-SO\n".utf8),
                     to: script)
                 chmod(script, 0o755)
                 let common = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
@@ -28,7 +28,7 @@ struct SavedFileHookTests {
                 let full = try #require(lines.first { $0[2] == "full/aB3dE5f.jpg" })
                 #expect(full == [
                     "first", out + "/full/aB3dE5f.jpg", "full/aB3dE5f.jpg", "\(server.baseURL)/aB3dE5f.jpg",
-                    "\(server.baseURL)/aB3dE5f.jpg", "tag cats", "\(server.content(of: "/aB3dE5f.jpg")?.count ?? -1)", "unset",
+                    "\(server.baseURL)/aB3dE5f.jpg", "tag cats", "\(server.content(of: "/aB3dE5f.jpg")?.count ?? -1)", "unset", out,
                 ])
 
                 // A shell command, and a program that fails: the files stay, the failure is said.
@@ -42,6 +42,10 @@ struct SavedFileHookTests {
                 let failing = try await MirrorProcess.run(["cats", "--out", failingOut, "--exec", "/bin/false"] + common)
                 #expect(failing.status == 1)
                 #expect(failing.stderr.contains("--exec /bin/false for full/aB3dE5f.jpg exited with 1"), "\(failing.stderr)")
+                // Twenty named, the rest counted: a hook failing for every file of a big tag
+                // does not fill the cron mail.
+                #expect(failing.stderr.components(separatedBy: "--exec /bin/false for ").count - 1 == 20, "\(failing.stderr)")
+                #expect(failing.stderr.contains("… and 6 more hook failures like these"), "\(failing.stderr)")
                 #expect(FileManager.default.fileExists(atPath: failingOut + "/full/aB3dE5f.jpg"))
                 let failingShell = try await MirrorProcess.run(
                     ["cats", "--out", dir.appendingPathComponent("failing-shell").path, "--exec-shell", "exit 3"] + common)
