@@ -178,7 +178,6 @@ extension MirrorSummary {
         missingFetchedAgain += other.missingFetchedAgain
         removed += other.removed
         removedBefore += other.removedBefore
-        deferred += other.deferred
         deferredByHost.merge(other.deferredByHost, uniquingKeysWith: +)
         failures += other.failures
         interrupted = interrupted || other.interrupted

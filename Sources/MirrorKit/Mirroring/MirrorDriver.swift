@@ -127,8 +127,9 @@ package final class MirrorDriver: Sendable {
         summary.unavailableHosts = runner.health.verdicts
         // Files that failed before their host was given up, for the reason it was, are left for
         // the next run like the files that followed them: they are no loss to report as one.
-        for failure in summary.failures where runner.isHostTrouble(failure) { summary.defer(failure.url) }
-        summary.failures.removeAll { runner.isHostTrouble($0) }
+        let hostTrouble = summary.failures.filter { runner.isHostTrouble($0) }
+        for failure in hostTrouble { summary.defer(failure.url) }
+        if !hostTrouble.isEmpty { summary.failures.removeAll { runner.isHostTrouble($0) } }
         for failure in summary.failures where JobRunner.isUnansweredOrThrottled(failure) {
             runner.logger.error("\(failure)", metadata: failure.logFields)
         }

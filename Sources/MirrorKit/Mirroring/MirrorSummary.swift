@@ -21,10 +21,10 @@ package struct MirrorSummary: Sendable {
     /// Albums the API no longer has; reported once, not counted as failures.
     package var removedAlbums: [String] = []
     package var failures: [DownloadError] = []
-    /// Files not tried because their host was down or throttling; the next run tries them.
-    package var deferred = 0
-    /// ``deferred`` by host.
+    /// Files not tried because their host was down or throttling, by host; the next run tries them.
     package var deferredByHost: [String: Int] = [:]
+    /// Files not tried because their host was down or throttling.
+    package var deferred: Int { deferredByHost.values.reduce(0, +) }
     /// Hosts given up this run, and why (they matter where files were left for them: ``deferred``).
     package var unavailableHosts: [HostHealth.Verdict] = []
     /// Hosts whose names did not resolve this run and never served this mirror: a typo, most
@@ -62,7 +62,6 @@ package struct MirrorSummary: Sendable {
     /// run found nothing to fetch.
     /// Leaves the file at `url` for the next run: its host was down or throttling.
     mutating func `defer`(_ url: String) {
-        deferred += 1
         deferredByHost[URLAuthority.of(url), default: 0] += 1
     }
 

@@ -162,6 +162,10 @@ package final class PostgresState: MirrorStore {
         try await execute("UPDATE files SET md5 = \(md5) WHERE path = \(path)")
     }
 
+    /// A file that is its item's newest version, and not of a URL known removed.
+    private static let newestNotRemoved = "id = (SELECT max(id) FROM files AS newer WHERE newer.item = files.item) "
+        + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)"
+
     func filesToRevalidate(
         source: String, claiming folders: [String]
     ) async throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
@@ -170,8 +174,7 @@ package final class PostgresState: MirrorStore {
             """
             SELECT \(unescaped: Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY id LIMIT 1) AS first_path
             FROM files WHERE source = \(source)
-              AND id = (SELECT max(id) FROM files AS newer WHERE newer.item = files.item)
-              AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)
+              AND \(unescaped: Self.newestNotRemoved)
             ORDER BY checked_at, id
             """)
         var found: [(latest: MirroredFile, firstPath: String)] = []
@@ -201,8 +204,7 @@ package final class PostgresState: MirrorStore {
         for row in try await rows(
             """
             SELECT path, item, url FROM files WHERE source = \(source)
-              AND id = (SELECT max(id) FROM files AS newer WHERE newer.item = files.item)
-              AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)
+              AND \(unescaped: Self.newestNotRemoved)
             """) {
             found.append(RecordedFile(
                 path: try decode(row, String.self, column: "path"), item: try decode(row, String.self, column: "item"),

@@ -142,6 +142,11 @@ extension StateDatabase {
         try write("UPDATE files SET md5 = ?2 WHERE path = ?1", [.text(path), .text(md5)])
     }
 
+    /// The newest version of each item of source `?1`, but not those of URLs known removed.
+    private static let newestOfSource = "source = ?1 "
+        + "AND rowid = (SELECT max(rowid) FROM files AS newer WHERE newer.item = files.item) "
+        + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)"
+
     /// The newest version of every item `source` mirrored, with the path of its first version,
     /// least recently confirmed first, but not those of URLs known removed: what a `new-file` run
     /// revalidates. Files an earlier version of mirror recorded without a source, in `folders`
@@ -152,9 +157,7 @@ extension StateDatabase {
         try claim(folders, for: source)
         return try read(
             "SELECT \(Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY rowid LIMIT 1) AS first_path "
-                + "FROM files WHERE source = ?1 "
-                + "AND rowid = (SELECT max(rowid) FROM files AS newer WHERE newer.item = files.item) "
-                + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url) ORDER BY checked_at, rowid",
+                + "FROM files WHERE \(Self.newestOfSource) ORDER BY checked_at, rowid",
             [.text(source)]
         ) { row throws(SQLiteError) in (try Self.file(from: row), try row.text("first_path")) }
     }
@@ -185,9 +188,7 @@ extension StateDatabase {
         try claim(folders, for: source)
         // Three columns and no sort: a run over 10,000 items reads this every time.
         return try read(
-            "SELECT path, item, url FROM files WHERE source = ?1 "
-                + "AND rowid = (SELECT max(rowid) FROM files AS newer WHERE newer.item = files.item) "
-                + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)",
+            "SELECT path, item, url FROM files WHERE \(Self.newestOfSource)",
             [.text(source)]
         ) { row throws(SQLiteError) in RecordedFile(path: try row.text("path"), item: try row.text("item"), url: try row.text("url")) }
     }
