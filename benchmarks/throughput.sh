@@ -202,6 +202,15 @@ compare() {
         fi
     done
     [ -n "$best" ] && [ -n "$mirror_wall" ] && printf 'mirror / best peer (wall): %.2f\n' "$(echo "$mirror_wall / $best" | bc -l)"
+    # The machine's speed drifts within minutes: the ratio of each round's own runs, taken side
+    # by side, is the figure to trust; their median and spread.
+    if [ -s "$work/results-mirror" ] && [ -s "$work/results-curl" ]; then
+        local ratios
+        ratios=$(paste -d' ' <(cut -d' ' -f1 "$work/results-mirror") <(cut -d' ' -f1 "$work/results-curl") \
+            | awk '$2 > 0 { printf "%.2f\n", $1 / $2 }' | sort -n)
+        printf 'mirror / curl per round (wall): median %s, from %s to %s\n' \
+            "$(median <<< "$ratios")" "$(head -1 <<< "$ratios")" "$(tail -1 <<< "$ratios")"
+    fi
 }
 
 scale() { ((smoke)) && echo "$2" || echo "$1"; }
