@@ -58,7 +58,7 @@ struct PostgresStateTests {
             _ = try await state.recordPage(
                 ListedPage(newEntryIDs: [], images: (0..<10).map { found("i\($0)") }, pendingAlbumIDs: [], cursor: cursor),
                 source: "s")
-            let first = PostgresCoordinator(state: state, leaseDuration: .seconds(2))
+            let first = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
             let second = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
             _ = try await first.register(source: "tag s")
             _ = try await second.register(source: "tag s")
@@ -95,7 +95,7 @@ struct PostgresStateTests {
     func oneWorkerCrawlsAndTheHostSlotsAreCountedAcrossWorkers() async throws {
         try await withState { _, state in
             let started = Date(timeIntervalSinceNow: -1)
-            let first = PostgresCoordinator(state: state, leaseDuration: .seconds(2))
+            let first = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
             let second = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
             #expect(try await first.leadCrawl(of: "tag s", since: started) == .lead)
             #expect(try await second.leadCrawl(of: "tag s", since: started) == .busy)
