@@ -75,6 +75,15 @@ enum JSONLine {
         return "{" + pairs.map { quote($0.0) + ":" + value($0.0, $0.1) }.joined(separator: ",") + "}"
     }
 
+    /// A file a dry run would fetch: `{"url":…,"path":…,"bytes":…,"source":…}`, `bytes` where known.
+    static func planned(_ file: PlannedFile) -> String {
+        var pairs = [("url", quote(file.url)), ("path", quote(file.path))]
+        if let bytes = file.bytes { pairs.append(("bytes", String(bytes))) }
+        if file.missing { pairs.append(("missing", "true")) }
+        if let source = file.source { pairs.append(("source", quote(source))) }
+        return "{" + pairs.map { quote($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
+    }
+
     /// `json` with every ``DisplayControl`` character (outside the JSON escapes it already has)
     /// written as a `\u` escape: valid JSON that decodes to the same text.
     static func escapingDisplayControls(_ json: String) -> String {

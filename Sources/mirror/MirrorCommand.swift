@@ -37,6 +37,9 @@ struct CommonOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log every request and file.")
     var verbose = false
 
+    @Flag(help: "Read the listing (within the API budget) and print each file a run would fetch, one line each on standard output (JSON lines with --log-format json), writing nothing at all: no file, no state, no cursor.")
+    var dryRun = false
+
     @Option(help: "Stop starting work after this long, e.g. 50m or 1h30m, and exit 0 if nothing failed; the next run carries on. Keep it shorter than the cron interval (default: no limit).")
     var maxDuration: String?
 

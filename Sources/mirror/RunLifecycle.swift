@@ -20,12 +20,19 @@ struct RunLifecycle {
     /// Runs the sources `prepare` makes. `prepare` checks what must be right before the directory
     /// is touched (the client id file), and returns how to make the run once it is.
     func run(_ prepare: (RunSettings) throws(MirrorError) -> MakeRun) async throws {
-        let settings: RunSettings
-        do {
+        var settings: RunSettings
+        do throws(MirrorError) {
             let path = common.config
                 ?? (common.noConfig ? nil : MirrorConfiguration.defaultPath(environment: ProcessInfo.processInfo.environment))
             let file = try path.map(MirrorConfiguration.load(from:)) ?? MirrorConfiguration()
             settings = try RunSettings(file: file, flags: flags)
+            if common.dryRun {
+                // Workers' claims and leases are writes to a database others use: there is no copy to plan in.
+                if settings.postgres != nil {
+                    throw .configuration("--dry-run plans against a copy of the state in .mirror; with the PostgreSQL state (--state or the config's 'state') it cannot run")
+                }
+                settings.plan = Self.printPlanned(as: settings.logFormat)
+            }
         } catch {
             Console.use(flags.logFormat ?? .text)
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
@@ -44,15 +51,35 @@ struct RunLifecycle {
         source.hasPrefix("tag ") ? String(source.dropFirst(4)) : source
     }
 
+    /// Prints each file a dry run would fetch on standard output: `URL -> path (size)`, or a JSON
+    /// object a line.
+    private static func printPlanned(as format: LogFormat) -> @Sendable (PlannedFile) -> Void {
+        { file in
+            switch format {
+            case .text:
+                let size = file.bytes.map { " (\(MirrorSummary.formatBytes($0)))" } ?? ""
+                Console.print("\(file.url) -> \(file.path)\(size)\(file.missing ? ", missing from the disk" : "")")
+            case .json:
+                Console.printJSON(JSONLine.planned(file))
+            }
+        }
+    }
+
     private func run(_ settings: RunSettings, logger: Logger, _ makeRun: MakeRun) async throws {
         var info = stat()
         let outExisted = lstat(common.out, &info) == 0
-        let directory = try MirrorDirectory(root: URL(fileURLWithPath: common.out))
+        // A dry run reads the mirror where it is and keeps its state in a scratch copy.
+        let dryRun = try settings.plan.map { plan throws(MirrorError) in
+            try DryRun(root: URL(fileURLWithPath: common.out), plan: plan)
+        }
+        let directory = try dryRun?.directory ?? MirrorDirectory(root: URL(fileURLWithPath: common.out))
         // With the state in PostgreSQL, workers share the directory by leases on their work; flock
         // over NFS is not to be trusted, and would keep all but one worker out.
         var lock: RunLock?
         var shared: (state: PostgresState, coordinator: PostgresCoordinator)?
-        if let postgres = settings.postgres {
+        if dryRun != nil {
+            // Its snapshot of the state was taken under the lock; it writes nothing the lock guards.
+        } else if let postgres = settings.postgres {
             let state = try await PostgresState(postgres, logger: logger)
             shared = (state, PostgresCoordinator(state: state, leaseDuration: settings.leaseDuration))
         } else {
@@ -74,7 +101,7 @@ struct RunLifecycle {
         let runName = sources.map(\.name).joined(separator: ", ")
         let lastSuccess: Date? = (try? await driver.state.lastSuccess(of: runName)) ?? nil
         let previous: RunRecord? = (try? await driver.state.lastRun(of: runName)) ?? nil
-        let metrics = settings.metricsFile.map(MetricsFile.init(path:))
+        let metrics = dryRun == nil ? settings.metricsFile.map(MetricsFile.init(path:)) : nil
         let display = showsProgress(settings)
         let progressLabel = sources.count == 1 ? Self.label(of: runName) : "\(sources.count) sources"
         // The watcher starts inside the work, once signals are handled: a Ctrl-C at the first
@@ -88,7 +115,7 @@ struct RunLifecycle {
             // Workers sharing a directory would overwrite one another's status file: theirs is in
             // the shared state (`mirror status` reads the workers there).
             let status = Task {
-                guard sharing == nil else { return }
+                guard sharing == nil, dryRun == nil else { return }
                 await RunStatus.keepWriting(
                     run: runName, tracker: tracker, driver: driver, directory: directory,
                     log: { logger.debug("downloads: \($0.scheduler?.summaryLine ?? "none yet")") })
@@ -144,11 +171,11 @@ struct RunLifecycle {
             await shared.coordinator.finish(exitStatus: status)
             await shared.state.close()
         }
-        if !outExisted, shared == nil, !results.isEmpty, results.allSatisfy({ $0.summary.stoppedBy?.namesNoSource == true }) {
+        if !outExisted, shared == nil, dryRun == nil, !results.isEmpty, results.allSatisfy({ $0.summary.stoppedBy?.namesNoSource == true }) {
             // A first run on a typo leaves nothing behind: nothing was mirrored, nor will be.
             try? FileManager.default.removeItem(atPath: common.out)
         }
-        withExtendedLifetime(lock) {}
+        withExtendedLifetime((lock, dryRun)) {}
         for (result, (sourceStop, sourceStatus)) in zip(results, zip(stops, statuses)) {
             let label = Self.label(of: result.source)
             if result.notStarted {
@@ -157,7 +184,11 @@ struct RunLifecycle {
                 }
                 continue
             }
-            Report.print(result.summary, label: label, quiet: common.quiet, stop: sourceStop, logger: logger)
+            // A dry run's standard output in JSON is its files alone, one object a line; the
+            // summary is on standard error with the rest of the JSON.
+            if dryRun == nil || settings.logFormat == .text {
+                Report.print(result.summary, label: label, quiet: common.quiet, stop: sourceStop, logger: logger)
+            }
             if settings.logFormat == .json, !common.quiet || sourceStatus != 0 {
                 let summary = result.summary
                 let fields = [

@@ -202,7 +202,7 @@ extension JobRunner.Outcome {
         // A host that did not answer or throttled this worker (its link, its address) may serve
         // another: only the file's own failures (a 404, a body too large) wait.
         case .failed(let error): !JobRunner.isUnansweredOrThrottled(error)
-        case .deferred, .downloaded, .alreadyPresent, .unchanged, .removed, .interrupted, .halted: false
+        case .deferred, .downloaded, .alreadyPresent, .unchanged, .removed, .interrupted, .halted, .planned, .plannedRecheck: false
         }
     }
 }

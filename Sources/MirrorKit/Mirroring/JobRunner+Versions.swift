@@ -27,7 +27,8 @@ extension JobRunner {
             lastModified: record.lastModified, bytes: size, md5: nil, version: job.release?.version,
             updated: job.release?.updated)
         try await state.record(file)
-        directory.removeAttribute(PartialStore.attribute, of: job.relativePath)
+        // A dry run records into its copy of the state, and changes nothing on the disk.
+        if plan == nil { directory.removeAttribute(PartialStore.attribute, of: job.relativePath) }
         logger.info("\(job.relativePath) was saved by a run that stopped before recording it; recorded now")
         return file
     }

@@ -64,6 +64,10 @@ struct JobRunner: Sendable {
         /// Gone upstream; `known` when an earlier run found it so (it is not named again).
         case removed(String, known: Bool = false)
         case interrupted
+        /// A dry run would fetch it (see ``DryRun``).
+        case planned(PlannedFile)
+        /// A dry run in `new-file` mode would ask after the copy the mirror holds.
+        case plannedRecheck
         /// Not tried: its host is down or throttling this run; a later run tries it.
         case deferred(url: String)
         case failed(DownloadError)
@@ -74,7 +78,7 @@ struct JobRunner: Sendable {
         /// The file is in the mirror, or known gone: no later run needs to try it.
         var isSettled: Bool {
             switch self {
-            case .downloaded, .alreadyPresent, .unchanged, .removed: true
+            case .downloaded, .alreadyPresent, .unchanged, .removed, .planned, .plannedRecheck: true
             case .interrupted, .deferred, .failed, .halted: false
             }
         }
@@ -104,14 +108,18 @@ struct JobRunner: Sendable {
     let hook: (any SavedFileHook)?
     /// What the hook said went wrong, for the summary.
     let hookFailures = HookFailures()
+    /// Set for a dry run: hears each file a real run would fetch, and nothing is fetched.
+    let plan: (@Sendable (PlannedFile) -> Void)?
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, keepDeleted: Bool = false,
         source: String? = nil, concurrency: Int,
         retry: RetryPolicy, isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
         maxFileSize: Int64 = Downloader.defaultMaxFileSize, observer: any RunObserver = UnobservedRun(),
-        sharing: Sharing? = nil, metadata: Bool = false, hook: (any SavedFileHook)? = nil, logger: Logger
+        sharing: Sharing? = nil, metadata: Bool = false, hook: (any SavedFileHook)? = nil,
+        plan: (@Sendable (PlannedFile) -> Void)? = nil, logger: Logger
     ) throws(MirrorError) {
+        self.plan = plan
         self.hook = hook
         self.directory = directory
         sidecars = metadata ? MetadataSidecars(directory: directory) : nil
@@ -190,6 +198,10 @@ struct JobRunner: Sendable {
             summary.removed.append(url)
         case .interrupted:
             summary.interrupted = true
+        case .planned(let file):
+            summary.plan.add(file)
+        case .plannedRecheck:
+            summary.plan.rechecks += 1
         case .deferred(let url):
             summary.defer(url)
         case .failed(let error) where isHostTrouble(error):
@@ -261,8 +273,11 @@ struct JobRunner: Sendable {
     private func mirror(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
         let (outcome, led) = await flights.run(job.url) { await mirrorAlone(job, forced: forced) }
-        guard !led, case .downloaded = outcome else { return outcome }
-        return .alreadyPresent
+        guard !led else { return outcome }
+        switch outcome {
+        case .downloaded, .planned: return .alreadyPresent
+        default: return outcome
+        }
     }
 
     private func mirrorAlone(_ job: MirrorJob, forced: Bool) async -> Outcome {
@@ -285,6 +300,12 @@ struct JobRunner: Sendable {
             }
         } catch {
             return halting(error, job)
+        }
+        if let plan {
+            guard held == nil else { return .plannedRecheck }
+            let file = PlannedFile(url: job.url, path: job.relativePath, bytes: job.expectedSize, missing: missing, source: source)
+            plan(file)
+            return .planned(file)
         }
         do {
             let condition = try held.flatMap { held throws(MirrorError) -> HeldVersion? in

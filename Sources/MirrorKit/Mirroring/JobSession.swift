@@ -178,6 +178,7 @@ extension MirrorSummary {
         missingFetchedAgain += other.missingFetchedAgain
         removed += other.removed
         removedBefore += other.removedBefore
+        plan.addUp(other.plan)
         deferredByHost.merge(other.deferredByHost, uniquingKeysWith: +)
         failures += other.failures
         interrupted = interrupted || other.interrupted

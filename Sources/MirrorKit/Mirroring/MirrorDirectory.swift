@@ -106,7 +106,7 @@ package struct MirrorDirectory: Sendable {
         }
     }
 
-    private init(root: URL, rootFolder: Directory, stateFolder: Directory) {
+    init(root: URL, rootFolder: Directory, stateFolder: Directory) {
         self.root = root
         rootPath = root.path == "/" ? "" : root.path
         self.rootFolder = rootFolder

@@ -22,6 +22,8 @@ package final class MirrorDriver: Sendable {
         var isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)?
         /// Hears of every file saved (`--exec`).
         var hook: (any SavedFileHook)?
+        /// Set for a dry run (see ``DryRun``): hears each file a real run would fetch, instead.
+        var plan: (@Sendable (PlannedFile) -> Void)?
 
         /// Downloads at once unless told otherwise.
         package static let defaultConcurrency = DownloadScheduler.Configuration.defaultConcurrency
@@ -29,8 +31,10 @@ package final class MirrorDriver: Sendable {
         package init(
             mode: DownloadMode = .skipIfExists, concurrency: Int = defaultConcurrency, retry: RetryPolicy = RetryPolicy(),
             maxFileSize: Int64 = Downloader.defaultMaxFileSize, metadata: Bool = false, keepDeleted: Bool = false,
-            isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, hook: (any SavedFileHook)? = nil
+            isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, hook: (any SavedFileHook)? = nil,
+            plan: (@Sendable (PlannedFile) -> Void)? = nil
         ) {
+            self.plan = plan
             self.hook = hook
             self.keepDeleted = keepDeleted
             self.mode = mode
@@ -65,7 +69,7 @@ package final class MirrorDriver: Sendable {
             concurrency: settings.concurrency,
             retry: settings.retry, isRemovedPlaceholder: settings.isRemovedPlaceholder,
             maxFileSize: settings.maxFileSize, observer: observer, sharing: sharing,
-            metadata: settings.metadata, hook: settings.hook, logger: logger)
+            metadata: settings.metadata, hook: settings.hook, plan: settings.plan, logger: logger)
     }
 
     /// The transfers in flight and the bytes received so far, all sources together.
@@ -108,6 +112,7 @@ package final class MirrorDriver: Sendable {
         let sink = SourceSink(name: source.name, runner: runner, session: session, sidecars: runner.sidecars)
         let listing = await source.list(into: sink)
         var summary = MirrorSummary()
+        summary.plan.isDryRun = runner.plan != nil
         runner.observer.observe(.phase(.downloading))
         await session.finish(into: &summary)
         runner.observer.observe(.phase(.finished))

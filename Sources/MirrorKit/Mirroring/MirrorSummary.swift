@@ -38,6 +38,8 @@ package struct MirrorSummary: Sendable {
     package var interrupted = false
     /// Where the listing's crawl stands after this run, for tag mirrors.
     package var listing: ListingProgress?
+    /// What a dry run would have fetched.
+    package var plan = PlanTally()
 
     package init() {}
 
@@ -66,6 +68,7 @@ package struct MirrorSummary: Sendable {
     }
 
     package var line: String {
+        if plan.isDryRun { return dryRunLine }
         if wanted == 0, failures.isEmpty, removed.isEmpty, removedBefore == 0, problems.isEmpty, skippedReleases.isEmpty, !interrupted,
            stoppedOnlyByTheBudget {
             return (["nothing new"] + (listing.map { [$0.line] } ?? [])).joined(separator: ", ")
@@ -82,6 +85,25 @@ package struct MirrorSummary: Sendable {
         if deferred > 0 { parts.append("\(deferred) left for the next run") }
         parts.append("\(failures.count) failed")
         if interrupted { parts.append("interrupted (partial downloads kept)") }
+        if let listing { parts.append(listing.line) }
+        return parts.joined(separator: ", ")
+    }
+
+    /// `dry run: 12 files would be fetched (1.2 MB), 3 already present`.
+    private var dryRunLine: String {
+        var fetched = "dry run: \(plan.files) file\(plan.files == 1 ? "" : "s") would be fetched"
+        if plan.files > 0 {
+            var sizes: [String] = []
+            if plan.files > plan.unsized { sizes.append(Self.formatBytes(plan.bytes)) }
+            if plan.unsized > 0 { sizes.append(plan.unsized == plan.files ? "sizes unknown" : "\(plan.unsized) of unknown size") }
+            fetched += " (\(sizes.joined(separator: ", ")))"
+        }
+        if plan.missing > 0 { fetched += ", \(plan.missing) of them missing from the disk" }
+        var parts = [fetched, "\(alreadyPresent) already present"]
+        if plan.rechecks > 0 { parts.append("\(plan.rechecks) would be asked after again (new-file)") }
+        if removed.count + removedBefore > 0 { parts.append("\(removed.count + removedBefore) removed upstream") }
+        if deferred > 0 { parts.append("\(deferred) left for the next run") }
+        if interrupted { parts.append("interrupted") }
         if let listing { parts.append(listing.line) }
         return parts.joined(separator: ", ")
     }
@@ -105,6 +127,36 @@ package struct MirrorSummary: Sendable {
             unit += 1
         }
         return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+}
+
+/// What a dry run found to fetch.
+package struct PlanTally: Sendable {
+    /// The run was a dry run: nothing was fetched or written.
+    package var isDryRun = false
+    package var files = 0
+    /// Their bytes, where the listing states them.
+    package var bytes: Int64 = 0
+    /// Files whose size the listing does not state.
+    var unsized = 0
+    /// Files the mirror recorded and lost from the disk.
+    var missing = 0
+    /// Files a `new-file` run would ask after again.
+    var rechecks = 0
+
+    mutating func add(_ file: PlannedFile) {
+        files += 1
+        if let bytes = file.bytes { self.bytes += bytes } else { unsized += 1 }
+        if file.missing { missing += 1 }
+    }
+
+    mutating func addUp(_ other: PlanTally) {
+        isDryRun = isDryRun || other.isDryRun
+        files += other.files
+        bytes += other.bytes
+        unsized += other.unsized
+        missing += other.missing
+        rechecks += other.rechecks
     }
 }
 

@@ -70,6 +70,9 @@ package struct RunSettings: Sendable {
     package var postgres: PostgresLocation?
     package var leaseDuration: Duration
     package var clusterMaxPerHost: Int
+    /// Set for a dry run (see ``DryRun``): hears each file a real run would fetch; nothing is
+    /// fetched, no sidecar written and no hook run.
+    package var plan: (@Sendable (PlannedFile) -> Void)?
 
     /// Merges `file` and `flags` (a flag given wins) and checks both, naming a wrong value as it
     /// was given: `--max-wait`, or the config file and its key.
@@ -130,16 +133,17 @@ package struct RunSettings: Sendable {
     /// How the driver fetches and names an Imgur run's files.
     package var imgurDriver: MirrorDriver.Settings {
         MirrorDriver.Settings(
-            mode: mode, concurrency: concurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata,
-            keepDeleted: keepDeleted, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder, hook: hook)
+            mode: mode, concurrency: concurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata && plan == nil,
+            keepDeleted: keepDeleted, isRemovedPlaceholder: ImgurRemovedMedia.isPlaceholder, hook: plan == nil ? hook : nil,
+            plan: plan)
     }
 
     /// How the driver fetches and names a feed run's files: one at a time unless told otherwise,
     /// each taking the bandwidth (enclosures are large).
     package var feedDriver: MirrorDriver.Settings {
         MirrorDriver.Settings(
-            mode: mode, concurrency: feedConcurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata,
-            keepDeleted: keepDeleted, hook: hook)
+            mode: mode, concurrency: feedConcurrency, retry: retry, maxFileSize: maxFileSize, metadata: metadata && plan == nil,
+            keepDeleted: keepDeleted, hook: plan == nil ? hook : nil, plan: plan)
     }
 
     /// How `tag`'s listing is read.
