@@ -8,7 +8,12 @@ struct GeneratedTag: Sendable {
         var id: String
         /// The album's images; nil for a plain image.
         var albumImages: [String]?
+        /// When it was posted: a minute apart, newest first (see ``GeneratedTag/datetime(ofEntryAt:)``).
+        var datetime: Int = GeneratedTag.firstPostTime
     }
+
+    /// The post time of the first entry a tag is made with; each below it is a minute older.
+    static let firstPostTime = 1_700_000_000
 
     var name: String
     var perPage: Int
@@ -25,10 +30,10 @@ struct GeneratedTag: Sendable {
             if let images = entry.albumImages {
                 return [
                     "id": entry.id, "is_album": true, "images_count": images.count, "cover": images.first ?? "",
-                    "title": "album \(entry.id)", "datetime": 1_700_000_000,
+                    "title": "album \(entry.id)", "datetime": entry.datetime,
                 ]
             }
-            return Self.imageObject(entry.id, size: imageSize(entry.id)).merging(["is_album": false]) { $1 }
+            return Self.imageObject(entry.id, size: imageSize(entry.id), datetime: entry.datetime).merging(["is_album": false]) { $1 }
         }
         let body: [String: Any] = [
             "data": ["name": name, "followers": 0, "total_items": entries.count + overstatedBy, "following": false, "items": items],
@@ -37,8 +42,8 @@ struct GeneratedTag: Sendable {
         return (try? JSONSerialization.data(withJSONObject: body)) ?? Data()
     }
 
-    static func imageObject(_ id: String, size: Int) -> [String: Any] {
-        ["id": id, "type": "image/jpeg", "animated": false, "size": size, "title": "image \(id)", "datetime": 1_700_000_000]
+    static func imageObject(_ id: String, size: Int, datetime: Int = firstPostTime) -> [String: Any] {
+        ["id": id, "type": "image/jpeg", "animated": false, "size": size, "title": "image \(id)", "datetime": datetime]
     }
 }
 
@@ -83,6 +88,16 @@ extension FixtureServer {
         }
     }
 
+    /// Generated tag `name`'s entries, newest first: each with its images (its own id for a plain
+    /// image) and when it was posted.
+    public func generatedEntries(_ name: String) -> [(id: String, imageIDs: [String], posted: Date)] {
+        state.withLock { state in
+            (state.generatedTags[name]?.entries ?? []).map {
+                ($0.id, $0.albumImages ?? [$0.id], Date(timeIntervalSince1970: TimeInterval($0.datetime)))
+            }
+        }
+    }
+
     /// The images of generated album `id`.
     public func generatedAlbumImageIDs(_ id: String) -> [String] {
         state.withLock { $0.generatedAlbums[id] ?? [] }
@@ -114,6 +129,10 @@ extension ServerState {
                 added.append(.init(id: newGeneratedImage(size: imageSize), albumImages: nil))
             }
         }
+        // A minute apart, newest first: new posts at the head are newer than any, older ones at the end older.
+        let start = atHead ? (tag.entries.first?.datetime ?? GeneratedTag.firstPostTime) + 60 * count
+            : (tag.entries.last.map { $0.datetime - 60 } ?? GeneratedTag.firstPostTime)
+        for index in added.indices { added[index].datetime = start - 60 * index }
         tag.entries = atHead ? added + tag.entries : tag.entries + added
         generatedTags[name] = tag
         return added.map(\.id)

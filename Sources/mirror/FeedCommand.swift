@@ -23,6 +23,8 @@ struct FeedCommand: AsyncParsableCommand {
 
     @OptionGroup var download: DownloadOptions
 
+    @OptionGroup var filtering: FilterOptions
+
     @Option(help: "Enclosures downloading at once (default 1: each takes the bandwidth; the config's concurrency counts too).")
     var concurrency: Int?
 
@@ -56,6 +58,7 @@ struct FeedCommand: AsyncParsableCommand {
         var flags = MirrorConfiguration()
         common.apply(to: &flags)
         download.apply(to: &flags)
+        filtering.apply(to: &flags)
         flags.concurrency = concurrency
         return flags
     }

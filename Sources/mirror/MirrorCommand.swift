@@ -138,6 +138,29 @@ struct DownloadOptions: ParsableArguments {
     }
 }
 
+/// Which found files a run takes: options the tag and feed commands share.
+struct FilterOptions: ParsableArguments {
+    @Option(name: .customLong("filter"), help: ArgumentHelp(
+        "Take only files that meet this condition: type=image, type=animated, size<10M, size>=500k (<, <=, >, >=; k, M, G count in 1024s); give it again for more, all must hold. A size the API or feed does not state passes. A file left out stays found for a run with a wider filter (default: every file).",
+        valueName: "condition"))
+    var filters: [String] = []
+
+    @Option(help: ArgumentHelp(
+        "Take only posts or feed entries dated at or after this: a day (2026-01-31, UTC), a moment (2026-01-31T12:00:00Z) or a span back from now (30d, 12h). A tag listed newest first (--sort time) is read down to this date, not past it; the cursor is kept for a later run without it (default: any date).",
+        valueName: "date"))
+    var since: String?
+
+    @Option(help: ArgumentHelp(
+        "Take only posts or feed entries dated before this, written as for --since (default: any date).", valueName: "date"))
+    var until: String?
+
+    func apply(to flags: inout MirrorConfiguration) {
+        flags.filter = filters.isEmpty ? nil : filters
+        flags.since = since
+        flags.until = until
+    }
+}
+
 /// Refuses an empty or blank directory (cron's `--out "$DIR"` with `DIR` unset): it would be the
 /// current directory.
 func validateDirectory(_ path: String, option: String) throws {

@@ -76,12 +76,15 @@ struct TagCommand: AsyncParsableCommand {
 
     @OptionGroup var download: DownloadOptions
 
+    @OptionGroup var filtering: FilterOptions
+
     /// What the flags given set.
     private var flags: MirrorConfiguration {
         var flags = MirrorConfiguration()
         common.apply(to: &flags)
         sharing.apply(to: &flags)
         download.apply(to: &flags)
+        filtering.apply(to: &flags)
         flags.clientIdFile = clientIdFile
         flags.apiBase = apiBase
         flags.mediaBase = mediaBase

@@ -12,9 +12,15 @@ package struct FeedSource: MirrorSource {
     let engine: TransferEngine
     /// Attempts and backoff for fetching the feed itself.
     let retry: RetryPolicy
+    /// Which enclosures the run takes (`--filter`, `--since`, `--until`).
+    let filter: MediaFilter
     let logger: Logger
 
-    package init(feed: FeedLocation, baseURL: String? = nil, engine: TransferEngine, retry: RetryPolicy, logger: Logger) {
+    package init(
+        feed: FeedLocation, baseURL: String? = nil, engine: TransferEngine, retry: RetryPolicy,
+        filter: MediaFilter = MediaFilter(), logger: Logger
+    ) {
+        self.filter = filter
         self.feed = feed
         self.baseURL = baseURL
         self.engine = engine
@@ -40,6 +46,10 @@ package struct FeedSource: MirrorSource {
         for enclosure in feed.enclosures where !sink.isHalted {
             // Two entries may offer the same URL; one download serves both.
             guard seenURLs.insert(enclosure.url).inserted else { continue }
+            guard filter.admits(enclosure.candidate) else {
+                sink.leaveOut(1)
+                continue
+            }
             let job: MirrorJob?
             do {
                 job = try await plan(enclosure, kind: feed.kind, names: &names, sink: sink, listing: &listing)

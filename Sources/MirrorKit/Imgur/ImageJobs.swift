@@ -9,8 +9,14 @@ struct ImageJobs: Sendable {
     let groups: ImageCompletion
     /// Images this worker holds claims on, when workers share the mirror.
     let claims: ClaimedImages?
+    /// Which images the run takes; the others stay found and unfinished, for a wider filter.
+    let filter: MediaFilter
 
-    init(sink: SourceSink, urls: MediaURLBuilder, groups: ImageCompletion, claims: ClaimedImages? = nil) {
+    init(
+        sink: SourceSink, urls: MediaURLBuilder, groups: ImageCompletion, claims: ClaimedImages? = nil,
+        filter: MediaFilter = MediaFilter()
+    ) {
+        self.filter = filter
         self.sink = sink
         self.urls = urls
         self.groups = groups
@@ -49,6 +55,13 @@ struct ImageJobs: Sendable {
             guard let item = urls.item(for: image) else {
                 sink.report("skipped image with unusable id '\(image.id)'")
                 unusable.append(image.id)
+                continue
+            }
+            let candidate = MediaFilter.Candidate(
+                kind: image.animated ? .animated : .image, bytes: item.expectedSize, date: image.postDate)
+            guard filter.admits(candidate) else {
+                // Counted once, when found: an earlier run's finds are weighed again every run.
+                if !resumed { sink.leaveOut(item.previewURL == nil ? 1 : 2) }
                 continue
             }
             guard describe(image, replacing: !resumed) else { break }

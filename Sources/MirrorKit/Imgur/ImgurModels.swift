@@ -1,3 +1,4 @@
+import Foundation
 /// An image as the Imgur API describes it, in a tag page, an album or an album's image list.
 ///
 /// Only the fields mirror needs are decoded (to mirror it, and for its metadata sidecar), each
@@ -89,6 +90,11 @@ struct ImgurImage: Sendable, Hashable, Codable {
         return image
     }
 
+    /// When its post went up: the album's date for an album's image (its own is the upload's).
+    var postDate: Date? {
+        (album?.datetime ?? datetime).map { Date(timeIntervalSince1970: TimeInterval($0)) }
+    }
+
     /// The post on Imgur's site: the album's, for an album's image.
     var galleryLink: String {
         "https://imgur.com/gallery/\(album?.id ?? id)"
@@ -100,11 +106,14 @@ struct ImgurAlbumContext: Sendable, Hashable, Codable {
     var id: String
     var title: String?
     var tags: [String]?
+    /// When the album was posted (Unix seconds).
+    var datetime: Int64?
 
-    init(id: String, title: String? = nil, tags: [String]? = nil) {
+    init(id: String, title: String? = nil, tags: [String]? = nil, datetime: Int64? = nil) {
         self.id = id
         self.title = title
         self.tags = tags
+        self.datetime = datetime
     }
 }
 
@@ -139,9 +148,11 @@ struct ImgurAlbum: Sendable, Hashable, Decodable {
     var images: [ImgurImage]?
     var title: String?
     var tags: [String]?
+    /// When it was posted (Unix seconds).
+    var datetime: Int64?
 
     enum CodingKeys: String, CodingKey {
-        case id, cover, images, title, tags
+        case id, cover, images, title, tags, datetime
         case imagesCount = "images_count"
     }
 
@@ -153,11 +164,12 @@ struct ImgurAlbum: Sendable, Hashable, Decodable {
         images = try container.decodeIfPresent([ImgurImage].self, forKey: .images)
         title = try? container.decodeIfPresent(String.self, forKey: .title)
         tags = ImgurTagNames.decode(from: container, forKey: .tags)
+        datetime = try? container.decodeIfPresent(Int64.self, forKey: .datetime)
     }
 
     /// What an image of this album carries of it.
     var context: ImgurAlbumContext {
-        ImgurAlbumContext(id: id, title: title, tags: tags)
+        ImgurAlbumContext(id: id, title: title, tags: tags, datetime: datetime)
     }
 
     /// The embedded images, when they are all there.
@@ -190,6 +202,15 @@ enum GalleryItem: Sendable, Hashable, Decodable {
         case .image(let image): image.id
         case .album(let album): album.id
         }
+    }
+
+    /// When the entry was posted, where the API says.
+    var postDate: Date? {
+        let seconds = switch self {
+        case .image(let image): image.datetime
+        case .album(let album): album.datetime
+        }
+        return seconds.map { Date(timeIntervalSince1970: TimeInterval($0)) }
     }
 }
 

@@ -19,9 +19,12 @@ package struct PostSource: MirrorSource {
     let client: ImgurClient
     let target: Target
     let urls: MediaURLBuilder
+    /// Which images the run takes (`--filter`, `--since`, `--until`).
+    let filter: MediaFilter
     let logger: Logger
 
-    init(client: ImgurClient, target: Target, urls: MediaURLBuilder, logger: Logger) {
+    init(client: ImgurClient, target: Target, urls: MediaURLBuilder, filter: MediaFilter = MediaFilter(), logger: Logger) {
+        self.filter = filter
         self.client = client
         self.target = target
         self.urls = urls
@@ -39,7 +42,7 @@ package struct PostSource: MirrorSource {
     package func list(into sink: SourceSink) async -> SourceListing {
         sink.publish(.phase(.crawling))
         let groups = sink.groups()
-        let images = ImageJobs(sink: sink, urls: urls, groups: groups)
+        let images = ImageJobs(sink: sink, urls: urls, groups: groups, filter: filter)
         var listing = SourceListing()
         listing.groups = groups
         do throws(MirrorError) {

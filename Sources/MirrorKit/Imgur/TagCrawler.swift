@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// Walks a tag's gallery page by page, carrying on across runs from a cursor, and hands on every
@@ -16,8 +17,12 @@ struct TagCrawler: Sendable {
         var window: GalleryWindow
         /// Treat the listing as ending after this many pages; nil reads to its end.
         var maxPages: Int?
+        /// Treat a newest-first listing as ending at the first page posted wholly before this
+        /// (`--since`): what lies below is older still.
+        var since: Date?
 
-        init(tag: String, sort: GallerySort = .time, window: GalleryWindow = .all, maxPages: Int? = nil) {
+        init(tag: String, sort: GallerySort = .time, window: GalleryWindow = .all, maxPages: Int? = nil, since: Date? = nil) {
+            self.since = since
             self.tag = tag
             self.sort = sort
             self.window = window
@@ -169,6 +174,13 @@ struct TagCrawler: Sendable {
                 try await completePass(&cursor, reachedEnd: true)
                 return
             }
+            if let since = options.since, options.sort == .time, Self.isWhollyBefore(since, listing) {
+                // Like --pages, the pass ends short of the listing's end: a later run without the
+                // bound reads on below it.
+                logger.debug("\(source): page \(page) was all posted before \(since.formatted(.iso8601)): the pass ends there")
+                try await completePass(&cursor, reachedEnd: false)
+                return
+            }
             page += 1
         }
     }
@@ -293,6 +305,11 @@ struct TagCrawler: Sendable {
         let added = try await store.recordAlbum(albumID, images: images.map { $0.inAlbum(context) }, source: source)
         if !added.isEmpty { await found(added) }
         return .expanded
+    }
+
+    /// Every entry of `listing` was posted before `date` (an entry without a date may be newer).
+    static func isWhollyBefore(_ date: Date, _ listing: TagPage) -> Bool {
+        listing.items.allSatisfy { entry in entry.postDate.map { $0 < date } ?? false }
     }
 
     /// The images a page shows of entries recorded before: an image entry, or an album's embedded images.

@@ -8,14 +8,17 @@ package struct TagSource: MirrorSource {
     let client: ImgurClient
     let options: TagCrawler.Options
     let urls: MediaURLBuilder
+    /// Which images the run takes (`--filter`, `--since`, `--until`).
+    let filter: MediaFilter
     let logger: Logger
     /// What a shared worker's polls and heartbeat wait on.
     let clock: any RunClock
 
     init(
-        client: ImgurClient, options: TagCrawler.Options, urls: MediaURLBuilder, clock: any RunClock = SystemClock(),
-        logger: Logger
+        client: ImgurClient, options: TagCrawler.Options, urls: MediaURLBuilder, filter: MediaFilter = MediaFilter(),
+        clock: any RunClock = SystemClock(), logger: Logger
     ) {
+        self.filter = filter
         self.clock = clock
         self.client = client
         self.options = options
@@ -39,7 +42,7 @@ package struct TagSource: MirrorSource {
                 claims?.remove(id)
                 try? await coordinator.release([id], park: outcome.parksClaim)
             })
-        let images = ImageJobs(sink: sink, urls: urls, groups: groups, claims: claims)
+        let images = ImageJobs(sink: sink, urls: urls, groups: groups, claims: claims, filter: filter)
         var listing = SourceListing()
         listing.groups = groups
         var crawl = TagCrawler.Report()

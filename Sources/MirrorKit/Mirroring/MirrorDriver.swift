@@ -125,6 +125,7 @@ package final class MirrorDriver: Sendable {
             }
         }
         summary.problems = sink.reportedProblems + listing.problems + runner.hookFailures.take()
+        summary.leftOut = sink.filesLeftOut
         summary.removedAlbums = listing.removedAlbums
         summary.skippedReleases = listing.skippedReleases
         // A halted session's error (a full disk) comes first: it is why the listing stopped.

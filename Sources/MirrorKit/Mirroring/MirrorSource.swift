@@ -39,6 +39,7 @@ package final class SourceSink: Sendable {
     /// Writes what the API or feed says of each file, when the run keeps metadata.
     let sidecars: MetadataSidecars?
     private let problems = Mutex<[String]>([])
+    private let leftOut = Atomic<Int>(0)
 
     init(name: String, runner: JobRunner, session: JobSession, sidecars: MetadataSidecars?) {
         self.name = name
@@ -79,6 +80,13 @@ package final class SourceSink: Sendable {
     }
 
     var reportedProblems: [String] { problems.withLock { $0 } }
+
+    /// `files` found this run that the filters (`--filter`, `--since`, `--until`) leave out.
+    func leaveOut(_ files: Int) {
+        leftOut.add(files, ordering: .relaxed)
+    }
+
+    var filesLeftOut: Int { leftOut.load(ordering: .relaxed) }
 
     /// Mirrors `job` once the session's window has room; `then` hears its outcome.
     func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) async {

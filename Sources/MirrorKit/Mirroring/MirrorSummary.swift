@@ -38,6 +38,8 @@ package struct MirrorSummary: Sendable {
     package var interrupted = false
     /// Where the listing's crawl stands after this run, for tag mirrors.
     package var listing: ListingProgress?
+    /// Files found this run that the filters left out.
+    package var leftOut = 0
     /// What a dry run would have fetched.
     package var plan = PlanTally()
 
@@ -50,6 +52,7 @@ package struct MirrorSummary: Sendable {
         skippedReleases += other.skippedReleases
         removedAlbums += other.removedAlbums
         problems += other.problems
+        leftOut += other.leftOut
         unavailableHosts = unavailableHosts.isEmpty ? other.unavailableHosts : unavailableHosts
         unresolvableHosts = unresolvableHosts.isEmpty ? other.unresolvableHosts : unresolvableHosts
         listing = listing ?? other.listing
@@ -71,7 +74,7 @@ package struct MirrorSummary: Sendable {
         if plan.isDryRun { return dryRunLine }
         if wanted == 0, failures.isEmpty, removed.isEmpty, removedBefore == 0, problems.isEmpty, skippedReleases.isEmpty, !interrupted,
            stoppedOnlyByTheBudget {
-            return (["nothing new"] + (listing.map { [$0.line] } ?? [])).joined(separator: ", ")
+            return (["nothing new"] + leftOutPart + (listing.map { [$0.line] } ?? [])).joined(separator: ", ")
         }
         var parts = ["\(wanted) files: \(downloaded) downloaded (\(Self.formatBytes(bytesDownloaded)))"]
         if newVersions > 0 { parts[0] += ", \(newVersions) of them new versions" }
@@ -83,6 +86,7 @@ package struct MirrorSummary: Sendable {
         }
         if removed.count + removedBefore > 0 { parts.append("\(removed.count + removedBefore) removed upstream") }
         if deferred > 0 { parts.append("\(deferred) left for the next run") }
+        parts += leftOutPart
         parts.append("\(failures.count) failed")
         if interrupted { parts.append("interrupted (partial downloads kept)") }
         if let listing { parts.append(listing.line) }
@@ -103,9 +107,14 @@ package struct MirrorSummary: Sendable {
         if plan.rechecks > 0 { parts.append("\(plan.rechecks) would be asked after again (new-file)") }
         if removed.count + removedBefore > 0 { parts.append("\(removed.count + removedBefore) removed upstream") }
         if deferred > 0 { parts.append("\(deferred) left for the next run") }
+        parts += leftOutPart
         if interrupted { parts.append("interrupted") }
         if let listing { parts.append(listing.line) }
         return parts.joined(separator: ", ")
+    }
+
+    private var leftOutPart: [String] {
+        leftOut == 0 ? [] : ["\(leftOut) left out by the filters"]
     }
 
     /// The listing stopped because the API budget is spent, or the API limits us: the plan on a

@@ -51,6 +51,12 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     package var leaseSeconds: Int?
     /// Connections to one media host that all workers together may have (PostgreSQL state only).
     package var clusterMaxPerHost: Int?
+    /// Conditions every file must meet (`type=animated`, `size<10M`); see ``MediaFilter``.
+    package var filter: [String]?
+    /// Only posts or entries dated at or after this: a day, a moment, or a span back such as `30d`.
+    package var since: String?
+    /// Only posts or entries dated before this.
+    package var until: String?
 
     package init() {}
 
@@ -100,13 +106,24 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         state = try text(.state)
         leaseSeconds = try container.decodeIfPresent(Int.self, forKey: .leaseSeconds)
         clusterMaxPerHost = try container.decodeIfPresent(Int.self, forKey: .clusterMaxPerHost)
+        if container.contains(.filter), try !container.decodeNil(forKey: .filter) {
+            if let one = try? container.decode(String.self, forKey: .filter) {
+                filter = [one]
+            } else if let several = try? container.decode([String].self, forKey: .filter) {
+                filter = several
+            } else {
+                throw DecodingError.typeMismatchError(CodingKeys.filter, in: container, "a filter such as \"size<10M\", or a list of them")
+            }
+        }
+        since = try text(.since)
+        until = try text(.until)
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, prefer, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
         case progress, logFormat, metadata, keepDeleted, exec, execShell, metricsFile
-        case state, leaseSeconds, clusterMaxPerHost
+        case state, leaseSeconds, clusterMaxPerHost, filter, since, until
     }
 
     /// Where settings came from, for naming one in an error.
@@ -208,6 +225,19 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         }
         if let leaseSeconds, !(2...3600).contains(leaseSeconds) { throw refuse(.leaseSeconds, "must be 2 to 3600") }
         if let clusterMaxPerHost, !(1...256).contains(clusterMaxPerHost) { throw refuse(.clusterMaxPerHost, "must be 1 to 256") }
+        var conditions = MediaFilter()
+        for expression in filter ?? [] {
+            do {
+                try conditions.add(expression)
+            } catch {
+                throw refuse(.filter, error.description)
+            }
+        }
+        for (key, value) in [(CodingKeys.since, since), (.until, until)] {
+            if let value, DateBound.parse(value, now: Date()) == nil {
+                throw refuse(key, "must be \(DateBound.forms), got '\(value)'")
+            }
+        }
         if progress == .always, logFormat == .json {
             throw refuse(.progress, "always would put progress lines among the JSON lines on standard error; use never, or text logs")
         }
@@ -251,6 +281,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .state: pick(\.state)
         case .leaseSeconds: pick(\.leaseSeconds)
         case .clusterMaxPerHost: pick(\.clusterMaxPerHost)
+        case .filter: pick(\.filter)
+        case .since: pick(\.since)
+        case .until: pick(\.until)
         }
     }
 

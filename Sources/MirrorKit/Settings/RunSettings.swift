@@ -70,13 +70,17 @@ package struct RunSettings: Sendable {
     package var postgres: PostgresLocation?
     package var leaseDuration: Duration
     package var clusterMaxPerHost: Int
+    /// Which found files the run takes.
+    var filter: MediaFilter
     /// Set for a dry run (see ``DryRun``): hears each file a real run would fetch; nothing is
     /// fetched, no sidecar written and no hook run.
     package var plan: (@Sendable (PlannedFile) -> Void)?
 
     /// Merges `file` and `flags` (a flag given wins) and checks both, naming a wrong value as it
     /// was given: `--max-wait`, or the config file and its key.
-    package init(file: MirrorConfiguration = MirrorConfiguration(), flags: MirrorConfiguration = MirrorConfiguration()) throws(MirrorError) {
+    package init(
+        file: MirrorConfiguration = MirrorConfiguration(), flags: MirrorConfiguration = MirrorConfiguration(), now: Date = Date()
+    ) throws(MirrorError) {
         try flags.validate(origin: .flags)
         var given = file.overridden(by: flags)
         // exec and execShell are one setting given two ways: a flag of either replaces both of
@@ -123,6 +127,18 @@ package struct RunSettings: Sendable {
         postgres = try given.state.map { text throws(MirrorError) in try PostgresLocation(text) }
         leaseDuration = .seconds(given.leaseSeconds ?? Defaults.leaseSeconds)
         clusterMaxPerHost = given.clusterMaxPerHost ?? Defaults.clusterMaxPerHost
+        filter = MediaFilter()
+        do {
+            for expression in given.filter ?? [] { try filter.add(expression) }
+            try filter.bound(since: given.since, until: given.until, now: now)
+        } catch {
+            throw .configuration("since and until (--since, --until): \(error)")
+        }
+        // A claimed image the filter leaves out would be claimed again by the next worker, and
+        // the next: shared workers take every file.
+        if postgres != nil, !filter.isEmpty {
+            throw .configuration("filters (--filter, --since, --until) are for one machine: workers sharing the PostgreSQL state (--state or the config's 'state') take every file")
+        }
         // new-file asks again after every file the tag mirrored, listed or not: a sweep no claim
         // divides, which would race the workers that claim the same files.
         if postgres != nil, mode == .newFile {
@@ -148,7 +164,7 @@ package struct RunSettings: Sendable {
 
     /// How `tag`'s listing is read.
     func crawl(_ tag: String) -> TagCrawler.Options {
-        TagCrawler.Options(tag: tag, sort: sort, window: window, maxPages: pages)
+        TagCrawler.Options(tag: tag, sort: sort, window: window, maxPages: pages, since: filter.since)
     }
 
     var mediaURLs: MediaURLBuilder {
@@ -159,10 +175,10 @@ package struct RunSettings: Sendable {
     package func sources(_ addresses: [ImgurAddress], client: ImgurClient, logger: Logger) -> [any MirrorSource] {
         addresses.map { address -> any MirrorSource in
             switch address {
-            case .tag(let name): TagSource(client: client, options: crawl(name), urls: mediaURLs, logger: logger)
-            case .album(let id): PostSource(client: client, target: .album(id), urls: mediaURLs, logger: logger)
-            case .post(let id): PostSource(client: client, target: .post(id), urls: mediaURLs, logger: logger)
-            case .image(let id): PostSource(client: client, target: .image(id), urls: mediaURLs, logger: logger)
+            case .tag(let name): TagSource(client: client, options: crawl(name), urls: mediaURLs, filter: filter, logger: logger)
+            case .album(let id): PostSource(client: client, target: .album(id), urls: mediaURLs, filter: filter, logger: logger)
+            case .post(let id): PostSource(client: client, target: .post(id), urls: mediaURLs, filter: filter, logger: logger)
+            case .image(let id): PostSource(client: client, target: .image(id), urls: mediaURLs, filter: filter, logger: logger)
             }
         }
     }
@@ -171,7 +187,7 @@ package struct RunSettings: Sendable {
     package func sources(
         feeds: [FeedLocation], baseURL: String?, engine: TransferEngine, logger: Logger
     ) -> [any MirrorSource] {
-        feeds.map { FeedSource(feed: $0, baseURL: baseURL, engine: engine, retry: retry, logger: logger) }
+        feeds.map { FeedSource(feed: $0, baseURL: baseURL, engine: engine, retry: retry, filter: filter, logger: logger) }
     }
 
     package var engine: TransferEngine.Configuration {

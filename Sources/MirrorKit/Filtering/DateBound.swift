@@ -1,0 +1,32 @@
+import Foundation
+
+/// Dates as people write them for `--since` and `--until`: a day (`2026-01-31`, from midnight UTC),
+/// a moment (`2026-01-31T12:00:00Z`, `2026-01-31T12:00:00+01:00`), or a span back from the start
+/// of the run (`30d`, `12h`, `1d12h`).
+enum DateBound {
+    static let forms = "a day such as 2026-01-31 (UTC), a moment such as 2026-01-31T12:00:00Z, or a span back from now such as 30d or 12h"
+
+    /// Nil for anything else. A bare number is refused: seconds, days or a year, it says none clearly.
+    static func parse(_ text: String, now: Date) -> Date? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.count <= 40 else { return nil }
+        if let first = trimmed.first, first.isNumber, trimmed.contains("-") || trimmed.contains(":") {
+            return moment(trimmed)
+        }
+        guard Int(trimmed) == nil, let span = DurationText.parse(trimmed) else { return nil }
+        return now.addingTimeInterval(-Double(span.components.seconds))
+    }
+
+    private static func moment(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        if text.count == 10 {
+            formatter.formatOptions = [.withFullDate]
+            return formatter.date(from: text)
+        }
+        formatter.formatOptions = [.withInternetDateTime]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.date(from: text)
+    }
+}

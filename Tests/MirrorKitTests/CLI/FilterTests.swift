@@ -1,0 +1,138 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// `--filter`, `--since` and `--until` through the real executable: what they leave out is said,
+/// stays found for a wider run, and a date-bounded crawl of a newest-first tag stops at its bound.
+@Suite("Filters: type, size and dates", .serialized, .timeLimit(.minutes(3)))
+struct FilterTests {
+    private func files(in out: String, _ folder: String) -> Set<String> {
+        Set((try? FileManager.default.contentsOfDirectory(atPath: out + "/" + folder)) ?? [])
+    }
+
+    @Test func aTypeFilterTakesOnlyAnimatedImagesAndAWiderRunTakesTheRest() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let arguments = [
+                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                ]
+                let animated = try await MirrorProcess.run(arguments + ["--filter", "type=animated"])
+                #expect(animated.status == 0, "\(animated.stderr)")
+                #expect(files(in: out, "full") == ["Lm2nO4p.mp4", "Wx7yZ8a.mp4", "Gh1iJ2k.mp4"])
+                #expect(files(in: out, "preview") == ["Lm2nO4pm.jpg", "Wx7yZ8am.jpg", "Gh1iJ2km.jpg"])
+                // 14 images, 3 animated: 11 left out, a thumbnail and a full-size file each.
+                #expect(animated.stdout.contains("22 left out by the filters"), "\(animated.stdout)")
+
+                // Left out is not done: the same filter again says nothing new, and no filter takes the rest.
+                let again = try await MirrorProcess.run(arguments + ["--filter", "type=animated"])
+                #expect(again.stdout.contains("nothing new"), "\(again.stdout)")
+                let all = try await MirrorProcess.run(arguments)
+                #expect(all.status == 0, "\(all.stderr)")
+                #expect(files(in: out, "full").count == 13, "\(files(in: out, "full")) \(all.stdout)")
+            }
+        }
+    }
+
+    @Test func aSizeFilterUsesTheSizeTheAPIStates() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let run = try await MirrorProcess.run([
+                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                    "--filter", "size<100k", "--no-previews",
+                ])
+                #expect(run.status == 0, "\(run.stderr)")
+                // 95000, 64000, 80000, 75000, 33000 and 48000 (removed upstream) bytes by the API's word.
+                #expect(files(in: out, "full") == ["Gh7iJ9k.png", "Za8bC9d.jpg", "No4pQ5r.png", "Qr5sT6u.jpg", "Vw7xY8z.png"])
+                #expect(files(in: out, "preview").isEmpty)
+            }
+        }
+    }
+
+    @Test func sinceStopsANewestFirstCrawlAtItsBoundAndALaterRunReadsOnBelowIt() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("dated", pages: 5, perPage: 20, albumEvery: 0)
+            let entries = server.generatedEntries("dated")
+            let bound = entries[30].posted
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let arguments = [
+                    "dated", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                    "--no-previews",
+                ]
+                let pages = { server.requests.filter { $0.path.hasPrefix("/3/gallery/t/dated/") }.map(\.path) }
+                let since = bound.formatted(.iso8601)
+                let bounded = try await MirrorProcess.run(arguments + ["--since", since])
+                #expect(bounded.status == 0, "\(bounded.stderr)")
+                // Pages 0 and 1 hold posts from the bound on; page 2 is wholly older and ends the pass.
+                #expect(pages().map { $0.split(separator: "/").last! } == ["0", "1", "2"], "\(pages())")
+                let newest = Set(entries[...30].map { $0.id + ".jpg" })
+                #expect(files(in: out, "full") == newest)
+
+                // The same bound again reads the head down to the bound, and finds nothing new.
+                let again = try await MirrorProcess.run(arguments + ["--since", since])
+                #expect(again.stdout.contains("nothing new"), "\(again.stdout)")
+                // Without it, a run reads on below the bound and takes everything.
+                let all = try await MirrorProcess.run(arguments)
+                #expect(all.status == 0, "\(all.stderr)")
+                #expect(files(in: out, "full") == Set(entries.map { $0.id + ".jpg" }), "\(all.stdout)")
+            }
+        }
+    }
+
+    @Test func untilLeavesOutTheNewestAndADryRunHeedsTheFilters() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("dated", pages: 2, perPage: 10, albumEvery: 0)
+            let entries = server.generatedEntries("dated")
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let arguments = [
+                    "dated", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                    "--no-previews", "--until", entries[4].posted.formatted(.iso8601),
+                ]
+                let dry = try await MirrorProcess.run(arguments + ["--dry-run"])
+                #expect(dry.stdout.contains("dry run: 15 files would be fetched"), "\(dry.stdout)")
+                // Until is exclusive: the entry posted at it is left out with the four newer ones.
+                #expect(dry.stdout.contains("5 left out by the filters"), "\(dry.stdout)")
+                let run = try await MirrorProcess.run(arguments)
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(files(in: out, "full") == Set(entries[5...].map { $0.id + ".jpg" }))
+            }
+        }
+    }
+
+    @Test func aFeedIsFilteredBySizeAndEntryDate() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let out = dir.appendingPathComponent("out").path
+                let feed = "\(server.baseURL)/feeds/docsets.atom"
+                let run = try await MirrorProcess.run(["feed", feed, "--out", out, "--since", "2026-10-15", "--filter", "size<5M"])
+                #expect(run.status == 0, "\(run.stderr)")
+                // Alpha (6 MiB, November) is too large; Beta (3 MiB, 20 October) passes; the third entry is from 1 October.
+                #expect(files(in: out, "enclosures") == ["Beta 1.0.xar"], "\(run.stdout)")
+                #expect(run.stdout.contains("left out by the filters"), "\(run.stdout)")
+            }
+        }
+    }
+
+    @Test func aFilterOrDateThatCannotBeUsedIsNamedWhereItWasGiven() async throws {
+        try await MirrorProcess.withClientID { dir, idFile in
+            let out = dir.appendingPathComponent("out").path
+            let base = ["cats", "--out", out, "--client-id-file", idFile]
+            let flag = try await MirrorProcess.run(base + ["--filter", "sise<10M"])
+            #expect(flag.status == 64 && flag.stderr.contains("--filter 'sise<10M' is not a filter"), "\(flag.stderr)")
+            let date = try await MirrorProcess.run(base + ["--since", "2026"])
+            #expect(date.status == 64 && date.stderr.contains("--since must be a day such as 2026-01-31"), "\(date.stderr)")
+            let backwards = try await MirrorProcess.run(base + ["--since", "2026-02-01", "--until", "2026-01-01"])
+            #expect(backwards.status == 78 && backwards.stderr.contains("is not before until"), "\(backwards.stderr)")
+            let config = dir.appendingPathComponent("config.json").path
+            try TestSupport.write(Array(#"{"filter": ["size<10M", "type=gif"]}"#.utf8), to: config)
+            let file = try await MirrorProcess.run(base + ["--config", config])
+            #expect(file.status == 78, "\(file.stderr)")
+            #expect(file.stderr.contains("config file \(config): 'filter' 'type=gif': the type is image or animated"), "\(file.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out))
+        }
+    }
+}
