@@ -84,7 +84,8 @@ struct FeedCommand: AsyncParsableCommand {
             }
             return { directory, engine, _, observer, logger throws(MirrorError) in
                 let driver = try MirrorDriver(
-                    directory: directory, engine: engine, settings: settings.feedDriver, observer: observer, logger: logger)
+                    directory: directory, engine: engine, settings: settings.feedDriver, perSource: settings.feedDrivers(),
+                    observer: observer, logger: logger)
                 return (driver, settings.sources(feeds: locations, baseURL: baseURL, engine: engine, logger: logger))
             }
         }

@@ -142,7 +142,8 @@ struct TagCommand: AsyncParsableCommand {
                 let client = ImgurClient(
                     apiBase: settings.apiBase, clientID: clientID, engine: engine, politeness: settings.politeness, logger: logger)
                 let driver = try MirrorDriver(
-                    directory: directory, engine: engine, settings: settings.imgurDriver, sharing: sharing, observer: observer,
+                    directory: directory, engine: engine, settings: settings.imgurDriver, perSource: settings.imgurDrivers(),
+                    sharing: sharing, observer: observer,
                     logger: logger)
                 return (driver, settings.sources(addresses, client: client, logger: logger))
             }

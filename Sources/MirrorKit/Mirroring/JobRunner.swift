@@ -91,9 +91,9 @@ struct JobRunner: Sendable {
     let coordinator: (any WorkCoordinator)?
     let scheduler: DownloadScheduler
     let health: HostHealth
-    let mode: DownloadMode
+    private(set) var mode: DownloadMode
     /// A file the mirror recorded and the user deleted stays deleted: not asked for again.
-    let keepDeleted: Bool
+    private(set) var keepDeleted: Bool
     /// The source the files are recorded as mirrored by (see ``MirroredFile/source``).
     private(set) var source: String?
     let logger: Logger
@@ -103,9 +103,9 @@ struct JobRunner: Sendable {
     /// Hears what the run does, for the terminal, the metrics file and `mirror status`.
     let observer: any RunObserver
     /// Writes each file's metadata sidecar; nil when the run keeps none.
-    let sidecars: MetadataSidecars?
+    private(set) var sidecars: MetadataSidecars?
     /// Hears of every file saved (`--exec`); nil when nothing does.
-    let hook: (any SavedFileHook)?
+    private(set) var hook: (any SavedFileHook)?
     /// What the hook said went wrong, for the summary.
     let hookFailures = HookFailures()
     /// Set for a dry run: hears each file a real run would fetch, and nothing is fetched.
@@ -166,6 +166,16 @@ struct JobRunner: Sendable {
     func named(_ source: String) -> JobRunner {
         var runner = self
         runner.source = source
+        return runner
+    }
+
+    /// The same runner taking a source's own choices of how its files are kept.
+    func choosing(mode: DownloadMode, keepDeleted: Bool, metadata: Bool, hook: (any SavedFileHook)?) -> JobRunner {
+        var runner = self
+        runner.mode = mode
+        runner.keepDeleted = keepDeleted
+        runner.sidecars = metadata ? MetadataSidecars(directory: directory) : nil
+        runner.hook = hook
         return runner
     }
 

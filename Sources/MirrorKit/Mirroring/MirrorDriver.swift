@@ -58,12 +58,17 @@ package final class MirrorDriver: Sendable {
     }
 
     let runner: JobRunner
+    /// Sources whose files are taken differently (their mode, metadata, hook), by name.
+    private let perSource: [String: Settings]
 
-    /// With `sharing`, the mirror's state and work are shared with other workers.
+    /// With `sharing`, the mirror's state and work are shared with other workers. A source named
+    /// in `perSource` has its files taken by those settings' mode, deleted-file rule, metadata and
+    /// hook; the rest (concurrency, retries, sizes) are the run's.
     package init(
-        directory: MirrorDirectory, engine: TransferEngine, settings: Settings, sharing: Sharing? = nil,
-        observer: any RunObserver = UnobservedRun(), logger: Logger
+        directory: MirrorDirectory, engine: TransferEngine, settings: Settings, perSource: [String: Settings] = [:],
+        sharing: Sharing? = nil, observer: any RunObserver = UnobservedRun(), logger: Logger
     ) throws(MirrorError) {
+        self.perSource = perSource
         runner = try JobRunner(
             directory: directory, engine: engine, mode: settings.mode, keepDeleted: settings.keepDeleted,
             concurrency: settings.concurrency,
@@ -106,7 +111,10 @@ package final class MirrorDriver: Sendable {
     }
 
     private func mirror(_ source: any MirrorSource) async -> MirrorSummary {
-        let runner = runner.named(source.name)
+        var runner = runner.named(source.name)
+        if let own = perSource[source.name] {
+            runner = runner.choosing(mode: own.mode, keepDeleted: own.keepDeleted, metadata: own.metadata, hook: own.hook)
+        }
         runner.observer.observe(.source(source.name))
         let session = runner.start()
         let sink = SourceSink(name: source.name, runner: runner, session: session, sidecars: runner.sidecars)

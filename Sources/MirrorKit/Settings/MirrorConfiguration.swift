@@ -57,6 +57,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     package var since: String?
     /// Only posts or entries dated before this.
     package var until: String?
+    /// Settings of one source each (a tag, an Imgur URL, a feed's URL or file), over the rest of
+    /// the file's: only those that concern one source (``sourceKeys``).
+    package var sources: [String: MirrorConfiguration]?
 
     package init() {}
 
@@ -117,24 +120,36 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         }
         since = try text(.since)
         until = try text(.until)
+        sources = try container.decodeIfPresent([String: MirrorConfiguration].self, forKey: .sources)
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, prefer, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
         case progress, logFormat, metadata, keepDeleted, exec, execShell, metricsFile
-        case state, leaseSeconds, clusterMaxPerHost, filter, since, until
+        case state, leaseSeconds, clusterMaxPerHost, filter, since, until, sources
     }
+
+    /// The keys a source's own settings may have: how it is listed, which of its files are taken,
+    /// and how they are kept. The others (bandwidth, concurrency, the state, logging…) are the
+    /// whole run's.
+    static let sourceKeys: [CodingKeys] = [
+        .sort, .window, .pages, .thumbnail, .prefer, .mediaBase, .filter, .since, .until,
+        .mode, .metadata, .keepDeleted, .exec, .execShell,
+    ]
 
     /// Where settings came from, for naming one in an error.
     package enum Origin: Sendable {
         case file(String)
+        /// One source's settings in a config file.
+        case source(file: String, key: String)
         case flags
 
-        /// `config file F: 'maxWait'` or `--max-wait`.
+        /// `config file F: 'maxWait'`, `config file F: sources 'cats': 'sort'` or `--max-wait`.
         func name(_ key: CodingKeys) -> String {
             switch self {
             case .file(let path): "config file \(path): '\(key.rawValue)'"
+            case .source(let path, let source): "config file \(path): sources '\(source)': '\(key.rawValue)'"
             case .flags: "--" + key.rawValue.flagSpelling
             }
         }
@@ -176,17 +191,57 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         if let unknown = keys.sorted().first(where: { !known.contains($0) }) {
             throw .configuration("config file \(path): unknown key '\(unknown)'")
         }
+        if let sources = (object as? [String: Any])?["sources"] {
+            try checkSourceKeys(sources, path: path)
+        }
         let configuration: MirrorConfiguration
         do {
             configuration = try JSONDecoder().decode(MirrorConfiguration.self, from: data)
         } catch DecodingError.dataCorrupted(let context) where context.codingPath.count == 1 {
             // A value of the right type that names nothing: say which key, and what it takes.
             throw .configuration("config file \(path): '\(context.codingPath[0].stringValue)' \(context.debugDescription)")
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.count == 3 {
+            let (source, key) = (context.codingPath[1].stringValue, context.codingPath[2].stringValue)
+            throw .configuration("config file \(path): sources '\(source)': '\(key)' \(context.debugDescription)")
         } catch {
             throw .configuration("config file \(path): \(ImgurClient.describe(error))")
         }
         try configuration.validate(origin: .file(path))
+        for (key, entry) in configuration.sources ?? [:] {
+            try entry.validate(origin: .source(file: path, key: key))
+        }
         return configuration
+    }
+
+    /// Refuses a `sources` that is not an object of objects, and a source's key that is unknown or
+    /// a setting of the whole run.
+    private static func checkSourceKeys(_ sources: Any, path: String) throws(MirrorError) {
+        guard let sources = sources as? [String: Any] else {
+            throw .configuration("config file \(path): 'sources' must be an object: each source (a tag, an Imgur URL, a feed) with its settings")
+        }
+        let allowed = Set(sourceKeys.map(\.rawValue))
+        let known = Set(CodingKeys.allCases.map(\.rawValue))
+        for (source, entry) in sources.sorted(by: { $0.key < $1.key }) {
+            guard let keys = (entry as? [String: Any])?.keys else {
+                throw .configuration("config file \(path): sources '\(source)' must be an object of settings")
+            }
+            for key in keys.sorted() where !allowed.contains(key) {
+                guard known.contains(key) else {
+                    throw .configuration("config file \(path): sources '\(source)': unknown key '\(key)'")
+                }
+                throw .configuration(
+                    "config file \(path): sources '\(source)': '\(key)' is a setting of the whole run, not of one source; a source may set \(sourceKeys.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+    }
+
+    /// This file's settings for a source with `own` settings: `own`'s over the file's (an exec or
+    /// execShell of the source's replaces both of the file's).
+    func forSource(_ own: MirrorConfiguration) -> MirrorConfiguration {
+        var merged = overridden(by: own)
+        if own.exec != nil || own.execShell != nil { (merged.exec, merged.execShell) = (own.exec, own.execShell) }
+        merged.sources = nil
+        return merged
     }
 
     /// Checks every value given, naming the first that is wrong as `origin` spells it.
@@ -284,6 +339,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .filter: pick(\.filter)
         case .since: pick(\.since)
         case .until: pick(\.until)
+        case .sources: pick(\.sources)
         }
     }
 

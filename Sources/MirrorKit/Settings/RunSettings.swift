@@ -75,6 +75,11 @@ package struct RunSettings: Sendable {
     /// Set for a dry run (see ``DryRun``): hears each file a real run would fetch; nothing is
     /// fetched, no sidecar written and no hook run.
     package var plan: (@Sendable (PlannedFile) -> Void)?
+    /// What was given, to work out each source's own settings from.
+    private let given: (file: MirrorConfiguration, flags: MirrorConfiguration, now: Date)
+    /// The config file's settings for each source that has its own, by the source's name
+    /// (`tag cats`, `feed https://…`): its own over the file's.
+    private var sourceConfigurations: [String: MirrorConfiguration] = [:]
 
     /// Merges `file` and `flags` (a flag given wins) and checks both, naming a wrong value as it
     /// was given: `--max-wait`, or the config file and its key.
@@ -82,6 +87,7 @@ package struct RunSettings: Sendable {
         file: MirrorConfiguration = MirrorConfiguration(), flags: MirrorConfiguration = MirrorConfiguration(), now: Date = Date()
     ) throws(MirrorError) {
         try flags.validate(origin: .flags)
+        self.given = (file, flags, now)
         var given = file.overridden(by: flags)
         // exec and execShell are one setting given two ways: a flag of either replaces both of
         // the file's (an empty --exec, as --no-exec gives, none at all).
@@ -139,6 +145,19 @@ package struct RunSettings: Sendable {
         if postgres != nil, !filter.isEmpty {
             throw .configuration("filters (--filter, --since, --until) are for one machine: workers sharing the PostgreSQL state (--state or the config's 'state') take every file")
         }
+        // Each source's settings are checked now, before anything is touched, as the run's are.
+        for (key, own) in (file.sources ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard let name = Self.sourceName(ofConfigKey: key) else {
+                throw .configuration("the config's sources '\(key)' names no source: give a tag (cats), an Imgur URL, or a feed's URL or absolute path")
+            }
+            let merged = file.forSource(own)
+            do {
+                _ = try RunSettings(file: merged, flags: flags, now: now)
+            } catch {
+                throw .configuration("the config's sources '\(key)': \(error)")
+            }
+            sourceConfigurations[name] = merged
+        }
         // new-file asks again after every file the tag mirrored, listed or not: a sweep no claim
         // divides, which would race the workers that claim the same files.
         if postgres != nil, mode == .newFile {
@@ -162,6 +181,33 @@ package struct RunSettings: Sendable {
             keepDeleted: keepDeleted, hook: plan == nil ? hook : nil, plan: plan)
     }
 
+    /// The name of the source a config file's `sources` key names, as the command line reads it.
+    static func sourceName(ofConfigKey key: String) -> String? {
+        if let address = try? ImgurAddress(parsing: key) { return address.description }
+        guard key.hasPrefix("/") || HTTPURL.isValid(key) else { return nil }
+        return "feed \(FeedLocation(argument: key))"
+    }
+
+    /// These settings as the source named `name` has them: its own from the config file over the
+    /// file's, the flags over both.
+    package func forSource(_ name: String) -> RunSettings {
+        // Checked when these were made: the same values cannot fail now.
+        guard let own = sourceConfigurations[name], var settings = try? RunSettings(file: own, flags: given.flags, now: given.now)
+        else { return self }
+        settings.plan = plan
+        return settings
+    }
+
+    /// How the driver takes each source's files where the source has settings of its own.
+    package func imgurDrivers() -> [String: MirrorDriver.Settings] {
+        sourceConfigurations.keys.reduce(into: [:]) { $0[$1] = forSource($1).imgurDriver }
+    }
+
+    /// ``imgurDrivers()`` for feeds.
+    package func feedDrivers() -> [String: MirrorDriver.Settings] {
+        sourceConfigurations.keys.reduce(into: [:]) { $0[$1] = forSource($1).feedDriver }
+    }
+
     /// How `tag`'s listing is read.
     func crawl(_ tag: String) -> TagCrawler.Options {
         TagCrawler.Options(tag: tag, sort: sort, window: window, maxPages: pages, since: filter.since)
@@ -174,11 +220,13 @@ package struct RunSettings: Sendable {
     /// The source each address names, reading the API through `client`.
     package func sources(_ addresses: [ImgurAddress], client: ImgurClient, logger: Logger) -> [any MirrorSource] {
         addresses.map { address -> any MirrorSource in
+            let settings = forSource(address.description)
+            let (filter, mediaURLs) = (settings.filter, settings.mediaURLs)
             switch address {
-            case .tag(let name): TagSource(client: client, options: crawl(name), urls: mediaURLs, filter: filter, logger: logger)
-            case .album(let id): PostSource(client: client, target: .album(id), urls: mediaURLs, filter: filter, logger: logger)
-            case .post(let id): PostSource(client: client, target: .post(id), urls: mediaURLs, filter: filter, logger: logger)
-            case .image(let id): PostSource(client: client, target: .image(id), urls: mediaURLs, filter: filter, logger: logger)
+            case .tag(let name): return TagSource(client: client, options: settings.crawl(name), urls: mediaURLs, filter: filter, logger: logger)
+            case .album(let id): return PostSource(client: client, target: .album(id), urls: mediaURLs, filter: filter, logger: logger)
+            case .post(let id): return PostSource(client: client, target: .post(id), urls: mediaURLs, filter: filter, logger: logger)
+            case .image(let id): return PostSource(client: client, target: .image(id), urls: mediaURLs, filter: filter, logger: logger)
             }
         }
     }
@@ -187,7 +235,9 @@ package struct RunSettings: Sendable {
     package func sources(
         feeds: [FeedLocation], baseURL: String?, engine: TransferEngine, logger: Logger
     ) -> [any MirrorSource] {
-        feeds.map { FeedSource(feed: $0, baseURL: baseURL, engine: engine, retry: retry, filter: filter, logger: logger) }
+        feeds.map { feed in
+            FeedSource(feed: feed, baseURL: baseURL, engine: engine, retry: retry, filter: forSource("feed \(feed)").filter, logger: logger)
+        }
     }
 
     package var engine: TransferEngine.Configuration {

@@ -83,3 +83,49 @@ struct RunSettingsTests {
         #expect(throws: MirrorError.self) { try flags.validate(origin: .flags) }
     }
 }
+
+@Suite("A source's own settings: the config's sources, under the flags")
+struct SourceSettingsResolutionTests {
+    @Test func aSourceTakesItsOwnOverTheFileAndTheFlagsOverBoth() throws {
+        var file = MirrorConfiguration()
+        file.sort = .top
+        file.thumbnail = .medium
+        file.exec = "/bin/true"
+        var cats = MirrorConfiguration()
+        cats.sort = .viral
+        cats.thumbnail = .skipped
+        cats.mode = .newFile
+        cats.execShell = "echo saved"
+        var feed = MirrorConfiguration()
+        feed.filter = ["size<5M"]
+        feed.since = "2026-01-01"
+        file.sources = ["#cats": cats, "https://example.org/feed.atom": feed]
+        var flags = MirrorConfiguration()
+        flags.thumbnail = .large
+
+        let settings = try RunSettings(file: file, flags: flags)
+        let own = settings.forSource("tag cats")
+        #expect(own.sort == .viral && own.mode == .newFile)
+        #expect(own.thumbnail == .large, "a flag given wins over the source's own")
+        #expect(own.hook?.command == ["/bin/sh", "-c", "echo saved"], "the source's execShell replaces the file's exec")
+        let other = settings.forSource("tag dogs")
+        #expect(other.sort == .top && other.mode == .skipIfExists && other.thumbnail == .large)
+        #expect(settings.forSource("feed https://example.org/feed.atom").filter.since != nil)
+        #expect(settings.forSource("feed https://example.org/other.atom").filter.isEmpty)
+        #expect(settings.imgurDrivers().keys.sorted() == ["feed https://example.org/feed.atom", "tag cats"])
+        #expect(settings.imgurDrivers()["tag cats"]?.mode == .newFile)
+    }
+
+    @Test func aSourceKeyThatNamesNothingOrABadValueIsRefusedBeforeTheRun() throws {
+        var file = MirrorConfiguration()
+        var bad = MirrorConfiguration()
+        bad.since = "2026-02-01"
+        bad.until = "2026-01-01"
+        file.sources = ["cats": bad]
+        let error = #expect(throws: MirrorError.self) { try RunSettings(file: file) }
+        #expect(error?.description.contains("sources 'cats'") == true, "\(String(describing: error))")
+        file.sources = ["not a source!": MirrorConfiguration()]
+        let nothing = #expect(throws: MirrorError.self) { try RunSettings(file: file) }
+        #expect(nothing?.description.contains("names no source") == true, "\(String(describing: nothing))")
+    }
+}
