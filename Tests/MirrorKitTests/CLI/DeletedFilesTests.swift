@@ -15,9 +15,7 @@ struct DeletedFilesTests {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let arguments = [
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
-                ] + extra
+                let arguments = MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + extra
                 let first = try await MirrorProcess.run(arguments)
                 #expect(first.status == 0, "\(first.stderr)")
                 try await body(server, dir, out, arguments)

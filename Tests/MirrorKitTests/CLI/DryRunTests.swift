@@ -8,7 +8,7 @@ import Testing
 @Suite("--dry-run: what a run would fetch, nothing written", .serialized, .timeLimit(.minutes(3)))
 struct DryRunTests {
     private func arguments(_ server: FixtureServer, _ out: String, _ idFile: String) -> [String] {
-        ["cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
+        MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile)
     }
 
     /// Every file and folder under `root` (`.mirror` included) with its size, modification time
@@ -102,8 +102,7 @@ struct DryRunTests {
             server.addGeneratedTag("many", pages: 3, perPage: 20)
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let arguments = [
-                    "many", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                let arguments = MirrorProcess.fixtureArguments("many", out: out, server: server, idFile: idFile) + [
                     "--no-previews",
                 ]
                 // The first page is mirrored; the pass stands at page 1.

@@ -15,9 +15,7 @@ struct FilterTests {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let arguments = [
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
-                ]
+                let arguments = MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile)
                 let animated = try await MirrorProcess.run(arguments + ["--filter", "type=animated"])
                 #expect(animated.status == 0, "\(animated.stderr)")
                 #expect(files(in: out, "full") == ["Lm2nO4p.mp4", "Wx7yZ8a.mp4", "Gh1iJ2k.mp4"])
@@ -39,8 +37,7 @@ struct FilterTests {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let run = try await MirrorProcess.run([
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                let run = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + [
                     "--filter", "size<100k", "--no-previews",
                 ])
                 #expect(run.status == 0, "\(run.stderr)")
@@ -58,8 +55,7 @@ struct FilterTests {
             let bound = entries[30].posted
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let arguments = [
-                    "dated", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                let arguments = MirrorProcess.fixtureArguments("dated", out: out, server: server, idFile: idFile) + [
                     "--no-previews",
                 ]
                 let pages = { server.requests.filter { $0.path.hasPrefix("/3/gallery/t/dated/") }.map(\.path) }
@@ -88,8 +84,7 @@ struct FilterTests {
             let entries = server.generatedEntries("dated")
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let arguments = [
-                    "dated", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                let arguments = MirrorProcess.fixtureArguments("dated", out: out, server: server, idFile: idFile) + [
                     "--no-previews", "--until", entries[4].posted.formatted(.iso8601),
                 ]
                 let dry = try await MirrorProcess.run(arguments + ["--dry-run"])

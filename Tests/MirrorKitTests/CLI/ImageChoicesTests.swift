@@ -11,9 +11,7 @@ struct ImageChoicesTests {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let arguments = [
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
-                ] + option
+                let arguments = MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + option
                 let run = try await MirrorProcess.run(arguments)
                 #expect(run.status == 0, "\(run.stderr)")
                 #expect(run.stdout.contains("cats: 14 files: 13 downloaded"), "\(run.stdout)")
@@ -42,8 +40,7 @@ struct ImageChoicesTests {
                 let out = dir.appendingPathComponent("out").path
                 let config = dir.appendingPathComponent("config.json").path
                 try TestSupport.write(Array(#"{"prefer": "gif"}"#.utf8), to: config)
-                let run = try await MirrorProcess.run([
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                let run = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + [
                     "--config", config,
                 ])
                 #expect(run.status == 0, "\(run.stderr)")

@@ -9,7 +9,7 @@ import Testing
 struct ManySourcesTests {
     private func mirror(_ arguments: [String], server: FixtureServer, idFile: String, standardInput: [UInt8]? = nil) async throws -> MirrorProcess.Run {
         try await MirrorProcess.run(
-            arguments + ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL],
+            arguments + MirrorProcess.fixtureOptions(server: server, idFile: idFile),
             standardInput: standardInput)
     }
 

@@ -124,10 +124,7 @@ struct MirrorCommandTests {
             try await withClientID { dir, idFile in
                 let config = dir.appendingPathComponent("config.json").path
                 try TestSupport.write(Array(#"{"metadata": true}"#.utf8), to: config)
-                let arguments = [
-                    "cats", "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
-                    "--config", config,
-                ]
+                let arguments = ["cats"] + MirrorProcess.fixtureOptions(server: server, idFile: idFile) + ["--config", config]
                 let on = try await mirror(arguments + ["--out", dir.appendingPathComponent("on").path])
                 #expect(on.status == 0, "\(on.stderr)")
                 #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("on/meta/aB3dE5f.json").path))

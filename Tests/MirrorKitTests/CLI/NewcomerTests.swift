@@ -23,9 +23,7 @@ struct NewcomerTests {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let run = try await MirrorProcess.run([
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
-                ])
+                let run = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile))
                 #expect(run.status == 0, "\(run.stderr)")
                 let byArgument = try await MirrorProcess.run(["status", out])
                 let byOption = try await MirrorProcess.run(["status", "--out", out])
@@ -41,7 +39,7 @@ struct NewcomerTests {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let common = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
+                let common = MirrorProcess.fixtureOptions(server: server, idFile: idFile)
                 let typo = try await MirrorProcess.run(["catz", "--out", out] + common)
                 #expect(typo.status == 69, "\(typo.stderr)")
                 #expect(typo.stdout.isEmpty, "\(typo.stdout)")
@@ -73,7 +71,7 @@ struct NewcomerTests {
                 let config = home.appendingPathComponent("mirror/config.json").path
                 try TestSupport.write(Array(#"{"thumbnail": "none"}"#.utf8), to: config)
                 let environment = ["XDG_CONFIG_HOME": home.path]
-                let common = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
+                let common = MirrorProcess.fixtureOptions(server: server, idFile: idFile)
                 let out = dir.appendingPathComponent("out").path
                 let run = try await MirrorProcess.run(["cats", "--out", out] + common, environment: environment)
                 #expect(run.status == 0, "\(run.stderr)")
@@ -132,9 +130,7 @@ struct NewcomerTests {
                 #expect(errors.first?.hasPrefix("mirror: cannot resolve no-such-host.invalid, and no file of this mirror ever came from it") == true, "\(run.stderr)")
 
                 // A host that served this mirror before is a DNS outage when it stops resolving: try later.
-                let good = try await MirrorProcess.run([
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
-                ])
+                let good = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile))
                 #expect(good.status == 0, "\(good.stderr)")
                 let host = URLAuthority.of(server.baseURL)
                 let state = try #require(StateDatabase.forReading(in: try MirrorDirectory(root: URL(fileURLWithPath: out))))
@@ -210,7 +206,7 @@ struct NewcomerTests {
                 let config = dir.appendingPathComponent("config.json").path
                 // Seconds as a number, as `--max-duration 3000` is; a wait as people write one.
                 try #"{"maxDuration": 3000, "maxWait": "5m"}"#.write(toFile: config, atomically: true, encoding: .utf8)
-                let base = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
+                let base = MirrorProcess.fixtureOptions(server: server, idFile: idFile)
                 let run = try await MirrorProcess.run(["cats", "--out", dir.appendingPathComponent("a").path, "--config", config] + base)
                 #expect(run.status == 0, "\(run.stderr)")
                 let flags = try await MirrorProcess.run(["cats", "--out", dir.appendingPathComponent("b").path, "--max-wait", "1m30s", "--max-duration", "1h30m"] + base)

@@ -17,7 +17,7 @@ struct SavedFileHookTests {
                     "#!/bin/sh\necho \"$1|$MIRROR_PATH|$MIRROR_RELATIVE_PATH|$MIRROR_URL|$MIRROR_ITEM|$MIRROR_SOURCE|$MIRROR_BYTES|${PGPASSWORD-unset}|$(pwd)\" >> \"$2\"\necho HOOK-SAYS-SO\n".utf8),
                     to: script)
                 chmod(script, 0o755)
-                let common = ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
+                let common = MirrorProcess.fixtureOptions(server: server, idFile: idFile)
                 // The state's password (were it PostgreSQL's) is not passed on.
                 let run = try await MirrorProcess.run(
                     ["cats", "--out", out, "--exec", "\(script) first \(log)"] + common, environment: ["PGPASSWORD": "secret"])

@@ -11,9 +11,10 @@ struct StatusCommandTests {
             server.inject(.stall(afterBytes: 0, seconds: 30), path: "/3/gallery/t/cats/time/all/0")
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let run = try ChildProcess(executable: MirrorProcess.executable.path, arguments: [
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
-                ]).start()
+                let run = try ChildProcess(
+                    executable: MirrorProcess.executable.path,
+                    arguments: MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile)
+                ).start()
                 var seen: MirrorProcess.Run?
                 for _ in 0..<30 {
                     try await Task.sleep(for: .milliseconds(100))
@@ -45,8 +46,7 @@ struct StatusCommandTests {
             server.inject(.respond(status: 500), path: "/Gh7iJ9k.png")
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let run = try await MirrorProcess.run([
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
+                let run = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + [
                     "--retries", "1",
                 ])
                 #expect(run.status == 1)
@@ -85,9 +85,7 @@ struct StatusCommandTests {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
-                let run = try await MirrorProcess.run([
-                    "cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
-                ])
+                let run = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile))
                 #expect(run.status == 0)
                 // Back to schema 3: as the previous version of mirror left it.
                 let db = try SQLiteConnection.open(out + "/.mirror/state.sqlite3")

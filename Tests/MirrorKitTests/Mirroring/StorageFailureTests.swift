@@ -8,8 +8,7 @@ import Testing
 @Suite("Storage failures stop the run and keep what is there", .timeLimit(.minutes(3)))
 struct StorageFailureTests {
     private func tagArguments(_ server: FixtureServer, out: String, idFile: String) -> [String] {
-        ["cats", "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL,
-         "--retries", "2"]
+        MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + ["--retries", "2"]
     }
 
     /// A new-file mirror of the fixture podcast into `dir`, one attempt per file.

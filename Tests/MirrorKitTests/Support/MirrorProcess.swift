@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 
 /// Runs the real `mirror` executable, as cron would.
@@ -52,6 +53,16 @@ enum MirrorProcess {
                 stderr: String(decoding: TestSupport.bytes(at: errPath) ?? [], as: UTF8.self),
                 elapsed: ContinuousClock.now - started)
         }
+    }
+
+    /// `source` mirrored into `out` from the fixture `server`, with the client id in `idFile`.
+    static func fixtureArguments(_ source: String, out: String, server: FixtureServer, idFile: String) -> [String] {
+        [source, "--out", out] + fixtureOptions(server: server, idFile: idFile)
+    }
+
+    /// The options that point a tag run at the fixture `server`.
+    static func fixtureOptions(server: FixtureServer, idFile: String) -> [String] {
+        ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
     }
 
     /// A temporary directory holding a client id file; `body` gets both.
