@@ -24,9 +24,10 @@ struct ImageJobs: Sendable {
     }
 
     /// Writes what the API says of `image` (unless `replacing` is false and there is a sidecar
-    /// already), without the kinds of file in `removed` (gone upstream); false when the run must stop.
+    /// already), with the kinds of file in `removed` said to be gone upstream and, unless the
+    /// mirror kept a copy from before, named no more; false when the run must stop.
     @discardableResult
-    func describe(_ image: ImgurImage, replacing: Bool, removed: [String] = []) -> Bool {
+    func describe(_ image: ImgurImage, replacing: Bool, removed: [(kind: String, kept: Bool)] = []) -> Bool {
         guard let sidecars = sink.sidecars, let item = urls.item(for: image) else { return true }
         do throws(MirrorError) {
             let name = ImageSidecar.name(of: image.id)
@@ -34,8 +35,8 @@ struct ImageJobs: Sendable {
             var sidecar = ImageSidecar(image, item: item, sources: sources)
             if !removed.isEmpty {
                 // The sidecar names no file the mirror does not have.
-                for kind in removed { sidecar.files[kind] = nil }
-                sidecar.removedUpstream = removed.sorted()
+                for (kind, kept) in removed where !kept { sidecar.files[kind] = nil }
+                sidecar.removedUpstream = removed.map(\.kind).sorted()
             }
             try sidecars.write(sidecar, as: name, replacing: replacing)
         } catch where error.stopsTheRun {
@@ -75,8 +76,8 @@ struct ImageJobs: Sendable {
             // Gone upstream: the sidecar says so, rather than name a file the mirror lacks.
             let (jobs, gone) = (self, RemovedKinds())
             let settle = { @Sendable (kind: String, outcome: JobRunner.Outcome) async in
-                if case .removed = outcome {
-                    gone.adding(kind) { jobs.describe(image, replacing: true, removed: $0) }
+                if case .removed(_, _, let kept) = outcome {
+                    gone.adding(kind, kept: kept) { jobs.describe(image, replacing: true, removed: $0) }
                 }
                 await groups.settle(item.id, outcome)
             }
@@ -101,14 +102,15 @@ struct ImageJobs: Sendable {
 
 /// The kinds of an image's files (`full`, `preview`) its host has removed, as their jobs end.
 private final class RemovedKinds: Sendable {
-    private let kinds = Mutex<Set<String>>([])
+    /// Each kind, and whether the mirror kept a copy from before.
+    private let kinds = Mutex<[String: Bool]>([:])
 
     /// Adds `kind` and hands `write` all of them so far, under the lock: the sidecar written
     /// last is the one that knows the most.
-    func adding(_ kind: String, then write: ([String]) -> Void) {
+    func adding(_ kind: String, kept: Bool, then write: ([(kind: String, kept: Bool)]) -> Void) {
         kinds.withLock { kinds in
-            kinds.insert(kind)
-            write(Array(kinds))
+            kinds[kind] = kept
+            write(kinds.map { (kind: $0.key, kept: $0.value) })
         }
     }
 }

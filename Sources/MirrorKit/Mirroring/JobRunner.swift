@@ -61,8 +61,9 @@ struct JobRunner: Sendable {
         case alreadyPresent
         /// Asked again (`new-file`): the server's file is the one the mirror holds.
         case unchanged
-        /// Gone upstream; `known` when an earlier run found it so (it is not named again).
-        case removed(String, known: Bool = false)
+        /// Gone upstream; `known` when an earlier run found it so (it is not named again), `kept`
+        /// when the mirror holds a copy from before (`new-file` asked after it).
+        case removed(String, known: Bool = false, kept: Bool = false)
         case interrupted
         /// A dry run would fetch it (see ``DryRun``).
         case planned(PlannedFile)
@@ -201,9 +202,9 @@ struct JobRunner: Sendable {
             summary.alreadyPresent += 1
         case .unchanged:
             summary.unchanged += 1
-        case .removed(_, known: true):
+        case .removed(_, known: true, _):
             summary.removedBefore += 1
-        case .removed(let url, known: false):
+        case .removed(let url, known: false, _):
             logger.info("removed upstream: \(url)", metadata: ["url": "\(url)"])
             summary.removed.append(url)
         case .interrupted:
@@ -378,7 +379,7 @@ struct JobRunner: Sendable {
                 } catch {
                     return .halted(error)
                 }
-                return .removed(job.url)
+                return .removed(job.url, kept: held != nil)
             }
             switch error.reason {
             case .hostUnavailable:

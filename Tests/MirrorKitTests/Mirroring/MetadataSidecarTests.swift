@@ -71,6 +71,25 @@ struct MetadataSidecarTests {
         }
     }
 
+    @Test func aFileGoneUpstreamThatTheMirrorKeptIsStillNamedBesideTheRemovalInNewFileMode() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let arguments = MirrorProcess.fixtureArguments("https://imgur.com/a/Ef1gH", out: out, server: server, idFile: idFile)
+                    + ["--mode", "new-file", "--metadata"]
+                #expect(try await MirrorProcess.run(arguments).status == 0)
+                server.inject(.respond(status: 404, headers: [:], body: "gone"), path: "/Ij2kL3m.jpg", times: 10)
+                let asked = try await MirrorProcess.run(arguments)
+                #expect(asked.stdout.contains("1 removed upstream"), "\(asked.stdout)")
+                #expect(FileManager.default.fileExists(atPath: out + "/full/Ij2kL3m.jpg"), "the copy from before stays")
+                let removed = try sidecar(URL(fileURLWithPath: out), "meta/Ij2kL3m.json")
+                let files = try #require(removed["files"] as? [String: String])
+                #expect(files["full"] == "full/Ij2kL3m.jpg", "the sidecar names the copy the mirror kept: \(files)")
+                #expect(removed["removed_upstream"] as? [String] == ["full"])
+            }
+        }
+    }
+
     @Test func aSidecarFollowsAnEditAndIsNotRewrittenWithoutOne() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
