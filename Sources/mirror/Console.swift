@@ -89,7 +89,15 @@ enum Console {
     /// It exits holding the lock, so no redraw can follow; a lock held elsewhere for more than
     /// 50 ms (a write blocked on a stopped terminal) is not waited for: the shell's prompt then
     /// starts on a fresh line.
+    /// Folders removed by ``exitNow(_:)``, which runs no deinit: a dry run's scratch copy.
+    private static let removedOnExit = Mutex<[String]>([])
+
+    static func removeOnExit(_ path: String) {
+        removedOnExit.withLock { $0.append(path) }
+    }
+
     static func exitNow(_ status: Int32) -> Never {
+        for path in removedOnExit.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
         for _ in 0..<50 {
             _ = state.withLockIfAvailable { state -> Never in
                 writeAll(erasing(&state), to: STDERR_FILENO)

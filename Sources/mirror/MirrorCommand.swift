@@ -141,7 +141,7 @@ struct DownloadOptions: ParsableArguments {
 /// Which found files a run takes: options the tag and feed commands share.
 struct FilterOptions: ParsableArguments {
     @Option(name: .customLong("filter"), help: ArgumentHelp(
-        "Take only files that meet this condition: type=image, type=animated, size<10M, size>=500k (<, <=, >, >=; k, M, G count in 1024s); give it again for more, all must hold. A size the API or feed does not state passes. A file left out stays found for a run with a wider filter (default: every file).",
+        "Take only files that meet this condition: type=image, type=animated, size<10M, size>=500k (<, <=, >, >=; k, M, G count in 1024s); give it again for more, all must hold. A size the API or feed does not state passes. A file left out stays found for a run with a wider filter; files already mirrored are kept as ever (default: every file).",
         valueName: "condition"))
     var filters: [String] = []
 

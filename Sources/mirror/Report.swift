@@ -34,7 +34,12 @@ enum Report {
     }
 
     /// Prints the problems, and the summary unless quiet and all went well.
-    static func print(_ summary: MirrorSummary, label: String, quiet: Bool, stop: Interruption.Stop?, logger: Logger) {
+    /// Logs what went wrong and, unless `quiet` (or `toStandardOutput` is false: a dry run's
+    /// standard output in JSON is its files alone), prints the summary line on standard output.
+    static func print(
+        _ summary: MirrorSummary, label: String, quiet: Bool, stop: Interruption.Stop?, logger: Logger, toStandardOutput: Bool = true
+    ) {
+        let quiet = quiet || !toStandardOutput
         // A source that does not exist is said in one line: there is nothing to sum up.
         if let reason = summary.stoppedBy, reason.namesNoSource {
             logger.error("\(reason)")
@@ -66,7 +71,7 @@ enum Report {
         case nil: break
         }
         if case .signal = stop {
-            if !quiet || !summary.failures.isEmpty { Console.print("\(label): \(summary.line)") }
+            if toStandardOutput, !quiet || !summary.failures.isEmpty { Console.print("\(label): \(summary.line)") }
             logger.warning("interrupted: partial downloads are kept and the next run resumes them")
             return
         }
@@ -74,7 +79,7 @@ enum Report {
         let faultFree = summary.failures.isEmpty && summary.problems.isEmpty && summary.deferred == 0
             && summary.stoppedOnlyByTheBudget
         let wellEnough = summary.isComplete || (faultFree && (stop == .deadline || summary.stoppedByTheBudget))
-        if !quiet || !wellEnough {
+        if toStandardOutput, !quiet || !wellEnough {
             let deadline = stop == .deadline ? "; stopped at the --max-duration deadline" : ""
             Console.print("\(label): \(summary.line)\(deadline)")
         }

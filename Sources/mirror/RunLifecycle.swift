@@ -72,6 +72,7 @@ struct RunLifecycle {
         let dryRun = try settings.plan.map { plan throws(MirrorError) in
             try DryRun(root: URL(fileURLWithPath: common.out), plan: plan)
         }
+        if let dryRun { Console.removeOnExit(dryRun.scratchPath) }
         let directory = try dryRun?.directory ?? MirrorDirectory(root: URL(fileURLWithPath: common.out))
         // With the state in PostgreSQL, workers share the directory by leases on their work; flock
         // over NFS is not to be trusted, and would keep all but one worker out.
@@ -186,9 +187,9 @@ struct RunLifecycle {
             }
             // A dry run's standard output in JSON is its files alone, one object a line; the
             // summary is on standard error with the rest of the JSON.
-            if dryRun == nil || settings.logFormat == .text {
-                Report.print(result.summary, label: label, quiet: common.quiet, stop: sourceStop, logger: logger)
-            }
+            Report.print(
+                result.summary, label: label, quiet: common.quiet, stop: sourceStop, logger: logger,
+                toStandardOutput: dryRun == nil || settings.logFormat == .text)
             if settings.logFormat == .json, !common.quiet || sourceStatus != 0 {
                 let summary = result.summary
                 let fields = [

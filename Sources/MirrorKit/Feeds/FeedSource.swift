@@ -45,11 +45,12 @@ package struct FeedSource: MirrorSource {
         var seenURLs: Set<String> = []
         for enclosure in feed.enclosures where !sink.isHalted {
             // Two entries may offer the same URL; one download serves both.
-            guard seenURLs.insert(enclosure.url).inserted else { continue }
+            // The filter first: another entry may offer the same URL within the dates.
             guard filter.admits(enclosure.candidate) else {
                 sink.leaveOut(1)
                 continue
             }
+            guard seenURLs.insert(enclosure.url).inserted else { continue }
             let job: MirrorJob?
             do {
                 job = try await plan(enclosure, kind: feed.kind, names: &names, sink: sink, listing: &listing)

@@ -13,7 +13,8 @@ enum DateBound {
         if let first = trimmed.first, first.isNumber, trimmed.contains("-") || trimmed.contains(":") {
             return moment(trimmed)
         }
-        guard Int(trimmed) == nil, let span = DurationText.parse(trimmed) else { return nil }
+        // Spans reach back further than waits and deadlines do: 400d is a fair --since.
+        guard Int(trimmed) == nil, let span = DurationText.parse(trimmed, atMost: 100 * 366 * 86_400) else { return nil }
         return now.addingTimeInterval(-Double(span.components.seconds))
     }
 

@@ -48,6 +48,12 @@ struct ImageJobs: Sendable {
         return true
     }
 
+    /// Whether the run takes `image` (`--filter`, `--since`, `--until`).
+    func admits(_ image: ImgurImage) -> Bool {
+        filter.admits(MediaFilter.Candidate(
+            kind: image.animated ? .animated : .image, bytes: urls.item(for: image)?.expectedSize, date: image.postDate))
+    }
+
     /// Mirrors `found`; `resumed`: found by an earlier run, as the API described them then.
     func submit(_ found: [ImgurImage], resumed: Bool) async {
         var unusable: [String] = []
@@ -58,9 +64,7 @@ struct ImageJobs: Sendable {
                 unusable.append(image.id)
                 continue
             }
-            let candidate = MediaFilter.Candidate(
-                kind: image.animated ? .animated : .image, bytes: item.expectedSize, date: image.postDate)
-            guard filter.admits(candidate) else {
+            guard admits(image) else {
                 // Counted once, when found: an earlier run's finds are weighed again every run.
                 if !resumed { sink.leaveOut(item.previewURL == nil ? 1 : 2) }
                 continue

@@ -62,8 +62,10 @@ struct ImgurCrawlStore: Sendable {
         try await store.recordAlbumFailure(albumID, problem: problem)
     }
 
-    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [ImgurImage], next: Int64?) {
-        let pending = try await store.pendingImages(after: position, limit: limit)
+    /// The images listings of `tag` found and no run finished, whatever their order.
+    func pendingImages(of tag: String, after position: Int64, limit: Int) async throws(MirrorError)
+        -> (images: [ImgurImage], next: Int64?) {
+        let pending = try await store.pendingImages(listedBy: TagCrawler.Options.keyPrefix(of: tag), after: position, limit: limit)
         return (pending.images.compactMap(Self.image), pending.next)
     }
 

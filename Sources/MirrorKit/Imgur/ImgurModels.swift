@@ -115,6 +115,8 @@ struct ImgurAlbumContext: Sendable, Hashable, Codable {
         self.tags = tags
         self.datetime = datetime
     }
+
+    var postDate: Date? { datetime.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
 }
 
 /// Tags as the API writes them (objects with a `name`), or as mirror stores them (names).

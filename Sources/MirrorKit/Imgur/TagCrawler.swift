@@ -29,8 +29,17 @@ struct TagCrawler: Sendable {
             self.maxPages = maxPages
         }
 
-        /// The key of this listing's cursor and entries in the store.
-        var source: String { "imgur tag \(tag) \(sort.rawValue) \(window.rawValue)" }
+        /// The key of this listing's cursor and entries in the store. A crawl that stops at
+        /// `--since` keeps its own: it must neither close nor take over a pass that a run without
+        /// the bound left open deep in the listing (that run carries on there), and what it saw
+        /// vouches for nothing below its bound.
+        var source: String { Self.keyPrefix(of: tag) + "\(sort.rawValue) \(window.rawValue)" + (isDateBounded ? " since" : "") }
+
+        /// The start of the key of every listing of `tag`, whatever its order.
+        static func keyPrefix(of tag: String) -> String { "imgur tag \(tag) " }
+
+        /// The crawl ends at `since`: the listing is newest first.
+        var isDateBounded: Bool { since != nil && sort == .time }
     }
 
     /// What a crawl did this run, and what went wrong on the way.
@@ -109,6 +118,10 @@ struct TagCrawler: Sendable {
         func expandPending() async throws(MirrorError) -> Bool {
             for albumID in try await store.pendingAlbums() where tried.insert(albumID).inserted {
                 guard mayGoOn() else { return false }
+                // Every image of an album posted before --since would be left out: no call for it.
+                if let since = options.since, let posted = try await store.albumContext(albumID)?.postDate, posted < since {
+                    continue
+                }
                 switch try await expand(albumID, source: source, found: found, into: &result) {
                 case .expanded, .failedAlone: continue
                 case .failedMaybeAPIWide: return true
@@ -166,19 +179,19 @@ struct TagCrawler: Sendable {
             }
             result.pagesRead += 1
             report(.pagesRead(result.pagesRead))
+            if options.isDateBounded, let since = options.since, Self.isWhollyBefore(since, listing) {
+                // Like --pages, the pass ends short of the listing's end: a later run without the
+                // bound reads on below it. Nothing of this page is recorded or asked for.
+                logger.debug("\(source): page \(page) was all posted before \(since.formatted(.iso8601)): the pass ends there")
+                try await completePass(&cursor, reachedEnd: false)
+                return
+            }
             let reachedKnown = try await record(listing, page: page, options: options, cursor: &cursor, found: found, into: &result)
             await seenAgain(Self.imagesOfKnownEntries(listing, known: result.lastKnown))
             guard try await expandPending() else { return }
             if reachedKnown {
                 logger.debug("\(source): page \(page) shows entries an earlier pass saw: the pass is complete")
                 try await completePass(&cursor, reachedEnd: true)
-                return
-            }
-            if let since = options.since, options.sort == .time, Self.isWhollyBefore(since, listing) {
-                // Like --pages, the pass ends short of the listing's end: a later run without the
-                // bound reads on below it.
-                logger.debug("\(source): page \(page) was all posted before \(since.formatted(.iso8601)): the pass ends there")
-                try await completePass(&cursor, reachedEnd: false)
                 return
             }
             page += 1
@@ -217,6 +230,8 @@ struct TagCrawler: Sendable {
         var pendingAlbums: [String] = []
         var contexts: [String: ImgurAlbumContext] = [:]
         for entry in listing.items where known[entry.id] == nil && !newEntries.contains(entry.id) {
+            // A bounded crawl leaves what was posted before its bound to the runs without one.
+            if options.isDateBounded, let since = options.since, let posted = entry.postDate, posted < since { continue }
             newEntries.append(entry.id)
             switch entry {
             case .image(let image):

@@ -56,10 +56,11 @@ package struct TagSource: MirrorSource {
                     await images.submit($0, resumed: true)
                 })
             } else {
-                // What earlier runs found and did not finish comes first, a page at a time.
+                // What earlier runs of this tag found and did not finish comes first, a page at a
+                // time: another tag's are its own (its filter, its settings, its files' source).
                 var position: Int64? = 0
                 while let after = position, !Task.isCancelled, !sink.isHalted {
-                    let pending = try await ImgurCrawlStore(sink.store).pendingImages(after: after, limit: 1000)
+                    let pending = try await ImgurCrawlStore(sink.store).pendingImages(of: options.tag, after: after, limit: 1000)
                     if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
                     await images.submit(pending.images, resumed: true)
                     position = pending.next
@@ -89,8 +90,9 @@ package struct TagSource: MirrorSource {
         let crawl = await crawler.crawl(
             options, found: found,
             seenAgain: { seen in
-                // A page read again says what the API says now: a sidecar follows an edit.
-                for image in seen { _ = images.describe(image, replacing: true) }
+                // A page read again says what the API says now: a sidecar follows an edit. One the
+                // filters leave out has no files to describe.
+                for image in seen where images.admits(image) { _ = images.describe(image, replacing: true) }
             },
             shouldStop: { sink.shouldStop })
         let calls = await client.callsMade()

@@ -28,6 +28,9 @@ package final class DryRun: Sendable {
     /// Where the copy of the state (and anything the run would keep in `.mirror`) goes.
     let scratch: URL
 
+    /// The scratch folder's path, for a caller that must remove it on an abrupt exit.
+    package var scratchPath: String { scratch.path }
+
     /// Snapshots the state of the mirror at `root` (which need not exist) into a new scratch
     /// folder. Refused while a run holds the mirror's lock: its state is changing.
     package init(root: URL, plan: @escaping @Sendable (PlannedFile) -> Void) throws(MirrorError) {
@@ -73,9 +76,10 @@ package final class DryRun: Sendable {
         return directory
     }
 
-    /// Copies the state database and its write-ahead log while holding the run lock shared: no
-    /// run writes them meanwhile, and none is kept from starting for longer than the copy. False
-    /// when a run holds the lock.
+    /// Copies the state database and its write-ahead log while holding the run lock shared, so
+    /// that no run writes them meanwhile. A run that starts during the copy (a fraction of a
+    /// second for most mirrors) finds the lock taken and exits 75, as beside any run. False when
+    /// a run holds the lock.
     private static func copyState(from state: Directory, to scratch: Directory) throws(FileSystemError) -> Bool {
         var lock: Int32 = -1
         defer { if lock >= 0 { close(lock) } }

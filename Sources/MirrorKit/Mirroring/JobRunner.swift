@@ -101,6 +101,9 @@ struct JobRunner: Sendable {
     private let flights = Flights()
     /// Items this run has asked for: a `new-file` run's sweep revalidates the others.
     let handled = ItemSet()
+    /// URLs a dry run has planned: a later job for one (another source lists the same file) finds
+    /// it as a real run would, already fetched.
+    private let planned = ItemSet()
     /// Hears what the run does, for the terminal, the metrics file and `mirror status`.
     let observer: any RunObserver
     /// Writes each file's metadata sidecar; nil when the run keeps none.
@@ -314,6 +317,7 @@ struct JobRunner: Sendable {
         }
         if let plan {
             guard held == nil else { return .plannedRecheck }
+            guard planned.inserted(job.url) else { return .alreadyPresent }
             let file = PlannedFile(url: job.url, path: job.relativePath, bytes: job.expectedSize, missing: missing, source: source)
             plan(file)
             return .planned(file)
@@ -495,6 +499,11 @@ final class ItemSet: Sendable {
 
     func insert(_ item: String) {
         items.withLock { _ = $0.insert(item) }
+    }
+
+    /// Inserts `item`; false when it was there already.
+    func inserted(_ item: String) -> Bool {
+        items.withLock { $0.insert(item).inserted }
     }
 
     func contains(_ item: String) -> Bool {

@@ -111,9 +111,13 @@ extension PostgresState {
             """)
     }
 
-    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
+    func pendingImages(listedBy prefix: String, after position: Int64, limit: Int) async throws(MirrorError)
+        -> (images: [FoundImage], next: Int64?) {
         let rows = try await rows(
-            "SELECT seq, id, image, album_id FROM images WHERE NOT done AND seq > \(position) ORDER BY seq LIMIT \(limit)")
+            """
+            SELECT seq, id, image, album_id FROM images
+            WHERE NOT done AND seq > \(position) AND left(source, length(\(prefix))) = \(prefix) ORDER BY seq LIMIT \(limit)
+            """)
         var images: [FoundImage] = []
         var last: Int64?
         for row in rows {

@@ -112,7 +112,7 @@ package struct RunSettings: Sendable {
         maxBytesPerSecond = given.maxBandwidth.flatMap(ByteCount.parse)
         maxWait = given.maxWait.flatMap(DurationText.parseWait) ?? .seconds(Defaults.maxWaitSeconds)
         retry = RetryPolicy(maxAttempts: given.retries ?? Defaults.retries)
-        deadline = given.maxDuration.flatMap(DurationText.parse)
+        deadline = given.maxDuration.flatMap { DurationText.parse($0) }
         maxFileSize = given.maxFileSize.flatMap(ByteCount.parse) ?? Defaults.maxFileSize
         progress = given.progress ?? .auto
         logFormat = given.logFormat ?? .text
@@ -138,7 +138,7 @@ package struct RunSettings: Sendable {
             for expression in given.filter ?? [] { try filter.add(expression) }
             try filter.bound(since: given.since, until: given.until, now: now)
         } catch {
-            throw .configuration("since and until (--since, --until): \(error)")
+            throw .configuration("since and until (--since, --until, or the config's keys): \(error)")
         }
         // A claimed image the filter leaves out would be claimed again by the next worker, and
         // the next: shared workers take every file.
@@ -146,9 +146,13 @@ package struct RunSettings: Sendable {
             throw .configuration("filters (--filter, --since, --until) are for one machine: workers sharing the PostgreSQL state (--state or the config's 'state') take every file")
         }
         // Each source's settings are checked now, before anything is touched, as the run's are.
+        var keys: [String: String] = [:]
         for (key, own) in (file.sources ?? [:]).sorted(by: { $0.key < $1.key }) {
             guard let name = Self.sourceName(ofConfigKey: key) else {
                 throw .configuration("the config's sources '\(key)' names no source: give a tag (cats), an Imgur URL, or a feed's URL or absolute path")
+            }
+            if let other = keys.updateValue(key, forKey: name) {
+                throw .configuration("the config's sources '\(other)' and '\(key)' both name \(name): give its settings once")
             }
             let merged = file.forSource(own)
             do {
@@ -184,7 +188,9 @@ package struct RunSettings: Sendable {
     /// The name of the source a config file's `sources` key names, as the command line reads it.
     static func sourceName(ofConfigKey key: String) -> String? {
         if let address = try? ImgurAddress(parsing: key) { return address.description }
-        guard key.hasPrefix("/") || HTTPURL.isValid(key) else { return nil }
+        // A file as the feed command names it: absolute, without `.`, `..` or doubled slashes.
+        if key.hasPrefix("/") { return "feed \(FeedLocation.file(URL(fileURLWithPath: key).standardizedFileURL.path))" }
+        guard HTTPURL.isValid(key) else { return nil }
         return "feed \(FeedLocation(argument: key))"
     }
 

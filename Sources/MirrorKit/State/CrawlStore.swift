@@ -124,9 +124,11 @@ protocol CrawlStore: Sendable {
     /// Counts a failed attempt at an album that stays pending; returns the failures so far.
     func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int
 
-    /// Images found (by any listing) and not yet mirrored, in the order they were found, `limit`
-    /// at a time after `position` (0 for the first page); `next` is nil after the last page.
-    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [FoundImage], next: Int64?)
+    /// Images found by a listing whose key starts with `prefix` and not yet mirrored, in the order
+    /// they were found, `limit` at a time after `position` (0 for the first page); `next` is nil
+    /// after the last page.
+    func pendingImages(listedBy prefix: String, after position: Int64, limit: Int) async throws(MirrorError)
+        -> (images: [FoundImage], next: Int64?)
     /// The image's files are all in the mirror (or removed upstream): no run needs to try it again.
     func markImagesDone(_ imageIDs: [String]) async throws(MirrorError)
 

@@ -97,15 +97,17 @@ extension StateDatabase: CrawlStore {
             [.text(albumID), .text(source), .text(problem), .text(Self.now())])
     }
 
-    /// Images found but not mirrored yet, in the order found, `limit` at a time: pass the last
-    /// page's `next` as `after` for the next page; `next` is nil after the last one. Paged, so
-    /// that resuming a big tag does not hold every pending image at once.
+    /// Images found by a listing whose key starts with `prefix` but not mirrored yet, in the order
+    /// found, `limit` at a time: pass the last page's `next` as `after` for the next page; `next`
+    /// is nil after the last one. Paged, so that resuming a big tag does not hold every pending
+    /// image at once.
     func pendingImages(
-        after position: Int64 = 0, limit: Int = 1000
+        listedBy prefix: String = "", after position: Int64 = 0, limit: Int = 1000
     ) throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
         let rows = try read(
-            "SELECT rowid AS position, id, image, album_id FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
-            [.integer(position), .integer(Int64(limit))]
+            "SELECT rowid AS position, id, image, album_id FROM images "
+                + "WHERE done = 0 AND rowid > ?1 AND substr(source, 1, length(?3)) = ?3 ORDER BY rowid LIMIT ?2",
+            [.integer(position), .integer(Int64(limit)), .text(prefix)]
         ) { row throws(SQLiteError) in
             (try row.integer("position"),
              FoundImage(id: try row.text("id"), payload: try row.text("image"), albumID: try row.optionalText("album_id")))

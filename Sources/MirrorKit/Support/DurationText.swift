@@ -3,11 +3,11 @@ import Foundation
 /// Durations as people write them on a command line: `90s`, `50m`, `2h`, `1h30m`, or a number of
 /// seconds.
 enum DurationText {
-    /// Nil for anything else, for zero, and for more than a year.
-    static func parse(_ text: String) -> Duration? {
+    /// Nil for anything else, for zero, and for more than `atMost` seconds (a year).
+    static func parse(_ text: String, atMost: Int = 366 * 86_400) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         guard !trimmed.isEmpty, trimmed.count <= 32 else { return nil }
-        if let seconds = Int(trimmed) { return valid(seconds) }
+        if let seconds = Int(trimmed) { return valid(seconds, atMost: atMost) }
         var total = 0
         var number = ""
         var sawUnit = false
@@ -32,7 +32,7 @@ enum DurationText {
             sawUnit = true
         }
         guard number.isEmpty, sawUnit else { return nil }
-        return valid(total)
+        return valid(total, atMost: atMost)
     }
 
     /// A wait that may be none: a duration as ``parse(_:)`` reads it, or one that adds up to zero
@@ -57,8 +57,8 @@ enum DurationText {
         return "\(whole / 3600) h" + (whole % 3600 / 60 > 0 ? " \(whole % 3600 / 60) min" : "")
     }
 
-    private static func valid(_ seconds: Int) -> Duration? {
-        (1...366 * 86_400).contains(seconds) ? .seconds(seconds) : nil
+    private static func valid(_ seconds: Int, atMost: Int) -> Duration? {
+        (1...atMost).contains(seconds) ? .seconds(seconds) : nil
     }
 }
 

@@ -1,3 +1,4 @@
+import CMirrorSystem
 import FixtureServer
 import Foundation
 import Testing
@@ -11,30 +12,36 @@ struct DryRunTests {
         MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile)
     }
 
-    /// Every file and folder under `root` (`.mirror` included) with its size, modification time
-    /// and a digest of its bytes: what a run that writes nothing leaves as it was.
+    /// Every file and folder under `root` (`.mirror` included) with its size, modification time,
+    /// extended attributes and bytes: what a run that writes nothing leaves as it was.
     private func snapshot(_ root: String) throws -> [String: String] {
         var entries: [String: String] = [:]
         guard let walker = FileManager.default.enumerator(atPath: root) else { return entries }
         for case let path as String in walker {
             let attributes = try FileManager.default.attributesOfItem(atPath: root + "/" + path)
             let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
-            var digest = ""
+            var contents = ""
             if attributes[.type] as? FileAttributeType == .typeRegular {
-                let data = try Data(contentsOf: URL(fileURLWithPath: root + "/" + path))
-                digest = String(data.hashValue)
+                contents = try Data(contentsOf: URL(fileURLWithPath: root + "/" + path)).base64EncodedString()
             }
-            entries[path] = "\(attributes[.size] ?? 0) \(modified) \(digest)"
+            var names = [CChar](repeating: 0, count: 4096)
+            let fd = open(root + "/" + path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            defer { if fd >= 0 { close(fd) } }
+            let length = fd >= 0 ? mirror_flistxattr(fd, &names, names.count) : 0
+            let attributeNames = length > 0 ? String(decoding: names[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+            entries[path] = "\(attributes[.size] ?? 0) \(modified) [\(attributeNames)] \(contents)"
         }
         return entries
     }
 
-    /// The `path`s of the `URL -> path (size)` lines.
-    private func plannedPaths(_ stdout: String) -> Set<String> {
-        Set(stdout.split(separator: "\n").compactMap { line -> String? in
+    /// The `path`s of the `URL -> path (size)` lines, each printed once.
+    private func plannedPaths(_ stdout: String, sourceLocation: SourceLocation = #_sourceLocation) -> Set<String> {
+        let paths = stdout.split(separator: "\n").compactMap { line -> String? in
             guard let arrow = line.range(of: " -> ") else { return nil }
             return String(line[arrow.upperBound...].prefix { $0 != " " && $0 != "," })
-        })
+        }
+        #expect(Set(paths).count == paths.count, "a file was planned twice: \(stdout)", sourceLocation: sourceLocation)
+        return Set(paths)
     }
 
     private func mirroredPaths(_ out: String) throws -> Set<String> {
@@ -82,12 +89,21 @@ struct DryRunTests {
                 let mediaRequests = { server.requests.count { !$0.path.hasPrefix("/3/") } }
                 let media = mediaRequests()
 
-                let dry = try await MirrorProcess.run(arguments + ["--dry-run"])
+                // What would write elsewhere is asked for too: sidecars, a hook, a metrics file.
+                let metrics = dir.appendingPathComponent("metrics.prom").path
+                let hookMark = dir.appendingPathComponent("hook-ran").path
+                let scratchParent = dir.appendingPathComponent("tmp").path
+                try FileManager.default.createDirectory(atPath: scratchParent, withIntermediateDirectories: true)
+                let dry = try await MirrorProcess.run(
+                    arguments + ["--dry-run", "--metadata", "--exec-shell", "touch \(hookMark)", "--metrics-file", metrics],
+                    environment: ["TMPDIR": scratchParent])
                 #expect(dry.status == 0, "\(dry.stderr)")
                 #expect(plannedPaths(dry.stdout) == ["full/aB3dE5f.jpg"], "\(dry.stdout)")
                 #expect(dry.stdout.contains("missing from the disk"), "\(dry.stdout)")
                 #expect(try snapshot(out) == before, "the dry run changed the mirror or its state")
                 #expect(mediaRequests() == media)
+                #expect(!FileManager.default.fileExists(atPath: metrics) && !FileManager.default.fileExists(atPath: hookMark))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: scratchParent).isEmpty, "the scratch copy was left behind")
                 // Nothing was recorded: a second dry run plans the same, and the real run restores it.
                 let again = try await MirrorProcess.run(arguments + ["--dry-run"])
                 #expect(plannedPaths(again.stdout) == ["full/aB3dE5f.jpg"], "\(again.stdout)")
@@ -116,6 +132,34 @@ struct DryRunTests {
                 let real = try await MirrorProcess.run(arguments)
                 #expect(real.status == 0, "\(real.stderr)")
                 #expect(try mirroredPaths(out).subtracting(firstPage) == planned)
+            }
+        }
+    }
+
+    @Test func twoSourcesListingTheSameFilePlanItOnce() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                // The album is in the tag too: a real run fetches its files once.
+                let arguments = MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + ["https://imgur.com/a/Ef1gH"]
+                let dry = try await MirrorProcess.run(arguments + ["--dry-run"])
+                #expect(dry.status == 0, "\(dry.stderr)")
+                let planned = plannedPaths(dry.stdout)
+                #expect(planned.contains("full/Ij2kL3m.jpg"))
+                #expect(dry.stdout.contains("album Ef1gH: dry run: 0 files would be fetched"), "\(dry.stdout)")
+            }
+        }
+    }
+
+    @Test func aJSONDryRunStillSaysWhatWentWrong() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let dry = try await MirrorProcess.run(
+                    MirrorProcess.fixtureArguments("catz", out: out, server: server, idFile: idFile) + ["--dry-run", "--log-format", "json"])
+                #expect(dry.status == 69, "\(dry.stderr)")
+                #expect(dry.stdout.isEmpty, "\(dry.stdout)")
+                #expect(dry.stderr.contains("no such tag: catz"), "\(dry.stderr)")
             }
         }
     }

@@ -78,6 +78,67 @@ struct FilterTests {
         }
     }
 
+    @Test func aBoundedRunLeavesAPassARunWithoutTheBoundLeftOpenWhereItStood() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("dated", pages: 5, perPage: 20, albumEvery: 0)
+            let entries = server.generatedEntries("dated")
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let arguments = MirrorProcess.fixtureArguments("dated", out: out, server: server, idFile: idFile) + ["--no-previews"]
+                let pages = { server.requests.filter { $0.path.hasPrefix("/3/gallery/t/dated/") }.map { String($0.path.split(separator: "/").last!) } }
+                // The nightly run without a bound stops at page 3 (as a spent budget would stop it).
+                server.inject(.respond(status: 404, headers: [:], body: "{}"), path: "/3/gallery/t/dated/time/all/3", times: 1)
+                let cut = try await MirrorProcess.run(arguments)
+                #expect(cut.status != 0, "\(cut.stdout)")
+                #expect(pages() == ["0", "1", "2", "3"])
+                // An hourly run bounded to the newest posts reads its own way down, from the top.
+                let bounded = try await MirrorProcess.run(arguments + ["--since", entries[10].posted.formatted(.iso8601)])
+                #expect(bounded.status == 0, "\(bounded.stderr)")
+                #expect(pages().dropFirst(4) == ["0", "1"], "\(pages())")
+                // The next run without the bound carries on where its pass stood, one page back.
+                let next = try await MirrorProcess.run(arguments)
+                #expect(next.status == 0, "\(next.stderr)")
+                #expect(pages().dropFirst(6).first == "2", "\(pages())")
+                #expect(files(in: out, "full") == Set(entries.map { $0.id + ".jpg" }))
+            }
+        }
+    }
+
+    @Test func oneTagsFilteredOutImagesAreNotFetchedByAnotherTagsRun() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("big", pages: 1, perPage: 5, albumEvery: 0, imageSize: 8192)
+            server.addGeneratedTag("small", pages: 1, perPage: 5, albumEvery: 0, imageSize: 1024)
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let config = dir.appendingPathComponent("config.json").path
+                try TestSupport.write(Array(#"{"sources": {"big": {"filter": "size<4k"}}}"#.utf8), to: config)
+                let run = try await MirrorProcess.run(
+                    MirrorProcess.fixtureArguments("big", out: out, server: server, idFile: idFile)
+                        + ["small", "--no-previews", "--config", config])
+                #expect(run.status == 0, "\(run.stderr)")
+                // big's images, all over its filter's size, stay found for big: small's run does not take them.
+                let small = Set(server.generatedEntries("small").map { $0.id + ".jpg" })
+                #expect(files(in: out, "full") == small, "\(run.stdout)")
+                #expect(run.stdout.contains("big: nothing new, 5 left out by the filters"), "\(run.stdout)")
+            }
+        }
+    }
+
+    @Test func anImageTheFiltersLeaveOutGetsNoSidecarWhenItsPageIsReadAgain() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let arguments = MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile)
+                    + ["--filter", "type=animated", "--metadata"]
+                #expect(try await MirrorProcess.run(arguments).status == 0)
+                // The second run reads page 0 again, and describes what it shows that the mirror has.
+                let again = try await MirrorProcess.run(arguments)
+                #expect(again.status == 0, "\(again.stderr)")
+                #expect(files(in: out, "meta") == ["Lm2nO4p.json", "Wx7yZ8a.json", "Gh1iJ2k.json"])
+            }
+        }
+    }
+
     @Test func untilLeavesOutTheNewestAndADryRunHeedsTheFilters() async throws {
         try await TestSupport.withServer { server in
             server.addGeneratedTag("dated", pages: 2, perPage: 10, albumEvery: 0)

@@ -38,6 +38,27 @@ struct SourceSettingsTests {
         }
     }
 
+    @Test func aFlagWinsOverASourcesOwnAndAFeedTakesItsOwnToo() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let feed = "\(server.baseURL)/feeds/docsets.atom"
+                let config = dir.appendingPathComponent("config.json").path
+                try TestSupport.write(Array("""
+                    {"sources": {"cats": {"thumbnail": "none", "filter": "type=animated"}, "\(feed)": {"filter": "size<5M"}}}
+                    """.utf8), to: config)
+                let tag = try await MirrorProcess.run(
+                    MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + ["--config", config, "--thumbnail", "t"])
+                #expect(tag.status == 0, "\(tag.stderr)")
+                #expect(names(out, "preview") == ["Lm2nO4pt.jpg", "Wx7yZ8at.jpg", "Gh1iJ2kt.jpg"], "the flag's thumbnail, the source's filter")
+                let feedRun = try await MirrorProcess.run(["feed", feed, "--out", out, "--config", config])
+                #expect(feedRun.status == 0, "\(feedRun.stderr)")
+                #expect(!names(out, "enclosures").contains("Alpha-2.1.docset.xar"), "\(names(out, "enclosures"))")
+                #expect(names(out, "enclosures").contains("Beta 1.0.xar"))
+            }
+        }
+    }
+
     @Test func aSettingOfTheWholeRunOrAnUnknownKeyInASourceIsNamed() async throws {
         try await MirrorProcess.withClientID { dir, idFile in
             let out = dir.appendingPathComponent("out").path

@@ -68,6 +68,9 @@ struct MediaFilterTests {
         try offset.bound(since: "2026-01-01T12:00:00+02:00", until: nil, now: now)
         #expect(offset.since == day("2026-01-01T10:00:00Z"))
 
+        var longAgo = MediaFilter()
+        try longAgo.bound(since: "400d", until: nil, now: now)
+        #expect(longAgo.since == now.addingTimeInterval(-400 * 86_400), "a span may reach back more than a year")
         for bad in ["2026", "yesterday", "2026-13-01", ""] {
             var filter = MediaFilter()
             #expect(throws: FilterError.self, "\(bad)") { try filter.bound(since: bad, until: nil, now: now) }

@@ -127,5 +127,17 @@ struct SourceSettingsResolutionTests {
         file.sources = ["not a source!": MirrorConfiguration()]
         let nothing = #expect(throws: MirrorError.self) { try RunSettings(file: file) }
         #expect(nothing?.description.contains("names no source") == true, "\(String(describing: nothing))")
+        file.sources = ["cats": MirrorConfiguration(), "#cats": MirrorConfiguration()]
+        let twice = #expect(throws: MirrorError.self) { try RunSettings(file: file) }
+        #expect(twice?.description.contains("both name tag cats") == true, "\(String(describing: twice))")
+    }
+
+    @Test func aFeedFileIsNamedAsTheFeedCommandNamesIt() throws {
+        var file = MirrorConfiguration()
+        var own = MirrorConfiguration()
+        own.filter = ["size<1M"]
+        file.sources = ["/srv//feeds/./a/../x.atom": own]
+        let settings = try RunSettings(file: file)
+        #expect(!settings.forSource("feed /srv/feeds/x.atom").filter.isEmpty)
     }
 }

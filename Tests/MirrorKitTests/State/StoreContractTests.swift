@@ -167,15 +167,17 @@ struct StoreContractTests {
             var pages: [[FoundImage]] = []
             var position: Int64? = 0
             while let after = position {
-                let page = try await store.pendingImages(after: after, limit: 2)
+                let page = try await store.pendingImages(listedBy: "imgur tag cats ", after: after, limit: 2)
                 pages.append(page.images)
                 if pages.count == 1 { try await store.markImagesDone(["w"]) }
                 position = page.next
             }
             #expect(pages.map { $0.map(\.id) } == [["x", "y"], []])
             #expect(pages.first?.first == found("x"))
+            // Another tag's listings found none of them.
+            #expect(try await store.pendingImages(listedBy: "imgur tag cat ", after: 0, limit: 10).images.isEmpty)
             try await store.markImagesDone(["x", "y", "unknown"])
-            #expect(try await store.pendingImages(after: 0, limit: 10).images.isEmpty)
+            #expect(try await store.pendingImages(listedBy: "", after: 0, limit: 10).images.isEmpty)
             let figures = try await store.figures(source: cursor.source)
             #expect(figures.entriesKnown == 3 && figures.imagesKnown == 3 && figures.imagesPending == 0)
             #expect(figures.albumsCached == 1 && figures.albumsPending == 0 && figures.albumsGone == 1)
