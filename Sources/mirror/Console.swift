@@ -85,10 +85,6 @@ enum Console {
         }
     }
 
-    /// Ends the process at once with `status` (a second signal), clearing the progress lines first.
-    /// It exits holding the lock, so no redraw can follow; a lock held elsewhere for more than
-    /// 50 ms (a write blocked on a stopped terminal) is not waited for: the shell's prompt then
-    /// starts on a fresh line.
     /// Folders removed by ``exitNow(_:)``, which runs no deinit: a dry run's scratch copy.
     private static let removedOnExit = Mutex<[String]>([])
 
@@ -96,6 +92,10 @@ enum Console {
         removedOnExit.withLock { $0.append(path) }
     }
 
+    /// Ends the process at once with `status` (a second signal), clearing the progress lines first.
+    /// It exits holding the lock, so no redraw can follow; a lock held elsewhere for more than
+    /// 50 ms (a write blocked on a stopped terminal) is not waited for: the shell's prompt then
+    /// starts on a fresh line.
     static func exitNow(_ status: Int32) -> Never {
         for path in removedOnExit.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
         for _ in 0..<50 {

@@ -43,11 +43,12 @@ package struct FeedSource: MirrorSource {
         listing.problems = feed.problems
         var names = EnclosureNames(feed: self.feed.description, enclosures: feed.enclosures)
         var seenURLs: Set<String> = []
+        var leftOutURLs: Set<String> = []
         for enclosure in feed.enclosures where !sink.isHalted {
             // Two entries may offer the same URL; one download serves both.
             // The filter first: another entry may offer the same URL within the dates.
             guard filter.admits(enclosure.candidate) else {
-                sink.leaveOut(1)
+                if !seenURLs.contains(enclosure.url), leftOutURLs.insert(enclosure.url).inserted { sink.leaveOut(1) }
                 continue
             }
             guard seenURLs.insert(enclosure.url).inserted else { continue }

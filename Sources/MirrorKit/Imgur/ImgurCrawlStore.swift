@@ -43,7 +43,7 @@ struct ImgurCrawlStore: Sendable {
         try await store.albumContext(albumID).flatMap { try? JSONDecoder().decode(ImgurAlbumContext.self, from: Data($0.utf8)) }
     }
 
-    func pendingAlbums() async throws(MirrorError) -> [String] {
+    func pendingAlbums() async throws(MirrorError) -> [(id: String, listing: String)] {
         try await store.pendingAlbums()
     }
 
@@ -62,11 +62,12 @@ struct ImgurCrawlStore: Sendable {
         try await store.recordAlbumFailure(albumID, problem: problem)
     }
 
-    /// The images listings of `tag` found and no run finished, whatever their order.
-    func pendingImages(of tag: String, after position: Int64, limit: Int) async throws(MirrorError)
-        -> (images: [ImgurImage], next: Int64?) {
-        let pending = try await store.pendingImages(listedBy: TagCrawler.Options.keyPrefix(of: tag), after: position, limit: limit)
-        return (pending.images.compactMap(Self.image), pending.next)
+    /// The images any listing found and no run finished, each with the key of the listing that
+    /// found it.
+    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError)
+        -> (images: [(image: ImgurImage, listing: String?)], next: Int64?) {
+        let pending = try await store.pendingImages(after: position, limit: limit)
+        return (pending.images.compactMap { found in Self.image(found).map { ($0, found.listing) } }, pending.next)
     }
 
     func saveBudget(_ budget: APIBudget, api: String) async throws(MirrorError) {

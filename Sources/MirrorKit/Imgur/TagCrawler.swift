@@ -33,10 +33,19 @@ struct TagCrawler: Sendable {
         /// `--since` keeps its own: it must neither close nor take over a pass that a run without
         /// the bound left open deep in the listing (that run carries on there), and what it saw
         /// vouches for nothing below its bound.
-        var source: String { Self.keyPrefix(of: tag) + "\(sort.rawValue) \(window.rawValue)" + (isDateBounded ? " since" : "") }
+        var source: String { unboundedSource + (isDateBounded ? " since" : "") }
+
+        /// The key of the same listing crawled without a bound.
+        var unboundedSource: String { Self.keyPrefix(of: tag) + "\(sort.rawValue) \(window.rawValue)" }
 
         /// The start of the key of every listing of `tag`, whatever its order.
         static func keyPrefix(of tag: String) -> String { "imgur tag \(tag) " }
+
+        /// The tag a listing's key names (`cats` of `imgur tag cats time all`); tags have no spaces.
+        static func tag(ofKey key: String) -> String? {
+            guard key.hasPrefix("imgur tag ") else { return nil }
+            return key.dropFirst("imgur tag ".count).split(separator: " ").first.map(String.init)
+        }
 
         /// The crawl ends at `since`: the listing is newest first.
         var isDateBounded: Bool { since != nil && sort == .time }
@@ -87,7 +96,7 @@ struct TagCrawler: Sendable {
     /// as the API describes them now.
     func crawl(
         _ options: Options,
-        found: @Sendable ([ImgurImage]) async -> Void,
+        found: @Sendable (_ images: [ImgurImage], _ listing: String) async -> Void,
         seenAgain: @Sendable ([ImgurImage]) async -> Void = { _ in },
         shouldStop: @Sendable () -> Bool = { false }
     ) async -> Report {
@@ -106,7 +115,7 @@ struct TagCrawler: Sendable {
     }
 
     private func walk(
-        _ options: Options, cursor: inout CrawlCursor, found: @Sendable ([ImgurImage]) async -> Void,
+        _ options: Options, cursor: inout CrawlCursor, found: @Sendable (_ images: [ImgurImage], _ listing: String) async -> Void,
         seenAgain: @Sendable ([ImgurImage]) async -> Void, shouldStop: @Sendable () -> Bool, into result: inout Report
     ) async throws(MirrorError) {
         let source = options.source
@@ -116,13 +125,15 @@ struct TagCrawler: Sendable {
         /// album that fails in a way that may be the API's (no answer, a 5xx, a 401 or 403) ends
         /// the batch: the next page read tells whether the API is at fault.
         func expandPending() async throws(MirrorError) -> Bool {
-            for albumID in try await store.pendingAlbums() where tried.insert(albumID).inserted {
+            // An album is expanded for the listing that found it: its images are that listing's
+            // (its tag's filter decides them), whichever tag's run asks.
+            for (albumID, listing) in try await store.pendingAlbums() where tried.insert(albumID).inserted {
                 guard mayGoOn() else { return false }
                 // Every image of an album posted before --since would be left out: no call for it.
                 if let since = options.since, let posted = try await store.albumContext(albumID)?.postDate, posted < since {
                     continue
                 }
-                switch try await expand(albumID, source: source, found: found, into: &result) {
+                switch try await expand(albumID, source: listing, found: found, into: &result) {
                 case .expanded, .failedAlone: continue
                 case .failedMaybeAPIWide: return true
                 case .stop: return false
@@ -145,7 +156,7 @@ struct TagCrawler: Sendable {
         }
         while mayGoOn() {
             if let maxPages = options.maxPages, page >= maxPages {
-                try await completePass(&cursor, reachedEnd: false)
+                try await completePass(&cursor, reachedEnd: false, of: options)
                 return
             }
             report(.crawlPage(page, estimatedPages: cursor.estimatedPages))
@@ -174,7 +185,7 @@ struct TagCrawler: Sendable {
                     logger.warning("\(source): page \(page) came back empty, short of the \(cursor.totalItems ?? 0) entries the tag has; the next run asks again")
                     return
                 }
-                try await completePass(&cursor, reachedEnd: true)
+                try await completePass(&cursor, reachedEnd: true, of: options)
                 return
             }
             result.pagesRead += 1
@@ -183,7 +194,7 @@ struct TagCrawler: Sendable {
                 // Like --pages, the pass ends short of the listing's end: a later run without the
                 // bound reads on below it. Nothing of this page is recorded or asked for.
                 logger.debug("\(source): page \(page) was all posted before \(since.formatted(.iso8601)): the pass ends there")
-                try await completePass(&cursor, reachedEnd: false)
+                try await completePass(&cursor, reachedEnd: false, of: options)
                 return
             }
             let reachedKnown = try await record(listing, page: page, options: options, cursor: &cursor, found: found, into: &result)
@@ -191,7 +202,7 @@ struct TagCrawler: Sendable {
             guard try await expandPending() else { return }
             if reachedKnown {
                 logger.debug("\(source): page \(page) shows entries an earlier pass saw: the pass is complete")
-                try await completePass(&cursor, reachedEnd: true)
+                try await completePass(&cursor, reachedEnd: true, of: options)
                 return
             }
             page += 1
@@ -220,7 +231,7 @@ struct TagCrawler: Sendable {
     /// it is known.
     private func record(
         _ listing: TagPage, page: Int, options: Options, cursor: inout CrawlCursor,
-        found: @Sendable ([ImgurImage]) async -> Void, into result: inout Report
+        found: @Sendable (_ images: [ImgurImage], _ listing: String) async -> Void, into result: inout Report
     ) async throws(MirrorError) -> Bool {
         let source = options.source
         let known = try await store.knownEntries(listing.items.map(\.id), source: source)
@@ -264,8 +275,16 @@ struct TagCrawler: Sendable {
             newEntryIDs: newEntries, images: images, pendingAlbumIDs: pendingAlbums, pendingAlbumContexts: contexts,
             cursor: cursor, source: source)
         logger.debug("\(source) page \(page): \(listing.items.count) entries, \(newEntries.count) new, \(added.count) images queued")
-        if !added.isEmpty { await found(added) }
-        guard options.sort == .time, let full = cursor.lastFullPass else { return false }
+        if !added.isEmpty { await found(added, source) }
+        guard options.sort == .time else { return false }
+        if options.isDateBounded {
+            // A full pass without the bound vouches for all below what it saw; a bounded pass, which
+            // records nothing older than its bound, vouches for nothing.
+            guard let full = try await store.cursor(for: options.unboundedSource).lastFullPass else { return false }
+            let seen = try await store.knownEntries(listing.items.map(\.id), source: options.unboundedSource)
+            return seen.values.contains { $0 <= full }
+        }
+        guard let full = cursor.lastFullPass else { return false }
         return known.values.contains { $0 <= full }
     }
 
@@ -281,12 +300,12 @@ struct TagCrawler: Sendable {
 
     /// Fetches one album's images. An album that fails stays pending (see ``settleAlbumFailures(_:source:)``).
     private func expand(
-        _ albumID: String, source: String, found: @Sendable ([ImgurImage]) async -> Void, into result: inout Report
+        _ albumID: String, source: String, found: @Sendable (_ images: [ImgurImage], _ listing: String) async -> Void, into result: inout Report
     ) async throws(MirrorError) -> Expansion {
         let context = try await store.albumContext(albumID) ?? ImgurAlbumContext(id: albumID)
         if let cached = try await store.cachedAlbum(albumID) {
             let added = try await store.recordAlbum(albumID, images: cached.map { $0.inAlbum(context) }, source: source)
-            if !added.isEmpty { await found(added) }
+            if !added.isEmpty { await found(added, source) }
             return .expanded
         }
         let images: [ImgurImage]
@@ -318,7 +337,7 @@ struct TagCrawler: Sendable {
         result.albumsFetched += 1
         try await saveBudget()
         let added = try await store.recordAlbum(albumID, images: images.map { $0.inAlbum(context) }, source: source)
-        if !added.isEmpty { await found(added) }
+        if !added.isEmpty { await found(added, source) }
         return .expanded
     }
 
@@ -359,10 +378,11 @@ struct TagCrawler: Sendable {
 
     /// Closes the open pass. `reachedEnd`: it read down to the listing's end (or to what a pass that
     /// did saw), not only to `--pages`; only then may a later pass stop at what this one saw.
-    private func completePass(_ cursor: inout CrawlCursor, reachedEnd: Bool) async throws(MirrorError) {
+    private func completePass(_ cursor: inout CrawlCursor, reachedEnd: Bool, of options: Options) async throws(MirrorError) {
         // A pass cut off by --pages leaves a gap below it: a later pass reads on past what this
-        // one saw, down to what the last full pass saw.
-        if reachedEnd { cursor.lastFullPass = cursor.pass }
+        // one saw, down to what the last full pass saw. A --since pass skipped what was older
+        // than its bound: it is never a full one.
+        if reachedEnd, !options.isDateBounded { cursor.lastFullPass = cursor.pass }
         cursor.suspectedEnd = nil
         cursor.pass += 1
         cursor.nextPage = nil

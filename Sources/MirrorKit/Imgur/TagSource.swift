@@ -10,15 +10,19 @@ package struct TagSource: MirrorSource {
     let urls: MediaURLBuilder
     /// Which images the run takes (`--filter`, `--since`, `--until`).
     let filter: MediaFilter
+    /// The filter of the tag whose listing (by key) found an image: an image belongs to the tag
+    /// that found it first, whichever tag's run takes it up (its own settings decide it).
+    let filterOfListing: @Sendable (String) -> MediaFilter
     let logger: Logger
     /// What a shared worker's polls and heartbeat wait on.
     let clock: any RunClock
 
     init(
         client: ImgurClient, options: TagCrawler.Options, urls: MediaURLBuilder, filter: MediaFilter = MediaFilter(),
-        clock: any RunClock = SystemClock(), logger: Logger
+        filterOfListing: (@Sendable (String) -> MediaFilter)? = nil, clock: any RunClock = SystemClock(), logger: Logger
     ) {
         self.filter = filter
+        self.filterOfListing = filterOfListing ?? { _ in filter }
         self.clock = clock
         self.client = client
         self.options = options
@@ -53,19 +57,27 @@ package struct TagSource: MirrorSource {
                     coordinator: coordinator, source: name, jobs: sink.runner, session: sink.session, images: groups,
                     claims: claims, clock: clock, logger: logger
                 ).run(readListing: { found in await readListing(sink, images, found: found) }, submit: {
+                    // Shared workers take no filters: every image is every worker's.
                     await images.submit($0, resumed: true)
                 })
             } else {
-                // What earlier runs of this tag found and did not finish comes first, a page at a
-                // time: another tag's are its own (its filter, its settings, its files' source).
+                // What earlier runs found and did not finish comes first, a page at a time, each
+                // image as the tag that found it wants it (an image two tags list is one file).
                 var position: Int64? = 0
                 while let after = position, !Task.isCancelled, !sink.isHalted {
-                    let pending = try await ImgurCrawlStore(sink.store).pendingImages(of: options.tag, after: after, limit: 1000)
+                    let pending = try await ImgurCrawlStore(sink.store).pendingImages(after: after, limit: 1000)
                     if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
-                    await images.submit(pending.images, resumed: true)
+                    var byListing: [String: [ImgurImage]] = [:]
+                    for (image, listing) in pending.images { byListing[listing ?? options.source, default: []].append(image) }
+                    for (listing, found) in byListing.sorted(by: { $0.key < $1.key }) {
+                        await images.submit(found, resumed: true, filter: filterOfListing(listing))
+                    }
                     position = pending.next
                 }
-                crawl = await readListing(sink, images) { await images.submit($0, resumed: false) }
+                let filterOfListing = filterOfListing
+                crawl = await readListing(sink, images) { found, listing in
+                    await images.submit(found, resumed: false, filter: filterOfListing(listing))
+                }
             }
         } catch {
             crawl.stoppedBy = .mirror(error)
@@ -83,16 +95,18 @@ package struct TagSource: MirrorSource {
     /// Reads the listing from its cursor; `found` hears the images new to the store. Then asks
     /// after what the listing did not bring up again (see ``SourceSink/revalidateTheRest(claiming:restoring:)``).
     private func readListing(
-        _ sink: SourceSink, _ images: ImageJobs, found: @escaping @Sendable ([ImgurImage]) async -> Void
+        _ sink: SourceSink, _ images: ImageJobs, found: @escaping @Sendable ([ImgurImage], String) async -> Void
     ) async -> TagCrawler.Report {
         let crawler = TagCrawler(client: client, store: sink.store, report: { sink.publish($0) }, logger: logger)
         if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }
         let crawl = await crawler.crawl(
             options, found: found,
             seenAgain: { seen in
-                // A page read again says what the API says now: a sidecar follows an edit. One the
-                // filters leave out has no files to describe.
-                for image in seen where images.admits(image) { _ = images.describe(image, replacing: true) }
+                // A page read again says what the API says now: a sidecar follows an edit. An image
+                // the filters leave out gets none, unless a wider run mirrored it before.
+                for image in seen where images.admits(image) || images.hasSidecar(image) {
+                    _ = images.describe(image, replacing: true)
+                }
             },
             shouldStop: { sink.shouldStop })
         let calls = await client.callsMade()

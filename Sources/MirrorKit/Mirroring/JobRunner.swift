@@ -101,8 +101,9 @@ struct JobRunner: Sendable {
     private let flights = Flights()
     /// Items this run has asked for: a `new-file` run's sweep revalidates the others.
     let handled = ItemSet()
-    /// URLs a dry run has planned: a later job for one (another source lists the same file) finds
-    /// it as a real run would, already fetched.
+    /// Items a dry run has planned: a later job for one (another source lists the same image)
+    /// finds it as a real run would, already fetched. By item, not URL: two feeds' entries with
+    /// one URL are two files in a real run too.
     private let planned = ItemSet()
     /// Hears what the run does, for the terminal, the metrics file and `mirror status`.
     let observer: any RunObserver
@@ -317,7 +318,7 @@ struct JobRunner: Sendable {
         }
         if let plan {
             guard held == nil else { return .plannedRecheck }
-            guard planned.inserted(job.url) else { return .alreadyPresent }
+            guard planned.inserted(job.item) else { return .alreadyPresent }
             let file = PlannedFile(url: job.url, path: job.relativePath, bytes: job.expectedSize, missing: missing, source: source)
             plan(file)
             return .planned(file)

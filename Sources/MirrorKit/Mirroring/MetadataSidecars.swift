@@ -31,6 +31,11 @@ struct MetadataSidecars: Sendable {
         var sources: [String]?
     }
 
+    /// Whether sidecar `name` exists.
+    func exists(_ name: String) throws(MirrorError) -> Bool {
+        try directory.fileExists(Self.path(name))
+    }
+
     /// Writes `fields` as sidecar `name` unless it already says the same; true when it was
     /// written. `replacing` false writes only a missing one: a file resumed from an earlier run
     /// carries what its source said then, older than what a listing read since may have written.

@@ -72,10 +72,12 @@ extension PostgresState {
         return try decode(row, String?.self, column: "context")
     }
 
-    func pendingAlbums() async throws(MirrorError) -> [String] {
-        var ids: [String] = []
-        for row in try await rows("SELECT id FROM albums WHERE state = 'pending' ORDER BY seq") { ids.append(try decode(row, String.self, column: "id")) }
-        return ids
+    func pendingAlbums() async throws(MirrorError) -> [(id: String, listing: String)] {
+        var albums: [(id: String, listing: String)] = []
+        for row in try await rows("SELECT id, source FROM albums WHERE state = 'pending' ORDER BY seq") {
+            albums.append((try decode(row, String.self, column: "id"), try decode(row, String.self, column: "source")))
+        }
+        return albums
     }
 
     func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int {
@@ -111,13 +113,9 @@ extension PostgresState {
             """)
     }
 
-    func pendingImages(listedBy prefix: String, after position: Int64, limit: Int) async throws(MirrorError)
-        -> (images: [FoundImage], next: Int64?) {
+    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
         let rows = try await rows(
-            """
-            SELECT seq, id, image, album_id FROM images
-            WHERE NOT done AND seq > \(position) AND left(source, length(\(prefix))) = \(prefix) ORDER BY seq LIMIT \(limit)
-            """)
+            "SELECT seq, id, image, album_id, source FROM images WHERE NOT done AND seq > \(position) ORDER BY seq LIMIT \(limit)")
         var images: [FoundImage] = []
         var last: Int64?
         for row in rows {
@@ -125,7 +123,7 @@ extension PostgresState {
             let (id, payload) = (try decode(row, String.self, column: "id"), try decode(row, String.self, column: "image"))
             let albumID = try decode(row, String?.self, column: "album_id")
             last = seq
-            images.append(FoundImage(id: id, payload: payload, albumID: albumID))
+            images.append(FoundImage(id: id, payload: payload, albumID: albumID, listing: try decode(row, String.self, column: "source")))
         }
         return (images, rows.count == limit ? last : nil)
     }

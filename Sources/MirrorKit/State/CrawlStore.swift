@@ -56,6 +56,8 @@ package struct FoundImage: Sendable, Equatable {
     var id: String
     var payload: String
     var albumID: String?
+    /// The key of the listing that found it first, where the store says (pending images).
+    var listing: String? = nil
 }
 
 /// What one page of a listing added, written in one step with the cursor that follows it, so a
@@ -113,7 +115,7 @@ protocol CrawlStore: Sendable {
     func cachedAlbum(_ albumID: String) async throws(MirrorError) -> String?
     /// Albums whose images were not fetched yet, oldest first: any listing's, since the files all
     /// land in this one mirror.
-    func pendingAlbums() async throws(MirrorError) -> [String]
+    func pendingAlbums() async throws(MirrorError) -> [(id: String, listing: String)]
     /// What the page that listed a pending album said of it (JSON).
     func albumContext(_ albumID: String) async throws(MirrorError) -> String?
     /// Caches an album's image list (`list`, JSON) and queues its images; returns the images new
@@ -124,11 +126,10 @@ protocol CrawlStore: Sendable {
     /// Counts a failed attempt at an album that stays pending; returns the failures so far.
     func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int
 
-    /// Images found by a listing whose key starts with `prefix` and not yet mirrored, in the order
-    /// they were found, `limit` at a time after `position` (0 for the first page); `next` is nil
-    /// after the last page.
-    func pendingImages(listedBy prefix: String, after position: Int64, limit: Int) async throws(MirrorError)
-        -> (images: [FoundImage], next: Int64?)
+    /// Images found (by any listing) and not yet mirrored, in the order they were found, each
+    /// with the listing that found it, `limit` at a time after `position` (0 for the first page);
+    /// `next` is nil after the last page.
+    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [FoundImage], next: Int64?)
     /// The image's files are all in the mirror (or removed upstream): no run needs to try it again.
     func markImagesDone(_ imageIDs: [String]) async throws(MirrorError)
 

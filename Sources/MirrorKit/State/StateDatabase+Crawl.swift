@@ -66,8 +66,10 @@ extension StateDatabase: CrawlStore {
         }.first ?? nil
     }
 
-    func pendingAlbums() throws(MirrorError) -> [String] {
-        try read("SELECT id FROM albums WHERE state = 'pending' ORDER BY rowid") { row throws(SQLiteError) in try row.text("id") }
+    func pendingAlbums() throws(MirrorError) -> [(id: String, listing: String)] {
+        try read("SELECT id, source FROM albums WHERE state = 'pending' ORDER BY rowid") { row throws(SQLiteError) in
+            (try row.text("id"), try row.text("source"))
+        }
     }
 
     func recordAlbumFailure(_ albumID: String, problem: String) throws(MirrorError) -> Int {
@@ -97,20 +99,21 @@ extension StateDatabase: CrawlStore {
             [.text(albumID), .text(source), .text(problem), .text(Self.now())])
     }
 
-    /// Images found by a listing whose key starts with `prefix` but not mirrored yet, in the order
-    /// found, `limit` at a time: pass the last page's `next` as `after` for the next page; `next`
-    /// is nil after the last one. Paged, so that resuming a big tag does not hold every pending
-    /// image at once.
+    /// Images found but not mirrored yet, in the order found, each with the listing that found
+    /// it, `limit` at a time: pass the last page's `next` as `after` for the next page; `next` is
+    /// nil after the last one. Paged, so that resuming a big tag does not hold every pending image
+    /// at once.
     func pendingImages(
-        listedBy prefix: String = "", after position: Int64 = 0, limit: Int = 1000
+        after position: Int64 = 0, limit: Int = 1000
     ) throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
         let rows = try read(
-            "SELECT rowid AS position, id, image, album_id FROM images "
-                + "WHERE done = 0 AND rowid > ?1 AND substr(source, 1, length(?3)) = ?3 ORDER BY rowid LIMIT ?2",
-            [.integer(position), .integer(Int64(limit)), .text(prefix)]
+            "SELECT rowid AS position, id, image, album_id, source FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
+            [.integer(position), .integer(Int64(limit))]
         ) { row throws(SQLiteError) in
             (try row.integer("position"),
-             FoundImage(id: try row.text("id"), payload: try row.text("image"), albumID: try row.optionalText("album_id")))
+             FoundImage(
+                id: try row.text("id"), payload: try row.text("image"), albumID: try row.optionalText("album_id"),
+                listing: try row.text("source")))
         }
         return (rows.map(\.1), rows.count == limit ? rows.last?.0 : nil)
     }

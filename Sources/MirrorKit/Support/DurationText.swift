@@ -27,7 +27,9 @@ enum DurationText {
             guard let value = Int(number) else { return nil }
             let (product, overflow) = value.multipliedReportingOverflow(by: unit)
             guard !overflow else { return nil }
-            total += product
+            let (sum, overflowed) = total.addingReportingOverflow(product)
+            guard !overflowed else { return nil }
+            total = sum
             number = ""
             sawUnit = true
         }

@@ -104,6 +104,32 @@ struct FilterTests {
         }
     }
 
+    @Test func aBoundedRunStopsWhereAFullPassWithoutTheBoundHadReadAndVouchesForNothingItself() async throws {
+        try await TestSupport.withServer { server in
+            server.addGeneratedTag("dated", pages: 4, perPage: 20, albumEvery: 0)
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let arguments = MirrorProcess.fixtureArguments("dated", out: out, server: server, idFile: idFile) + ["--no-previews"]
+                let pages = { server.requests.filter { $0.path.hasPrefix("/3/gallery/t/dated/") }.map { String($0.path.split(separator: "/").last!) } }
+                let oldest = server.generatedEntries("dated").last!.posted
+                // A bound older than the whole tag: a bounded pass reads to the end, and is no full pass.
+                let since = ["--since", oldest.addingTimeInterval(-86_400).formatted(.iso8601)]
+                #expect(try await MirrorProcess.run(arguments + since).status == 0)
+                #expect(pages() == ["0", "1", "2", "3", "4"])
+                #expect(try await MirrorProcess.run(arguments + since).status == 0)
+                #expect(pages().count == 10, "a bounded pass vouched for what it read: \(pages())")
+                // A full pass without the bound: from then on, a bounded run stops at what it saw.
+                #expect(try await MirrorProcess.run(arguments).status == 0)
+                let before = pages().count
+                let new = server.prependToGeneratedTag("dated", count: 5, albumEvery: 0)
+                let bounded = try await MirrorProcess.run(arguments + since)
+                #expect(bounded.status == 0, "\(bounded.stderr)")
+                #expect(pages().dropFirst(before) == ["0"], "\(pages())")
+                #expect(Set(new.map { $0 + ".jpg" }).isSubset(of: files(in: out, "full")))
+            }
+        }
+    }
+
     @Test func oneTagsFilteredOutImagesAreNotFetchedByAnotherTagsRun() async throws {
         try await TestSupport.withServer { server in
             server.addGeneratedTag("big", pages: 1, perPage: 5, albumEvery: 0, imageSize: 8192)

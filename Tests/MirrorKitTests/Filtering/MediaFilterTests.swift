@@ -71,7 +71,7 @@ struct MediaFilterTests {
         var longAgo = MediaFilter()
         try longAgo.bound(since: "400d", until: nil, now: now)
         #expect(longAgo.since == now.addingTimeInterval(-400 * 86_400), "a span may reach back more than a year")
-        for bad in ["2026", "yesterday", "2026-13-01", ""] {
+        for bad in ["2026", "yesterday", "2026-13-01", "", "106751991167300d106751991167300d"] {
             var filter = MediaFilter()
             #expect(throws: FilterError.self, "\(bad)") { try filter.bound(since: bad, until: nil, now: now) }
         }

@@ -149,7 +149,8 @@ struct StoreContractTests {
             #expect(try await store.knownEntries(["x", "z"], source: cursor.source) == ["x": 2])
             #expect(try await store.crawlSources() == [cursor.source])
 
-            #expect(try await store.pendingAlbums() == ["A1"])
+            #expect(try await store.pendingAlbums().map(\.id) == ["A1"])
+            #expect(try await store.pendingAlbums().map(\.listing) == [cursor.source])
             #expect(try await store.albumContext("A1") == #"{"id":"A1","title":"ducks"}"#)
             #expect(try await store.albumContext("nope") == nil)
             #expect(try await store.cachedAlbum("A1") == nil)
@@ -167,17 +168,19 @@ struct StoreContractTests {
             var pages: [[FoundImage]] = []
             var position: Int64? = 0
             while let after = position {
-                let page = try await store.pendingImages(listedBy: "imgur tag cats ", after: after, limit: 2)
+                let page = try await store.pendingImages(after: after, limit: 2)
                 pages.append(page.images)
                 if pages.count == 1 { try await store.markImagesDone(["w"]) }
                 position = page.next
             }
             #expect(pages.map { $0.map(\.id) } == [["x", "y"], []])
-            #expect(pages.first?.first == found("x"))
-            // Another tag's listings found none of them.
-            #expect(try await store.pendingImages(listedBy: "imgur tag cat ", after: 0, limit: 10).images.isEmpty)
+            var first = found("x")
+            first.listing = cursor.source
+            #expect(pages.first?.first == first)
+            // Each with the listing that found it.
+            #expect(pages.first?.map(\.listing) == [cursor.source, cursor.source])
             try await store.markImagesDone(["x", "y", "unknown"])
-            #expect(try await store.pendingImages(listedBy: "", after: 0, limit: 10).images.isEmpty)
+            #expect(try await store.pendingImages(after: 0, limit: 10).images.isEmpty)
             let figures = try await store.figures(source: cursor.source)
             #expect(figures.entriesKnown == 3 && figures.imagesKnown == 3 && figures.imagesPending == 0)
             #expect(figures.albumsCached == 1 && figures.albumsPending == 0 && figures.albumsGone == 1)
