@@ -54,16 +54,15 @@ struct ImageJobs: Sendable {
         return (try? sidecars.exists(ImageSidecar.name(of: image.id))) ?? false
     }
 
-    /// Whether the run (or `filter`) takes `image` (`--filter`, `--since`, `--until`).
-    func admits(_ image: ImgurImage, by filter: MediaFilter? = nil) -> Bool {
-        (filter ?? self.filter).admits(MediaFilter.Candidate(
+    /// Whether the run takes `image` (`--filter`, `--since`, `--until`).
+    func admits(_ image: ImgurImage) -> Bool {
+        filter.admits(MediaFilter.Candidate(
             kind: image.animated ? .animated : .image, bytes: urls.item(for: image)?.expectedSize, date: image.postDate))
     }
 
-    /// Mirrors `found` that `filter` (else the run's) admits; `resumed`: found by an earlier run,
-    /// as the API described them then.
-    func submit(_ found: [ImgurImage], resumed: Bool, filter: MediaFilter? = nil) async {
-        let filter = filter ?? self.filter
+    /// Mirrors what of `found` the filters admit; `resumed`: found by an earlier run, as the API
+    /// described them then.
+    func submit(_ found: [ImgurImage], resumed: Bool) async {
         var unusable: [String] = []
         let shared = claims != nil
         for image in found {
@@ -72,7 +71,7 @@ struct ImageJobs: Sendable {
                 unusable.append(image.id)
                 continue
             }
-            guard admits(image, by: filter) else {
+            guard admits(image) else {
                 // Counted once, when found: an earlier run's finds are weighed again every run.
                 if !resumed { sink.leaveOut(item.previewURL == nil ? 1 : 2) }
                 continue

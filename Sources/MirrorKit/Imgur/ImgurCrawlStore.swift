@@ -31,7 +31,7 @@ struct ImgurCrawlStore: Sendable {
         let page = ListedPage(
             newEntryIDs: newEntryIDs, images: images.compactMap { Self.found($0.image, albumID: $0.albumID) },
             pendingAlbumIDs: pendingAlbumIDs, pendingAlbumContexts: pendingAlbumContexts.compactMapValues(Self.json),
-            cursor: cursor)
+            cursor: cursor, owner: Self.owner(of: source))
         return try await store.recordPage(page, source: source).compactMap(Self.image)
     }
 
@@ -43,15 +43,22 @@ struct ImgurCrawlStore: Sendable {
         try await store.albumContext(albumID).flatMap { try? JSONDecoder().decode(ImgurAlbumContext.self, from: Data($0.utf8)) }
     }
 
-    func pendingAlbums() async throws(MirrorError) -> [(id: String, listing: String)] {
-        try await store.pendingAlbums()
+    /// The albums listings of `tag` hold and no run has expanded.
+    func pendingAlbums(of tag: String) async throws(MirrorError) -> [String] {
+        try await store.pendingAlbums(listedBy: TagCrawler.Options.keyPrefix(of: tag))
+    }
+
+    /// Every listing of a tag owns what it finds together: `imgur tag cats ` for `imgur tag cats time all`.
+    static func owner(of source: String) -> String {
+        TagCrawler.Options.tag(ofKey: source).map(TagCrawler.Options.keyPrefix(of:)) ?? source
     }
 
     /// Caches the album's images and queues them; returns the images new to the store.
     func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) async throws(MirrorError) -> [ImgurImage] {
         let list = Self.json(images) ?? "[]"
         let found = images.compactMap { Self.found($0, albumID: albumID) }
-        return try await store.recordAlbum(albumID, images: found, list: list, source: source).compactMap(Self.image)
+        return try await store.recordAlbum(albumID, images: found, list: list, source: source, owner: Self.owner(of: source))
+            .compactMap(Self.image)
     }
 
     func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError) {
@@ -62,12 +69,11 @@ struct ImgurCrawlStore: Sendable {
         try await store.recordAlbumFailure(albumID, problem: problem)
     }
 
-    /// The images any listing found and no run finished, each with the key of the listing that
-    /// found it.
-    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError)
-        -> (images: [(image: ImgurImage, listing: String?)], next: Int64?) {
-        let pending = try await store.pendingImages(after: position, limit: limit)
-        return (pending.images.compactMap { found in Self.image(found).map { ($0, found.listing) } }, pending.next)
+    /// The images listings of `tag` hold and no run finished.
+    func pendingImages(of tag: String, after position: Int64, limit: Int) async throws(MirrorError)
+        -> (images: [ImgurImage], next: Int64?) {
+        let pending = try await store.pendingImages(listedBy: TagCrawler.Options.keyPrefix(of: tag), after: position, limit: limit)
+        return (pending.images.compactMap(Self.image), pending.next)
     }
 
     func saveBudget(_ budget: APIBudget, api: String) async throws(MirrorError) {

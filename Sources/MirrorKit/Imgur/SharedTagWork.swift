@@ -38,7 +38,7 @@ final class SharedTagWork: Sendable {
 
     /// Works until the shared work is done; returns this worker's crawl, if it crawled.
     func run(
-        readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage], String) async -> Void) async -> TagCrawler.Report,
+        readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Report,
         submit: @escaping @Sendable ([ImgurImage]) async -> Void
     ) async throws(MirrorError) -> TagCrawler.Report {
         // The server's time: a crawl "since" is compared with the server's clock, not this host's.
@@ -79,7 +79,7 @@ final class SharedTagWork: Sendable {
     /// Crawls the tag once the lease is this worker's, unless another worker crawled it to its end
     /// since `since`; while another crawls, asks again now and then (its lease runs out if it dies).
     private func crawlWhenNoOneDoes(
-        since: Date, readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage], String) async -> Void) async -> TagCrawler.Report
+        since: Date, readListing: @escaping @Sendable (_ found: @escaping @Sendable ([ImgurImage]) async -> Void) async -> TagCrawler.Report
     ) async throws(MirrorError) -> TagCrawler.Report? {
         defer { crawlingDone.set() }
         while !Task.isCancelled, !session.isHalted {
@@ -93,7 +93,7 @@ final class SharedTagWork: Sendable {
             case .lead:
                 logger.debug("crawling \(source) for the workers")
                 // The images go to the shared queue (the store), where every worker claims them.
-                let crawl = await readListing { _, _ in }
+                let crawl = await readListing { _ in }
                 let completed = !Task.isCancelled && !session.isHalted && crawl.stoppedBy == nil
                 try await coordinator.endCrawl(of: source, completed: completed)
                 return crawl

@@ -96,7 +96,7 @@ struct TagCrawler: Sendable {
     /// as the API describes them now.
     func crawl(
         _ options: Options,
-        found: @Sendable (_ images: [ImgurImage], _ listing: String) async -> Void,
+        found: @Sendable ([ImgurImage]) async -> Void,
         seenAgain: @Sendable ([ImgurImage]) async -> Void = { _ in },
         shouldStop: @Sendable () -> Bool = { false }
     ) async -> Report {
@@ -115,7 +115,7 @@ struct TagCrawler: Sendable {
     }
 
     private func walk(
-        _ options: Options, cursor: inout CrawlCursor, found: @Sendable (_ images: [ImgurImage], _ listing: String) async -> Void,
+        _ options: Options, cursor: inout CrawlCursor, found: @Sendable ([ImgurImage]) async -> Void,
         seenAgain: @Sendable ([ImgurImage]) async -> Void, shouldStop: @Sendable () -> Bool, into result: inout Report
     ) async throws(MirrorError) {
         let source = options.source
@@ -125,15 +125,15 @@ struct TagCrawler: Sendable {
         /// album that fails in a way that may be the API's (no answer, a 5xx, a 401 or 403) ends
         /// the batch: the next page read tells whether the API is at fault.
         func expandPending() async throws(MirrorError) -> Bool {
-            // An album is expanded for the listing that found it: its images are that listing's
-            // (its tag's filter decides them), whichever tag's run asks.
-            for (albumID, listing) in try await store.pendingAlbums() where tried.insert(albumID).inserted {
+            // This tag's albums: another tag's are its runs' (its settings); one both list is the
+            // last lister's (see ``CrawlStore/recordPage(_:source:)``).
+            for albumID in try await store.pendingAlbums(of: options.tag) where tried.insert(albumID).inserted {
                 guard mayGoOn() else { return false }
                 // Every image of an album posted before --since would be left out: no call for it.
                 if let since = options.since, let posted = try await store.albumContext(albumID)?.postDate, posted < since {
                     continue
                 }
-                switch try await expand(albumID, source: listing, found: found, into: &result) {
+                switch try await expand(albumID, source: source, found: found, into: &result) {
                 case .expanded, .failedAlone: continue
                 case .failedMaybeAPIWide: return true
                 case .stop: return false
@@ -231,7 +231,7 @@ struct TagCrawler: Sendable {
     /// it is known.
     private func record(
         _ listing: TagPage, page: Int, options: Options, cursor: inout CrawlCursor,
-        found: @Sendable (_ images: [ImgurImage], _ listing: String) async -> Void, into result: inout Report
+        found: @Sendable ([ImgurImage]) async -> Void, into result: inout Report
     ) async throws(MirrorError) -> Bool {
         let source = options.source
         let known = try await store.knownEntries(listing.items.map(\.id), source: source)
@@ -275,7 +275,7 @@ struct TagCrawler: Sendable {
             newEntryIDs: newEntries, images: images, pendingAlbumIDs: pendingAlbums, pendingAlbumContexts: contexts,
             cursor: cursor, source: source)
         logger.debug("\(source) page \(page): \(listing.items.count) entries, \(newEntries.count) new, \(added.count) images queued")
-        if !added.isEmpty { await found(added, source) }
+        if !added.isEmpty { await found(added) }
         guard options.sort == .time else { return false }
         if options.isDateBounded {
             // A full pass without the bound vouches for all below what it saw; a bounded pass, which
@@ -300,12 +300,12 @@ struct TagCrawler: Sendable {
 
     /// Fetches one album's images. An album that fails stays pending (see ``settleAlbumFailures(_:source:)``).
     private func expand(
-        _ albumID: String, source: String, found: @Sendable (_ images: [ImgurImage], _ listing: String) async -> Void, into result: inout Report
+        _ albumID: String, source: String, found: @Sendable ([ImgurImage]) async -> Void, into result: inout Report
     ) async throws(MirrorError) -> Expansion {
         let context = try await store.albumContext(albumID) ?? ImgurAlbumContext(id: albumID)
         if let cached = try await store.cachedAlbum(albumID) {
             let added = try await store.recordAlbum(albumID, images: cached.map { $0.inAlbum(context) }, source: source)
-            if !added.isEmpty { await found(added, source) }
+            if !added.isEmpty { await found(added) }
             return .expanded
         }
         let images: [ImgurImage]
@@ -337,7 +337,7 @@ struct TagCrawler: Sendable {
         result.albumsFetched += 1
         try await saveBudget()
         let added = try await store.recordAlbum(albumID, images: images.map { $0.inAlbum(context) }, source: source)
-        if !added.isEmpty { await found(added, source) }
+        if !added.isEmpty { await found(added) }
         return .expanded
     }
 

@@ -10,19 +10,15 @@ package struct TagSource: MirrorSource {
     let urls: MediaURLBuilder
     /// Which images the run takes (`--filter`, `--since`, `--until`).
     let filter: MediaFilter
-    /// The filter of the tag whose listing (by key) found an image: an image belongs to the tag
-    /// that found it first, whichever tag's run takes it up (its own settings decide it).
-    let filterOfListing: @Sendable (String) -> MediaFilter
     let logger: Logger
     /// What a shared worker's polls and heartbeat wait on.
     let clock: any RunClock
 
     init(
         client: ImgurClient, options: TagCrawler.Options, urls: MediaURLBuilder, filter: MediaFilter = MediaFilter(),
-        filterOfListing: (@Sendable (String) -> MediaFilter)? = nil, clock: any RunClock = SystemClock(), logger: Logger
+        clock: any RunClock = SystemClock(), logger: Logger
     ) {
         self.filter = filter
-        self.filterOfListing = filterOfListing ?? { _ in filter }
         self.clock = clock
         self.client = client
         self.options = options
@@ -61,23 +57,17 @@ package struct TagSource: MirrorSource {
                     await images.submit($0, resumed: true)
                 })
             } else {
-                // What earlier runs found and did not finish comes first, a page at a time, each
-                // image as the tag that found it wants it (an image two tags list is one file).
+                // What earlier runs of this tag found and did not finish comes first, a page at a
+                // time. Another tag's unfinished images are its runs' (its settings, its filter,
+                // its failures to retry); one both tags list went to the last to list it.
                 var position: Int64? = 0
                 while let after = position, !Task.isCancelled, !sink.isHalted {
-                    let pending = try await ImgurCrawlStore(sink.store).pendingImages(after: after, limit: 1000)
+                    let pending = try await ImgurCrawlStore(sink.store).pendingImages(of: options.tag, after: after, limit: 1000)
                     if after == 0, !pending.images.isEmpty { logger.info("resuming images found by earlier runs") }
-                    var byListing: [String: [ImgurImage]] = [:]
-                    for (image, listing) in pending.images { byListing[listing ?? options.source, default: []].append(image) }
-                    for (listing, found) in byListing.sorted(by: { $0.key < $1.key }) {
-                        await images.submit(found, resumed: true, filter: filterOfListing(listing))
-                    }
+                    await images.submit(pending.images, resumed: true)
                     position = pending.next
                 }
-                let filterOfListing = filterOfListing
-                crawl = await readListing(sink, images) { found, listing in
-                    await images.submit(found, resumed: false, filter: filterOfListing(listing))
-                }
+                crawl = await readListing(sink, images) { await images.submit($0, resumed: false) }
             }
         } catch {
             crawl.stoppedBy = .mirror(error)
@@ -95,7 +85,7 @@ package struct TagSource: MirrorSource {
     /// Reads the listing from its cursor; `found` hears the images new to the store. Then asks
     /// after what the listing did not bring up again (see ``SourceSink/revalidateTheRest(claiming:restoring:)``).
     private func readListing(
-        _ sink: SourceSink, _ images: ImageJobs, found: @escaping @Sendable ([ImgurImage], String) async -> Void
+        _ sink: SourceSink, _ images: ImageJobs, found: @escaping @Sendable ([ImgurImage]) async -> Void
     ) async -> TagCrawler.Report {
         let crawler = TagCrawler(client: client, store: sink.store, report: { sink.publish($0) }, logger: logger)
         if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }

@@ -43,10 +43,11 @@ extension PostgresState {
                 try await connection.query(
                     """
                     INSERT INTO albums (id, source, state, updated_at, context) VALUES (\(id), \(source), 'pending', \(now), \(contexts[id]))
-                    ON CONFLICT DO NOTHING
+                    ON CONFLICT (id) DO UPDATE SET source = excluded.source
+                        WHERE albums.state = 'pending' AND left(albums.source, length(\(page.owner))) <> \(page.owner)
                     """, logger: logger)
             }
-            let added = try await Self.queue(page.images, source: source, on: connection, logger: logger)
+            let added = try await Self.queue(page.images, source: source, owner: page.owner, on: connection, logger: logger)
             try await connection.query(Self.saveCursor(page.cursor), logger: logger)
             return added
         }
@@ -72,12 +73,14 @@ extension PostgresState {
         return try decode(row, String?.self, column: "context")
     }
 
-    func pendingAlbums() async throws(MirrorError) -> [(id: String, listing: String)] {
-        var albums: [(id: String, listing: String)] = []
-        for row in try await rows("SELECT id, source FROM albums WHERE state = 'pending' ORDER BY seq") {
-            albums.append((try decode(row, String.self, column: "id"), try decode(row, String.self, column: "source")))
+    func pendingAlbums(listedBy prefix: String) async throws(MirrorError) -> [String] {
+        var ids: [String] = []
+        for row in try await rows(
+            "SELECT id FROM albums WHERE state = 'pending' AND left(source, length(\(prefix))) = \(prefix) ORDER BY seq"
+        ) {
+            ids.append(try decode(row, String.self, column: "id"))
         }
-        return albums
+        return ids
     }
 
     func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int {
@@ -91,7 +94,7 @@ extension PostgresState {
     }
 
     func recordAlbum(
-        _ albumID: String, images: [FoundImage], list json: String, source: String
+        _ albumID: String, images: [FoundImage], list json: String, source: String, owner: String
     ) async throws(MirrorError) -> [FoundImage] {
         let now = Self.now()
         return try await transaction { connection, logger in
@@ -101,7 +104,7 @@ extension PostgresState {
                 ON CONFLICT (id) DO UPDATE SET state = 'cached', images = excluded.images, problem = NULL,
                     updated_at = excluded.updated_at
                 """, logger: logger)
-            return try await Self.queue(images, source: source, on: connection, logger: logger)
+            return try await Self.queue(images, source: source, owner: owner, on: connection, logger: logger)
         }
     }
 
@@ -113,9 +116,13 @@ extension PostgresState {
             """)
     }
 
-    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
+    func pendingImages(listedBy prefix: String, after position: Int64, limit: Int) async throws(MirrorError)
+        -> (images: [FoundImage], next: Int64?) {
         let rows = try await rows(
-            "SELECT seq, id, image, album_id, source FROM images WHERE NOT done AND seq > \(position) ORDER BY seq LIMIT \(limit)")
+            """
+            SELECT seq, id, image, album_id FROM images
+            WHERE NOT done AND seq > \(position) AND left(source, length(\(prefix))) = \(prefix) ORDER BY seq LIMIT \(limit)
+            """)
         var images: [FoundImage] = []
         var last: Int64?
         for row in rows {
@@ -123,7 +130,7 @@ extension PostgresState {
             let (id, payload) = (try decode(row, String.self, column: "id"), try decode(row, String.self, column: "image"))
             let albumID = try decode(row, String?.self, column: "album_id")
             last = seq
-            images.append(FoundImage(id: id, payload: payload, albumID: albumID, listing: try decode(row, String.self, column: "source")))
+            images.append(FoundImage(id: id, payload: payload, albumID: albumID))
         }
         return (images, rows.count == limit ? last : nil)
     }
@@ -187,8 +194,10 @@ extension PostgresState {
     // MARK: - Helpers
 
     /// Queues images not queued before; returns those it added.
+    /// Queues images not queued before, and takes over those another owner's listing queued and
+    /// no run finished; returns both.
     private static func queue(
-        _ images: [FoundImage], source: String, on connection: PostgresConnection, logger: Logger
+        _ images: [FoundImage], source: String, owner: String, on connection: PostgresConnection, logger: Logger
     ) async throws -> [FoundImage] {
         var added: [FoundImage] = []
         let now = now()
@@ -196,7 +205,9 @@ extension PostgresState {
             let inserted = try await connection.query(
                 """
                 INSERT INTO images (id, source, album_id, image, listed_at) VALUES (\(image.id), \(source), \(image.albumID), \(image.payload), \(now))
-                ON CONFLICT DO NOTHING RETURNING 1
+                ON CONFLICT (id) DO UPDATE SET source = excluded.source
+                    WHERE NOT images.done AND left(images.source, length(\(owner))) <> \(owner)
+                RETURNING 1
                 """, logger: logger).collect()
             if !inserted.isEmpty { added.append(image) }
         }

@@ -229,15 +229,7 @@ package struct RunSettings: Sendable {
             let settings = forSource(address.description)
             let (filter, mediaURLs) = (settings.filter, settings.mediaURLs)
             switch address {
-            case .tag(let name):
-                // An image another tag found first is taken as that tag's settings say.
-                let filterOfListing = { @Sendable (key: String) -> MediaFilter in
-                    guard let tag = TagCrawler.Options.tag(ofKey: key), tag != name else { return filter }
-                    return self.forSource("tag \(tag)").filter
-                }
-                return TagSource(
-                    client: client, options: settings.crawl(name), urls: mediaURLs, filter: filter, filterOfListing: filterOfListing,
-                    logger: logger)
+            case .tag(let name): return TagSource(client: client, options: settings.crawl(name), urls: mediaURLs, filter: filter, logger: logger)
             case .album(let id): return PostSource(client: client, target: .album(id), urls: mediaURLs, filter: filter, logger: logger)
             case .post(let id): return PostSource(client: client, target: .post(id), urls: mediaURLs, filter: filter, logger: logger)
             case .image(let id): return PostSource(client: client, target: .image(id), urls: mediaURLs, filter: filter, logger: logger)

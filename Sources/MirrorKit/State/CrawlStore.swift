@@ -56,8 +56,6 @@ package struct FoundImage: Sendable, Equatable {
     var id: String
     var payload: String
     var albumID: String?
-    /// The key of the listing that found it first, where the store says (pending images).
-    var listing: String? = nil
 }
 
 /// What one page of a listing added, written in one step with the cursor that follows it, so a
@@ -72,11 +70,15 @@ struct ListedPage: Sendable {
     /// What the page said of those albums (JSON), for their images' metadata.
     var pendingAlbumContexts: [String: String]
     var cursor: CrawlCursor
+    /// What the keys of every listing of the lister start with (`imgur tag cats `): an unfinished
+    /// image or album another lister found is taken over, its listings' are not.
+    var owner: String
 
     init(
         newEntryIDs: [String], images: [FoundImage], pendingAlbumIDs: [String], pendingAlbumContexts: [String: String] = [:],
-        cursor: CrawlCursor
+        cursor: CrawlCursor, owner: String? = nil
     ) {
+        self.owner = owner ?? cursor.source
         self.newEntryIDs = newEntryIDs
         self.images = images
         self.pendingAlbumIDs = pendingAlbumIDs
@@ -105,7 +107,9 @@ package struct CrawlFigures: Sendable, Equatable, Codable {
 protocol CrawlStore: Sendable {
     func cursor(for source: String) async throws(MirrorError) -> CrawlCursor
     func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError)
-    /// Records a page; returns the images that were new to the store (the others are queued already).
+    /// Records a page; returns the images it queued: those new to the store, and those another
+    /// owner's listing found and no run finished, taken over (an unfinished image or album is the
+    /// last lister's: its runs resume it, with its settings).
     func recordPage(_ page: ListedPage, source: String) async throws(MirrorError) -> [FoundImage]
     /// For each of `entryIDs` the listing has shown before, the pass that first saw it.
     func knownEntries(_ entryIDs: [String], source: String) async throws(MirrorError) -> [String: Int]
@@ -115,21 +119,23 @@ protocol CrawlStore: Sendable {
     func cachedAlbum(_ albumID: String) async throws(MirrorError) -> String?
     /// Albums whose images were not fetched yet, oldest first: any listing's, since the files all
     /// land in this one mirror.
-    func pendingAlbums() async throws(MirrorError) -> [(id: String, listing: String)]
+    func pendingAlbums(listedBy prefix: String) async throws(MirrorError) -> [String]
     /// What the page that listed a pending album said of it (JSON).
     func albumContext(_ albumID: String) async throws(MirrorError) -> String?
     /// Caches an album's image list (`list`, JSON) and queues its images; returns the images new
     /// to the store.
-    func recordAlbum(_ albumID: String, images: [FoundImage], list: String, source: String) async throws(MirrorError) -> [FoundImage]
+    func recordAlbum(_ albumID: String, images: [FoundImage], list: String, source: String, owner: String) async throws(MirrorError)
+        -> [FoundImage]
     /// Gives an album up (removed, or an answer that will not change): it is not asked for again.
     func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError)
     /// Counts a failed attempt at an album that stays pending; returns the failures so far.
     func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int
 
-    /// Images found (by any listing) and not yet mirrored, in the order they were found, each
-    /// with the listing that found it, `limit` at a time after `position` (0 for the first page);
-    /// `next` is nil after the last page.
-    func pendingImages(after position: Int64, limit: Int) async throws(MirrorError) -> (images: [FoundImage], next: Int64?)
+    /// Images that a listing whose key starts with `prefix` holds and no run has finished, in the
+    /// order they were found, `limit` at a time after `position` (0 for the first page); `next`
+    /// is nil after the last page.
+    func pendingImages(listedBy prefix: String, after position: Int64, limit: Int) async throws(MirrorError)
+        -> (images: [FoundImage], next: Int64?)
     /// The image's files are all in the mirror (or removed upstream): no run needs to try it again.
     func markImagesDone(_ imageIDs: [String]) async throws(MirrorError)
 

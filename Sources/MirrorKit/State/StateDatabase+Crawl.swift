@@ -36,8 +36,11 @@ extension StateDatabase: CrawlStore {
                 try db.execute(
                     "INSERT OR IGNORE INTO albums (id, source, state, updated_at, context) VALUES (?1, ?2, 'pending', ?3, ?4)",
                     [.text(id), .text(source), .text(Self.now()), SQLiteValue(page.pendingAlbumContexts[id])])
+                try db.execute(
+                    "UPDATE albums SET source = ?2 WHERE id = ?1 AND state = 'pending' AND substr(source, 1, length(?3)) <> ?3",
+                    [.text(id), .text(source), .text(page.owner)])
             }
-            let added = try queue(page.images, source: source)
+            let added = try queue(page.images, source: source, owner: page.owner)
             try db.execute(Self.saveCursorSQL, Self.arguments(of: page.cursor))
             return added
         }
@@ -66,10 +69,10 @@ extension StateDatabase: CrawlStore {
         }.first ?? nil
     }
 
-    func pendingAlbums() throws(MirrorError) -> [(id: String, listing: String)] {
-        try read("SELECT id, source FROM albums WHERE state = 'pending' ORDER BY rowid") { row throws(SQLiteError) in
-            (try row.text("id"), try row.text("source"))
-        }
+    func pendingAlbums(listedBy prefix: String = "") throws(MirrorError) -> [String] {
+        try read(
+            "SELECT id FROM albums WHERE state = 'pending' AND substr(source, 1, length(?1)) = ?1 ORDER BY rowid", [.text(prefix)]
+        ) { row throws(SQLiteError) in try row.text("id") }
     }
 
     func recordAlbumFailure(_ albumID: String, problem: String) throws(MirrorError) -> Int {
@@ -82,13 +85,15 @@ extension StateDatabase: CrawlStore {
         }.first ?? 0
     }
 
-    func recordAlbum(_ albumID: String, images: [FoundImage], list json: String, source: String) throws(MirrorError) -> [FoundImage] {
+    func recordAlbum(
+        _ albumID: String, images: [FoundImage], list json: String, source: String, owner: String
+    ) throws(MirrorError) -> [FoundImage] {
         try inTransaction { () throws(SQLiteError) in
             try db.execute(
                 "INSERT INTO albums (id, source, state, images, updated_at) VALUES (?1, ?2, 'cached', ?3, ?4) "
                     + "ON CONFLICT(id) DO UPDATE SET state = 'cached', images = excluded.images, problem = NULL, updated_at = excluded.updated_at",
                 [.text(albumID), .text(source), .text(json), .text(Self.now())])
-            return try queue(images, source: source)
+            return try queue(images, source: source, owner: owner)
         }
     }
 
@@ -99,21 +104,20 @@ extension StateDatabase: CrawlStore {
             [.text(albumID), .text(source), .text(problem), .text(Self.now())])
     }
 
-    /// Images found but not mirrored yet, in the order found, each with the listing that found
-    /// it, `limit` at a time: pass the last page's `next` as `after` for the next page; `next` is
-    /// nil after the last one. Paged, so that resuming a big tag does not hold every pending image
-    /// at once.
+    /// Images a listing whose key starts with `prefix` holds and no run finished, in the order
+    /// found, `limit` at a time: pass the last page's `next` as `after` for the next page; `next`
+    /// is nil after the last one. Paged, so that resuming a big tag does not hold every pending
+    /// image at once.
     func pendingImages(
-        after position: Int64 = 0, limit: Int = 1000
+        listedBy prefix: String = "", after position: Int64 = 0, limit: Int = 1000
     ) throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
         let rows = try read(
-            "SELECT rowid AS position, id, image, album_id, source FROM images WHERE done = 0 AND rowid > ?1 ORDER BY rowid LIMIT ?2",
-            [.integer(position), .integer(Int64(limit))]
+            "SELECT rowid AS position, id, image, album_id FROM images "
+                + "WHERE done = 0 AND rowid > ?1 AND substr(source, 1, length(?3)) = ?3 ORDER BY rowid LIMIT ?2",
+            [.integer(position), .integer(Int64(limit)), .text(prefix)]
         ) { row throws(SQLiteError) in
             (try row.integer("position"),
-             FoundImage(
-                id: try row.text("id"), payload: try row.text("image"), albumID: try row.optionalText("album_id"),
-                listing: try row.text("source")))
+             FoundImage(id: try row.text("id"), payload: try row.text("image"), albumID: try row.optionalText("album_id")))
         }
         return (rows.map(\.1), rows.count == limit ? rows.last?.0 : nil)
     }
@@ -164,14 +168,20 @@ extension StateDatabase: CrawlStore {
 
     // MARK: - Helpers
 
-    /// Queues images not queued before; returns those it added.
-    private func queue(_ images: [FoundImage], source: String) throws(SQLiteError) -> [FoundImage] {
+    /// Queues images not queued before, and takes over those another owner's listing queued and
+    /// no run finished; returns both.
+    private func queue(_ images: [FoundImage], source: String, owner: String) throws(SQLiteError) -> [FoundImage] {
         var added: [FoundImage] = []
         let now = Self.now()
         for image in images {
             try db.execute(
                 "INSERT OR IGNORE INTO images (id, source, album_id, image, listed_at) VALUES (?1, ?2, ?3, ?4, ?5)",
                 [.text(image.id), .text(source), SQLiteValue(image.albumID), .text(image.payload), .text(now)])
+            if db.changes == 0 {
+                try db.execute(
+                    "UPDATE images SET source = ?2 WHERE id = ?1 AND done = 0 AND substr(source, 1, length(?3)) <> ?3",
+                    [.text(image.id), .text(source), .text(owner)])
+            }
             if db.changes > 0 { added.append(image) }
         }
         return added

@@ -150,6 +150,24 @@ struct FilterTests {
         }
     }
 
+    @Test func aMisspelledTagFetchesNoneOfAnotherTagsUnfinishedImages() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                // cats leaves its still images found and unfinished.
+                let cats = MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile)
+                #expect(try await MirrorProcess.run(cats + ["--filter", "type=animated"]).status == 0)
+                let media = server.requests.count { !$0.path.hasPrefix("/3/") }
+                let typo = try await MirrorProcess.run(MirrorProcess.fixtureArguments("catz", out: out, server: server, idFile: idFile))
+                #expect(typo.status == 69, "\(typo.stderr)")
+                #expect(server.requests.count { !$0.path.hasPrefix("/3/") } == media, "a tag that does not exist took cats' images")
+                // cats itself, without the filter, takes them.
+                #expect(try await MirrorProcess.run(cats).status == 0)
+                #expect(files(in: out, "full").count == 13)
+            }
+        }
+    }
+
     @Test func anImageTheFiltersLeaveOutGetsNoSidecarWhenItsPageIsReadAgain() async throws {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in

@@ -149,41 +149,64 @@ struct StoreContractTests {
             #expect(try await store.knownEntries(["x", "z"], source: cursor.source) == ["x": 2])
             #expect(try await store.crawlSources() == [cursor.source])
 
-            #expect(try await store.pendingAlbums().map(\.id) == ["A1"])
-            #expect(try await store.pendingAlbums().map(\.listing) == [cursor.source])
+            let cats = "imgur tag cats "
+            #expect(try await store.pendingAlbums(listedBy: cats) == ["A1"])
+            #expect(try await store.pendingAlbums(listedBy: "imgur tag cat ").isEmpty, "another tag's albums are its own")
             #expect(try await store.albumContext("A1") == #"{"id":"A1","title":"ducks"}"#)
             #expect(try await store.albumContext("nope") == nil)
             #expect(try await store.cachedAlbum("A1") == nil)
             #expect(try await store.recordAlbumFailure("A1", problem: "HTTP 500") == 1)
             #expect(try await store.recordAlbumFailure("A1", problem: "HTTP 500") == 2)
             let albumAdded = try await store.recordAlbum(
-                "A1", images: [found("x", album: "A1"), found("w", album: "A1")], list: "[1,2]", source: cursor.source)
+                "A1", images: [found("x", album: "A1"), found("w", album: "A1")], list: "[1,2]", source: cursor.source, owner: cats)
             #expect(albumAdded.map(\.id) == ["w"])
             #expect(try await store.cachedAlbum("A1") == "[1,2]")
-            #expect(try await store.pendingAlbums().isEmpty)
+            #expect(try await store.pendingAlbums(listedBy: cats).isEmpty)
             try await store.recordAlbumGone("G1", problem: "HTTP 404", source: cursor.source)
-            #expect(try await store.pendingAlbums().isEmpty)
+            #expect(try await store.pendingAlbums(listedBy: "").isEmpty)
 
             // Paged in the order found, `limit` at a time, whatever is marked done meanwhile.
             var pages: [[FoundImage]] = []
             var position: Int64? = 0
             while let after = position {
-                let page = try await store.pendingImages(after: after, limit: 2)
+                let page = try await store.pendingImages(listedBy: cats, after: after, limit: 2)
                 pages.append(page.images)
                 if pages.count == 1 { try await store.markImagesDone(["w"]) }
                 position = page.next
             }
             #expect(pages.map { $0.map(\.id) } == [["x", "y"], []])
-            var first = found("x")
-            first.listing = cursor.source
-            #expect(pages.first?.first == first)
-            // Each with the listing that found it.
-            #expect(pages.first?.map(\.listing) == [cursor.source, cursor.source])
+            #expect(pages.first?.first == found("x"))
+            #expect(try await store.pendingImages(listedBy: "imgur tag cat ", after: 0, limit: 10).images.isEmpty)
+
+            // Another tag's listing that shows an unfinished image or album takes it over: it is
+            // the last lister's to resume. A finished one stays where it is.
+            var dogs = try await store.cursor(for: "imgur tag dogs time all")
+            dogs.nextPage = 1
+            try await store.markImagesDone(["x"])
+            let takenOver = try await store.recordPage(
+                ListedPage(
+                    newEntryIDs: ["x", "y", "A2"], images: [found("x"), found("y")], pendingAlbumIDs: ["A2"], cursor: dogs,
+                    owner: "imgur tag dogs "),
+                source: dogs.source)
+            #expect(takenOver.map(\.id) == ["y"])
+            #expect(try await store.pendingImages(listedBy: "imgur tag dogs ", after: 0, limit: 10).images.map(\.id) == ["y"])
+            #expect(try await store.pendingImages(listedBy: cats, after: 0, limit: 10).images.isEmpty)
+            _ = try await store.recordPage(
+                ListedPage(newEntryIDs: ["A2"], images: [], pendingAlbumIDs: ["A2"], cursor: cursor, owner: cats), source: cursor.source)
+            #expect(try await store.pendingAlbums(listedBy: cats) == ["A2"])
+            #expect(try await store.pendingAlbums(listedBy: "imgur tag dogs ").isEmpty)
+            // Within one tag, its listings share: nothing changes hands.
+            let sameTag = try await store.recordPage(
+                ListedPage(newEntryIDs: ["y"], images: [found("y")], pendingAlbumIDs: [], cursor: dogs, owner: "imgur tag dogs "),
+                source: "imgur tag dogs top week")
+            #expect(sameTag.isEmpty)
+            _ = try await store.recordAlbum("A2", images: [], list: "[]", source: cursor.source, owner: cats)
             try await store.markImagesDone(["x", "y", "unknown"])
-            #expect(try await store.pendingImages(after: 0, limit: 10).images.isEmpty)
+            #expect(try await store.pendingImages(listedBy: "", after: 0, limit: 10).images.isEmpty)
             let figures = try await store.figures(source: cursor.source)
-            #expect(figures.entriesKnown == 3 && figures.imagesKnown == 3 && figures.imagesPending == 0)
-            #expect(figures.albumsCached == 1 && figures.albumsPending == 0 && figures.albumsGone == 1)
+            // y went over to dogs; A2 came back and was expanded.
+            #expect(figures.entriesKnown == 4 && figures.imagesKnown == 2 && figures.imagesPending == 0)
+            #expect(figures.albumsCached == 2 && figures.albumsPending == 0 && figures.albumsGone == 1)
         }
     }
 
@@ -220,7 +243,7 @@ struct StoreContractTests {
         _ store: any MirrorStore, _ raw: @escaping @Sendable (String) async throws -> Void
     ) async throws {
         do {
-            _ = try await store.recordAlbum("N1", images: [], list: "[]", source: "s")
+            _ = try await store.recordAlbum("N1", images: [], list: "[]", source: "s", owner: "s")
             try await raw("UPDATE albums SET images = NULL WHERE id = 'N1'")
             let error = await #expect(throws: MirrorError.self) { _ = try await store.cachedAlbum("N1") }
             #expect(error?.description.contains("'images'") == true, "\(String(describing: error))")
