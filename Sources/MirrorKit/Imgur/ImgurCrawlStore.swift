@@ -23,15 +23,16 @@ struct ImgurCrawlStore: Sendable {
 
     /// Records a page: its new entries, its images (each with the album it came from), the albums
     /// still to expand with what the page said of them, and the cursor after it. Returns the
-    /// images new to the store.
+    /// images the listing now holds unfinished: those new to the store, and those it `wants` that
+    /// another tag held (see ``Lister``).
     func recordPage(
         newEntryIDs: [String], images: [(image: ImgurImage, albumID: String?)], pendingAlbumIDs: [String],
-        pendingAlbumContexts: [String: ImgurAlbumContext], cursor: CrawlCursor, source: String
+        pendingAlbumContexts: [String: ImgurAlbumContext], cursor: CrawlCursor, source: String, wants: Set<String>
     ) async throws(MirrorError) -> [ImgurImage] {
         let page = ListedPage(
             newEntryIDs: newEntryIDs, images: images.compactMap { Self.found($0.image, albumID: $0.albumID) },
             pendingAlbumIDs: pendingAlbumIDs, pendingAlbumContexts: pendingAlbumContexts.compactMapValues(Self.json),
-            cursor: cursor, owner: Self.owner(of: source))
+            cursor: cursor, lister: Self.lister(source, wants: wants))
         return try await store.recordPage(page, source: source).compactMap(Self.image)
     }
 
@@ -43,21 +44,29 @@ struct ImgurCrawlStore: Sendable {
         try await store.albumContext(albumID).flatMap { try? JSONDecoder().decode(ImgurAlbumContext.self, from: Data($0.utf8)) }
     }
 
-    /// The albums listings of `tag` hold and no run has expanded.
-    func pendingAlbums(of tag: String) async throws(MirrorError) -> [String] {
-        try await store.pendingAlbums(listedBy: TagCrawler.Options.keyPrefix(of: tag))
+    /// The albums no run has expanded that listings of `tag` hold, or that `listings` have
+    /// shown; each with the listing that holds it.
+    func pendingAlbums(of tag: String, orShownBy listings: [String]) async throws(MirrorError) -> [(id: String, listing: String)] {
+        try await store.pendingAlbums(listedBy: TagCrawler.Options.keyPrefix(of: tag), orShownBy: listings)
     }
 
-    /// Every listing of a tag owns what it finds together: `imgur tag cats ` for `imgur tag cats time all`.
-    static func owner(of source: String) -> String {
-        TagCrawler.Options.tag(ofKey: source).map(TagCrawler.Options.keyPrefix(of:)) ?? source
+    /// `listing` as a lister: every listing of a tag holds what it finds together
+    /// (`imgur tag cats ` for `imgur tag cats time all`).
+    static func lister(_ listing: String, wants: Set<String>) -> Lister {
+        Lister(
+            listing: listing, owner: TagCrawler.Options.tag(ofKey: listing).map(TagCrawler.Options.keyPrefix(of:)) ?? listing,
+            wants: wants)
     }
 
-    /// Caches the album's images and queues them; returns the images new to the store.
-    func recordAlbum(_ albumID: String, images: [ImgurImage], source: String) async throws(MirrorError) -> [ImgurImage] {
+    /// Caches the album's images and queues them for `listing`, which `wants` some of them; the
+    /// others are held by `holder`, the listing that holds the album. Returns the images the
+    /// listing now holds unfinished.
+    func recordAlbum(
+        _ albumID: String, images: [ImgurImage], holder: String, listing: String, wants: Set<String>
+    ) async throws(MirrorError) -> [ImgurImage] {
         let list = Self.json(images) ?? "[]"
         let found = images.compactMap { Self.found($0, albumID: albumID) }
-        return try await store.recordAlbum(albumID, images: found, list: list, source: source, owner: Self.owner(of: source))
+        return try await store.recordAlbum(albumID, images: found, list: list, source: holder, lister: Self.lister(listing, wants: wants))
             .compactMap(Self.image)
     }
 

@@ -78,19 +78,26 @@ struct TagCrawler: Sendable {
 
     let client: ImgurClient
     let store: ImgurCrawlStore
+    /// Which images the run would fetch (its filters): an unfinished image another tag holds is
+    /// taken over only then (see ``Lister``).
+    let takes: @Sendable (ImgurImage) -> Bool
     let logger: Logger
     /// Hears the crawl's page and budget as it goes.
     let report: @Sendable (RunEvent) -> Void
 
-    init(client: ImgurClient, store: any CrawlStore, report: @escaping @Sendable (RunEvent) -> Void = { _ in }, logger: Logger) {
+    init(
+        client: ImgurClient, store: any CrawlStore, report: @escaping @Sendable (RunEvent) -> Void = { _ in },
+        takes: @escaping @Sendable (ImgurImage) -> Bool = { _ in true }, logger: Logger
+    ) {
+        self.takes = takes
         self.client = client
         self.store = ImgurCrawlStore(store)
         self.report = report
         self.logger = logger
     }
 
-    /// Reads what this run may of the listing. `found` gets each batch of images new to the
-    /// store as soon as they are recorded; `shouldStop` is asked before every API call.
+    /// Reads what this run may of the listing. `found` gets each batch of images this listing
+    /// now holds unfinished (new to the store, or taken over) as soon as they are recorded; `shouldStop` is asked before every API call.
     ///
     /// `seenAgain` gets the images of entries earlier runs recorded when a page shows them again,
     /// as the API describes them now.
@@ -125,15 +132,16 @@ struct TagCrawler: Sendable {
         /// album that fails in a way that may be the API's (no answer, a 5xx, a 401 or 403) ends
         /// the batch: the next page read tells whether the API is at fault.
         func expandPending() async throws(MirrorError) -> Bool {
-            // This tag's albums: another tag's are its runs' (its settings); one both list is the
-            // last lister's (see ``CrawlStore/recordPage(_:source:)``).
-            for albumID in try await store.pendingAlbums(of: options.tag) where tried.insert(albumID).inserted {
+            // This tag's albums, and those another tag holds that this listing has shown: their
+            // images are queued for whoever holds them, taken over where this run wants them.
+            let pending = try await store.pendingAlbums(of: options.tag, orShownBy: [options.source, options.unboundedSource])
+            for (albumID, holder) in pending where tried.insert(albumID).inserted {
                 guard mayGoOn() else { return false }
                 // Every image of an album posted before --since would be left out: no call for it.
                 if let since = options.since, let posted = try await store.albumContext(albumID)?.postDate, posted < since {
                     continue
                 }
-                switch try await expand(albumID, source: source, found: found, into: &result) {
+                switch try await expand(albumID, holder: holder, for: source, found: found, into: &result) {
                 case .expanded, .failedAlone: continue
                 case .failedMaybeAPIWide: return true
                 case .stop: return false
@@ -273,7 +281,7 @@ struct TagCrawler: Sendable {
         cursor.pagesRead += 1
         let added = try await store.recordPage(
             newEntryIDs: newEntries, images: images, pendingAlbumIDs: pendingAlbums, pendingAlbumContexts: contexts,
-            cursor: cursor, source: source)
+            cursor: cursor, source: source, wants: Set(images.map(\.image).filter(takes).map(\.id)))
         logger.debug("\(source) page \(page): \(listing.items.count) entries, \(newEntries.count) new, \(added.count) images queued")
         if !added.isEmpty { await found(added) }
         guard options.sort == .time else { return false }
@@ -300,12 +308,18 @@ struct TagCrawler: Sendable {
 
     /// Fetches one album's images. An album that fails stays pending (see ``settleAlbumFailures(_:source:)``).
     private func expand(
-        _ albumID: String, source: String, found: @Sendable ([ImgurImage]) async -> Void, into result: inout Report
+        _ albumID: String, holder: String, for source: String, found: @Sendable ([ImgurImage]) async -> Void,
+        into result: inout Report
     ) async throws(MirrorError) -> Expansion {
         let context = try await store.albumContext(albumID) ?? ImgurAlbumContext(id: albumID)
-        if let cached = try await store.cachedAlbum(albumID) {
-            let added = try await store.recordAlbum(albumID, images: cached.map { $0.inAlbum(context) }, source: source)
+        func record(_ images: [ImgurImage]) async throws(MirrorError) {
+            let images = images.map { $0.inAlbum(context) }
+            let added = try await store.recordAlbum(
+                albumID, images: images, holder: holder, listing: source, wants: Set(images.filter(takes).map(\.id)))
             if !added.isEmpty { await found(added) }
+        }
+        if let cached = try await store.cachedAlbum(albumID) {
+            try await record(cached)
             return .expanded
         }
         let images: [ImgurImage]
@@ -318,7 +332,7 @@ struct TagCrawler: Sendable {
             switch error.kind {
             case .status(404), .status(410):
                 result.apiAnswered = true
-                try await store.recordAlbumGone(albumID, problem: error.message, source: source)
+                try await store.recordAlbumGone(albumID, problem: error.message, source: holder)
                 result.removedAlbums.append(albumID)
                 return .expanded
             case .rateLimited where error.isAPIWide:
@@ -336,8 +350,7 @@ struct TagCrawler: Sendable {
         result.apiAnswered = true
         result.albumsFetched += 1
         try await saveBudget()
-        let added = try await store.recordAlbum(albumID, images: images.map { $0.inAlbum(context) }, source: source)
-        if !added.isEmpty { await found(added) }
+        try await record(images)
         return .expanded
     }
 

@@ -59,7 +59,7 @@ package struct TagSource: MirrorSource {
             } else {
                 // What earlier runs of this tag found and did not finish comes first, a page at a
                 // time. Another tag's unfinished images are its runs' (its settings, its filter,
-                // its failures to retry); one both tags list went to the last to list it.
+                // its failures to retry), unless this tag's listing shows one it wants (see ``Lister``).
                 var position: Int64? = 0
                 while let after = position, !Task.isCancelled, !sink.isHalted {
                     let pending = try await ImgurCrawlStore(sink.store).pendingImages(of: options.tag, after: after, limit: 1000)
@@ -87,7 +87,8 @@ package struct TagSource: MirrorSource {
     private func readListing(
         _ sink: SourceSink, _ images: ImageJobs, found: @escaping @Sendable ([ImgurImage]) async -> Void
     ) async -> TagCrawler.Report {
-        let crawler = TagCrawler(client: client, store: sink.store, report: { sink.publish($0) }, logger: logger)
+        let crawler = TagCrawler(
+            client: client, store: sink.store, report: { sink.publish($0) }, takes: { images.admits($0) }, logger: logger)
         if let left = await client.callsLeft() { logger.debug("API budget: \(left) calls may be made before the reset") }
         let crawl = await crawler.crawl(
             options, found: found,

@@ -32,7 +32,8 @@ package struct StatusReport: Sendable, Codable {
     /// The workers of a shared (PostgreSQL) state, live ones first; nil for a directory's own state.
     package var workers: [WorkerStatus]?
 
-    /// Images found by a crawl and not yet in the mirror: the next run tries them first.
+    /// Images found by a crawl and not yet in the mirror: the next run of the tag that holds each
+    /// tries it first.
     var imagesPending: Int {
         // Every crawl counts the directory's pending images (see ``CrawlFigures/imagesPending``).
         crawls.map(\.figures.imagesPending).max() ?? 0

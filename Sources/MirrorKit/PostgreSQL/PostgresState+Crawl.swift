@@ -43,11 +43,10 @@ extension PostgresState {
                 try await connection.query(
                     """
                     INSERT INTO albums (id, source, state, updated_at, context) VALUES (\(id), \(source), 'pending', \(now), \(contexts[id]))
-                    ON CONFLICT (id) DO UPDATE SET source = excluded.source
-                        WHERE albums.state = 'pending' AND left(albums.source, length(\(page.owner))) <> \(page.owner)
+                    ON CONFLICT DO NOTHING
                     """, logger: logger)
             }
-            let added = try await Self.queue(page.images, source: source, owner: page.owner, on: connection, logger: logger)
+            let added = try await Self.queue(page.images, holder: source, for: page.lister, on: connection, logger: logger)
             try await connection.query(Self.saveCursor(page.cursor), logger: logger)
             return added
         }
@@ -73,14 +72,18 @@ extension PostgresState {
         return try decode(row, String?.self, column: "context")
     }
 
-    func pendingAlbums(listedBy prefix: String) async throws(MirrorError) -> [String] {
-        var ids: [String] = []
+    func pendingAlbums(listedBy prefix: String, orShownBy listings: [String]) async throws(MirrorError) -> [(id: String, listing: String)] {
+        var albums: [(id: String, listing: String)] = []
         for row in try await rows(
-            "SELECT id FROM albums WHERE state = 'pending' AND left(source, length(\(prefix))) = \(prefix) ORDER BY seq"
+            """
+            SELECT id, source FROM albums WHERE state = 'pending' AND (left(source, length(\(prefix))) = \(prefix)
+                OR EXISTS (SELECT 1 FROM listing_entries AS e WHERE e.source = ANY(\(listings)) AND e.entry_id = albums.id))
+            ORDER BY seq
+            """
         ) {
-            ids.append(try decode(row, String.self, column: "id"))
+            albums.append((try decode(row, String.self, column: "id"), try decode(row, String.self, column: "source")))
         }
-        return ids
+        return albums
     }
 
     func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int {
@@ -94,7 +97,7 @@ extension PostgresState {
     }
 
     func recordAlbum(
-        _ albumID: String, images: [FoundImage], list json: String, source: String, owner: String
+        _ albumID: String, images: [FoundImage], list json: String, source: String, lister: Lister
     ) async throws(MirrorError) -> [FoundImage] {
         let now = Self.now()
         return try await transaction { connection, logger in
@@ -104,7 +107,7 @@ extension PostgresState {
                 ON CONFLICT (id) DO UPDATE SET state = 'cached', images = excluded.images, problem = NULL,
                     updated_at = excluded.updated_at
                 """, logger: logger)
-            return try await Self.queue(images, source: source, owner: owner, on: connection, logger: logger)
+            return try await Self.queue(images, holder: source, for: lister, on: connection, logger: logger)
         }
     }
 
@@ -194,22 +197,36 @@ extension PostgresState {
     // MARK: - Helpers
 
     /// Queues images not queued before; returns those it added.
-    /// Queues images not queued before, and takes over those another owner's listing queued and
-    /// no run finished; returns both.
+    /// Queues images not queued before, held by the lister when it wants them or `holder` is its
+    /// own listing, else by `holder`; takes over those it wants that another owner holds and no run
+    /// finished. Returns what the lister now holds of them. Only a row taken over is locked: a
+    /// conflict that changes nothing locks nothing another worker may be writing.
     private static func queue(
-        _ images: [FoundImage], source: String, owner: String, on connection: PostgresConnection, logger: Logger
+        _ images: [FoundImage], holder: String, for lister: Lister, on connection: PostgresConnection, logger: Logger
     ) async throws -> [FoundImage] {
         var added: [FoundImage] = []
         let now = now()
         for image in images {
+            let wanted = lister.wants.contains(image.id)
+            let source = wanted ? lister.listing : holder
             let inserted = try await connection.query(
                 """
                 INSERT INTO images (id, source, album_id, image, listed_at) VALUES (\(image.id), \(source), \(image.albumID), \(image.payload), \(now))
-                ON CONFLICT (id) DO UPDATE SET source = excluded.source
-                    WHERE NOT images.done AND left(images.source, length(\(owner))) <> \(owner)
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, logger: logger).collect()
+            if !inserted.isEmpty {
+                if source == lister.listing { added.append(image) }
+                continue
+            }
+            guard wanted else { continue }
+            let owner = lister.owner
+            let taken = try await connection.query(
+                """
+                UPDATE images SET source = \(lister.listing)
+                WHERE id = \(image.id) AND NOT done AND left(source, length(\(owner))) <> \(owner)
                 RETURNING 1
                 """, logger: logger).collect()
-            if !inserted.isEmpty { added.append(image) }
+            if !taken.isEmpty { added.append(image) }
         }
         return added
     }

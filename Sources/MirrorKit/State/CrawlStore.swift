@@ -70,15 +70,14 @@ struct ListedPage: Sendable {
     /// What the page said of those albums (JSON), for their images' metadata.
     var pendingAlbumContexts: [String: String]
     var cursor: CrawlCursor
-    /// What the keys of every listing of the lister start with (`imgur tag cats `): an unfinished
-    /// image or album another lister found is taken over, its listings' are not.
-    var owner: String
+    /// Who records it, and which of its images it would fetch.
+    var lister: Lister
 
     init(
         newEntryIDs: [String], images: [FoundImage], pendingAlbumIDs: [String], pendingAlbumContexts: [String: String] = [:],
-        cursor: CrawlCursor, owner: String? = nil
+        cursor: CrawlCursor, lister: Lister
     ) {
-        self.owner = owner ?? cursor.source
+        self.lister = lister
         self.newEntryIDs = newEntryIDs
         self.images = images
         self.pendingAlbumIDs = pendingAlbumIDs
@@ -87,15 +86,27 @@ struct ListedPage: Sendable {
     }
 }
 
+/// Who records a page or an album's images: an unfinished image or album is held by one owner
+/// (a tag), whose runs resume it with its settings. An unfinished image another owner holds is
+/// taken over by a lister whose filter wants it (so a narrow tag cannot starve a wider one).
+struct Lister: Sendable {
+    /// The listing's key (`imgur tag cats time all`).
+    var listing: String
+    /// What the keys of every listing of the same owner start with (`imgur tag cats `).
+    var owner: String
+    /// The images (by id) the lister would fetch.
+    var wants: Set<String>
+}
+
 /// Figures for `mirror status`.
 package struct CrawlFigures: Sendable, Equatable, Codable {
     package var cursor: CrawlCursor
     /// Entries the listing has shown.
     package var entriesKnown: Int
-    /// Images this listing found; images (of any listing in the directory) not yet mirrored.
+    /// Images this listing holds; images (held by any listing in the directory) not yet mirrored.
     package var imagesKnown: Int
     package var imagesPending: Int
-    /// Albums whose image lists are cached, still to be asked for (any listing's), and given up.
+    /// Albums whose image lists are cached, still to be asked for (held by any listing), and given up.
     package var albumsCached: Int
     package var albumsPending: Int
     package var albumsGone: Int
@@ -107,24 +118,26 @@ package struct CrawlFigures: Sendable, Equatable, Codable {
 protocol CrawlStore: Sendable {
     func cursor(for source: String) async throws(MirrorError) -> CrawlCursor
     func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError)
-    /// Records a page; returns the images it queued: those new to the store, and those another
-    /// owner's listing found and no run finished, taken over (an unfinished image or album is the
-    /// last lister's: its runs resume it, with its settings).
+    /// Records a page; returns the images its lister now holds unfinished: those new to the store,
+    /// and those it wants that another owner held and no run finished (taken over; see ``Lister``).
     func recordPage(_ page: ListedPage, source: String) async throws(MirrorError) -> [FoundImage]
     /// For each of `entryIDs` the listing has shown before, the pass that first saw it.
     func knownEntries(_ entryIDs: [String], source: String) async throws(MirrorError) -> [String: Int]
 
-    /// The album's image list (the JSON ``recordAlbum(_:images:list:source:)`` kept), if it was
+    /// The album's image list (the JSON ``recordAlbum(_:images:list:source:lister:)`` kept), if it was
     /// fetched before.
     func cachedAlbum(_ albumID: String) async throws(MirrorError) -> String?
-    /// Albums whose images were not fetched yet, oldest first: any listing's, since the files all
-    /// land in this one mirror.
-    func pendingAlbums(listedBy prefix: String) async throws(MirrorError) -> [String]
+    /// Albums whose images were not fetched yet, oldest first, each with the listing that holds
+    /// it: those held by a listing whose key starts with `prefix`, and those one of `listings`
+    /// has shown.
+    func pendingAlbums(listedBy prefix: String, orShownBy listings: [String]) async throws(MirrorError)
+        -> [(id: String, listing: String)]
     /// What the page that listed a pending album said of it (JSON).
     func albumContext(_ albumID: String) async throws(MirrorError) -> String?
-    /// Caches an album's image list (`list`, JSON) and queues its images; returns the images new
-    /// to the store.
-    func recordAlbum(_ albumID: String, images: [FoundImage], list: String, source: String, owner: String) async throws(MirrorError)
+    /// Caches an album's image list (`list`, JSON) and queues its images: new ones the lister
+    /// wants are its own, the others the album's holder's (`source`); returns those the lister now
+    /// holds unfinished (see ``recordPage(_:source:)``).
+    func recordAlbum(_ albumID: String, images: [FoundImage], list: String, source: String, lister: Lister) async throws(MirrorError)
         -> [FoundImage]
     /// Gives an album up (removed, or an answer that will not change): it is not asked for again.
     func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError)

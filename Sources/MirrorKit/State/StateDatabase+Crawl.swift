@@ -36,11 +36,8 @@ extension StateDatabase: CrawlStore {
                 try db.execute(
                     "INSERT OR IGNORE INTO albums (id, source, state, updated_at, context) VALUES (?1, ?2, 'pending', ?3, ?4)",
                     [.text(id), .text(source), .text(Self.now()), SQLiteValue(page.pendingAlbumContexts[id])])
-                try db.execute(
-                    "UPDATE albums SET source = ?2 WHERE id = ?1 AND state = 'pending' AND substr(source, 1, length(?3)) <> ?3",
-                    [.text(id), .text(source), .text(page.owner)])
             }
-            let added = try queue(page.images, source: source, owner: page.owner)
+            let added = try queue(page.images, holder: source, for: page.lister)
             try db.execute(Self.saveCursorSQL, Self.arguments(of: page.cursor))
             return added
         }
@@ -69,10 +66,14 @@ extension StateDatabase: CrawlStore {
         }.first ?? nil
     }
 
-    func pendingAlbums(listedBy prefix: String = "") throws(MirrorError) -> [String] {
-        try read(
-            "SELECT id FROM albums WHERE state = 'pending' AND substr(source, 1, length(?1)) = ?1 ORDER BY rowid", [.text(prefix)]
-        ) { row throws(SQLiteError) in try row.text("id") }
+    func pendingAlbums(listedBy prefix: String = "", orShownBy listings: [String] = []) throws(MirrorError) -> [(id: String, listing: String)] {
+        let shown = listings.indices.map { "?\($0 + 2)" }.joined(separator: ", ")
+        return try read(
+            "SELECT id, source FROM albums WHERE state = 'pending' AND (substr(source, 1, length(?1)) = ?1"
+                + (listings.isEmpty ? ")" : " OR EXISTS (SELECT 1 FROM listing_entries AS e WHERE e.source IN (\(shown)) AND e.entry_id = albums.id))")
+                + " ORDER BY rowid",
+            [.text(prefix)] + listings.map { .text($0) }
+        ) { row throws(SQLiteError) in (try row.text("id"), try row.text("source")) }
     }
 
     func recordAlbumFailure(_ albumID: String, problem: String) throws(MirrorError) -> Int {
@@ -86,14 +87,14 @@ extension StateDatabase: CrawlStore {
     }
 
     func recordAlbum(
-        _ albumID: String, images: [FoundImage], list json: String, source: String, owner: String
+        _ albumID: String, images: [FoundImage], list json: String, source: String, lister: Lister
     ) throws(MirrorError) -> [FoundImage] {
         try inTransaction { () throws(SQLiteError) in
             try db.execute(
                 "INSERT INTO albums (id, source, state, images, updated_at) VALUES (?1, ?2, 'cached', ?3, ?4) "
                     + "ON CONFLICT(id) DO UPDATE SET state = 'cached', images = excluded.images, problem = NULL, updated_at = excluded.updated_at",
                 [.text(albumID), .text(source), .text(json), .text(Self.now())])
-            return try queue(images, source: source, owner: owner)
+            return try queue(images, holder: source, for: lister)
         }
     }
 
@@ -168,20 +169,26 @@ extension StateDatabase: CrawlStore {
 
     // MARK: - Helpers
 
-    /// Queues images not queued before, and takes over those another owner's listing queued and
-    /// no run finished; returns both.
-    private func queue(_ images: [FoundImage], source: String, owner: String) throws(SQLiteError) -> [FoundImage] {
+    /// Queues images not queued before, held by the lister when it wants them or `holder` is its
+    /// own listing, else by `holder`; takes over those it wants that another owner holds and no run
+    /// finished. Returns what the lister now holds of them.
+    private func queue(_ images: [FoundImage], holder: String, for lister: Lister) throws(SQLiteError) -> [FoundImage] {
         var added: [FoundImage] = []
         let now = Self.now()
         for image in images {
+            let wanted = lister.wants.contains(image.id)
+            let source = wanted ? lister.listing : holder
             try db.execute(
                 "INSERT OR IGNORE INTO images (id, source, album_id, image, listed_at) VALUES (?1, ?2, ?3, ?4, ?5)",
                 [.text(image.id), .text(source), SQLiteValue(image.albumID), .text(image.payload), .text(now)])
-            if db.changes == 0 {
-                try db.execute(
-                    "UPDATE images SET source = ?2 WHERE id = ?1 AND done = 0 AND substr(source, 1, length(?3)) <> ?3",
-                    [.text(image.id), .text(source), .text(owner)])
+            if db.changes > 0 {
+                if source == lister.listing { added.append(image) }
+                continue
             }
+            guard wanted else { continue }
+            try db.execute(
+                "UPDATE images SET source = ?2 WHERE id = ?1 AND done = 0 AND substr(source, 1, length(?3)) <> ?3",
+                [.text(image.id), .text(lister.listing), .text(lister.owner)])
             if db.changes > 0 { added.append(image) }
         }
         return added

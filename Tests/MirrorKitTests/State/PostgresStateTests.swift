@@ -56,7 +56,7 @@ struct PostgresStateTests {
         try await withState { _, state in
             let cursor = CrawlCursor(source: "s")
             _ = try await state.recordPage(
-                ListedPage(newEntryIDs: [], images: (0..<10).map { found("i\($0)") }, pendingAlbumIDs: [], cursor: cursor),
+                ListedPage(newEntryIDs: [], images: (0..<10).map { found("i\($0)") }, pendingAlbumIDs: [], cursor: cursor, lister: Lister(listing: "s", owner: "s", wants: [])),
                 source: "s")
             let first = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
             let second = PostgresCoordinator(state: state, leaseDuration: .seconds(30))

@@ -44,23 +44,23 @@ struct StateDatabaseTests {
             let images = [ImgurImage(id: "aaaaa1"), ImgurImage(id: "aaaaa2")]
             let added = try await state.recordPage(
                 ListedPage(newEntryIDs: ["aaaaa1", "aaaaa2", "album1"], images: images.compactMap { ImgurCrawlStore.found($0, albumID: nil) },
-                           pendingAlbumIDs: ["album1"], cursor: cursor),
+                           pendingAlbumIDs: ["album1"], cursor: cursor, lister: Lister(listing: "s", owner: "s", wants: [])),
                 source: "s")
             #expect(added.map(\.id) == ["aaaaa1", "aaaaa2"])
             // Recording the same images again adds nothing: they are queued already.
             let again = try await state.recordPage(
-                ListedPage(newEntryIDs: [], images: images.compactMap { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor),
+                ListedPage(newEntryIDs: [], images: images.compactMap { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor, lister: Lister(listing: "s", owner: "s", wants: [])),
                 source: "s")
             #expect(again.isEmpty)
             #expect(try await state.cursor(for: "s").nextPage == 1)
             #expect(try await state.knownEntries(["aaaaa1", "zzz"], source: "s") == ["aaaaa1": 0])
-            #expect(try await state.pendingAlbums() == ["album1"])
+            #expect(try await state.pendingAlbums().map(\.id) == ["album1"])
             try await state.markImagesDone(["aaaaa1"])
             #expect(try await state.pendingImages().images.map(\.id) == ["aaaaa2"])
             // Paged in the order found, whatever is marked done meanwhile.
             let more = (3...7).map { ImgurImage(id: "aaaaa\($0)") }
             _ = try await state.recordPage(
-                ListedPage(newEntryIDs: more.map(\.id), images: more.compactMap { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor),
+                ListedPage(newEntryIDs: more.map(\.id), images: more.compactMap { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor, lister: Lister(listing: "s", owner: "s", wants: [])),
                 source: "s")
             var pages: [[String]] = []
             var position: Int64? = 0
@@ -72,7 +72,7 @@ struct StateDatabaseTests {
             }
             #expect(pages == [["aaaaa2", "aaaaa3"], ["aaaaa5", "aaaaa6"], ["aaaaa7"]])
             let crawl = ImgurCrawlStore(state)
-            let cached = try await crawl.recordAlbum("album1", images: [ImgurImage(id: "bbbbb1")], source: "s")
+            let cached = try await crawl.recordAlbum("album1", images: [ImgurImage(id: "bbbbb1")], holder: "s", listing: "s", wants: [])
             #expect(cached.map(\.id) == ["bbbbb1"])
             #expect(try await crawl.cachedAlbum("album1")?.map(\.id) == ["bbbbb1"])
             #expect(try await state.pendingAlbums().isEmpty)

@@ -133,15 +133,18 @@ struct StoreContractTests {
             cursor.pageSize = 60
             cursor.pagesRead = 40
             cursor.lastFullPass = 1
+            let cats = "imgur tag cats "
+            let catsWant = { (ids: Set<String>) in Lister(listing: cursor.source, owner: cats, wants: ids) }
             let added = try await store.recordPage(
                 ListedPage(
                     newEntryIDs: ["x", "y", "A1"], images: [found("x"), found("y")], pendingAlbumIDs: ["A1"],
-                    pendingAlbumContexts: ["A1": #"{"id":"A1","title":"ducks"}"#], cursor: cursor),
+                    pendingAlbumContexts: ["A1": #"{"id":"A1","title":"ducks"}"#], cursor: cursor, lister: catsWant(["x"])),
                 source: cursor.source)
-            #expect(added.map(\.id) == ["x", "y"])
+            #expect(added.map(\.id) == ["x", "y"], "new images are the lister's, wanted or not")
             #expect(added.first == found("x"), "the payload reads back byte for byte")
             let again = try await store.recordPage(
-                ListedPage(newEntryIDs: [], images: [found("x")], pendingAlbumIDs: [], cursor: cursor), source: cursor.source)
+                ListedPage(newEntryIDs: [], images: [found("x")], pendingAlbumIDs: [], cursor: cursor, lister: catsWant(["x"])),
+                source: cursor.source)
             #expect(again.isEmpty, "an image is queued once")
             let read = try await store.cursor(for: cursor.source)
             #expect(read.pass == 2 && read.nextPage == 7 && read.headID == "abc" && read.estimatedPages == 184)
@@ -149,21 +152,24 @@ struct StoreContractTests {
             #expect(try await store.knownEntries(["x", "z"], source: cursor.source) == ["x": 2])
             #expect(try await store.crawlSources() == [cursor.source])
 
-            let cats = "imgur tag cats "
-            #expect(try await store.pendingAlbums(listedBy: cats) == ["A1"])
-            #expect(try await store.pendingAlbums(listedBy: "imgur tag cat ").isEmpty, "another tag's albums are its own")
+            #expect(try await store.pendingAlbums(listedBy: cats, orShownBy: []).map(\.id) == ["A1"])
+            #expect(try await store.pendingAlbums(listedBy: cats, orShownBy: []).map(\.listing) == [cursor.source])
+            #expect(try await store.pendingAlbums(listedBy: "imgur tag cat ", orShownBy: []).isEmpty, "another tag's albums are its own")
+            #expect(try await store.pendingAlbums(listedBy: "imgur tag dogs ", orShownBy: [cursor.source]).map(\.id) == ["A1"],
+                    "an album a listing has shown is its to expand too")
             #expect(try await store.albumContext("A1") == #"{"id":"A1","title":"ducks"}"#)
             #expect(try await store.albumContext("nope") == nil)
             #expect(try await store.cachedAlbum("A1") == nil)
             #expect(try await store.recordAlbumFailure("A1", problem: "HTTP 500") == 1)
             #expect(try await store.recordAlbumFailure("A1", problem: "HTTP 500") == 2)
             let albumAdded = try await store.recordAlbum(
-                "A1", images: [found("x", album: "A1"), found("w", album: "A1")], list: "[1,2]", source: cursor.source, owner: cats)
+                "A1", images: [found("x", album: "A1"), found("w", album: "A1")], list: "[1,2]", source: cursor.source,
+                lister: catsWant(["w"]))
             #expect(albumAdded.map(\.id) == ["w"])
             #expect(try await store.cachedAlbum("A1") == "[1,2]")
-            #expect(try await store.pendingAlbums(listedBy: cats).isEmpty)
+            #expect(try await store.pendingAlbums(listedBy: cats, orShownBy: []).isEmpty)
             try await store.recordAlbumGone("G1", problem: "HTTP 404", source: cursor.source)
-            #expect(try await store.pendingAlbums(listedBy: "").isEmpty)
+            #expect(try await store.pendingAlbums(listedBy: "", orShownBy: []).isEmpty)
 
             // Paged in the order found, `limit` at a time, whatever is marked done meanwhile.
             var pages: [[FoundImage]] = []
@@ -178,34 +184,36 @@ struct StoreContractTests {
             #expect(pages.first?.first == found("x"))
             #expect(try await store.pendingImages(listedBy: "imgur tag cat ", after: 0, limit: 10).images.isEmpty)
 
-            // Another tag's listing that shows an unfinished image or album takes it over: it is
-            // the last lister's to resume. A finished one stays where it is.
+            // Another tag's listing that shows an unfinished image it wants takes it over; one it
+            // does not want, or a finished one, stays where it is.
             var dogs = try await store.cursor(for: "imgur tag dogs time all")
             dogs.nextPage = 1
             try await store.markImagesDone(["x"])
+            let dogsWant = { (ids: Set<String>) in Lister(listing: dogs.source, owner: "imgur tag dogs ", wants: ids) }
             let takenOver = try await store.recordPage(
-                ListedPage(
-                    newEntryIDs: ["x", "y", "A2"], images: [found("x"), found("y")], pendingAlbumIDs: ["A2"], cursor: dogs,
-                    owner: "imgur tag dogs "),
+                ListedPage(newEntryIDs: ["x", "y", "w"], images: [found("x"), found("y"), found("w")], pendingAlbumIDs: [], cursor: dogs,
+                           lister: dogsWant(["x", "y", "w"])),
                 source: dogs.source)
             #expect(takenOver.map(\.id) == ["y"])
             #expect(try await store.pendingImages(listedBy: "imgur tag dogs ", after: 0, limit: 10).images.map(\.id) == ["y"])
-            #expect(try await store.pendingImages(listedBy: cats, after: 0, limit: 10).images.isEmpty)
-            _ = try await store.recordPage(
-                ListedPage(newEntryIDs: ["A2"], images: [], pendingAlbumIDs: ["A2"], cursor: cursor, owner: cats), source: cursor.source)
-            #expect(try await store.pendingAlbums(listedBy: cats) == ["A2"])
-            #expect(try await store.pendingAlbums(listedBy: "imgur tag dogs ").isEmpty)
+            #expect(try await store.pendingImages(listedBy: cats, after: 0, limit: 10).images.isEmpty, "w is done")
             // Within one tag, its listings share: nothing changes hands.
             let sameTag = try await store.recordPage(
-                ListedPage(newEntryIDs: ["y"], images: [found("y")], pendingAlbumIDs: [], cursor: dogs, owner: "imgur tag dogs "),
+                ListedPage(newEntryIDs: ["y"], images: [found("y")], pendingAlbumIDs: [], cursor: dogs, lister: Lister(
+                    listing: "imgur tag dogs top week", owner: "imgur tag dogs ", wants: ["y"])),
                 source: "imgur tag dogs top week")
             #expect(sameTag.isEmpty)
-            _ = try await store.recordAlbum("A2", images: [], list: "[]", source: cursor.source, owner: cats)
-            try await store.markImagesDone(["x", "y", "unknown"])
+            // An album's new images: the lister's where it wants them, else the album holder's.
+            let forDogs = try await store.recordAlbum(
+                "A3", images: [found("v", album: "A3"), found("u", album: "A3")], list: "[]", source: cursor.source,
+                lister: dogsWant(["v"]))
+            #expect(forDogs.map(\.id) == ["v"])
+            #expect(try await store.pendingImages(listedBy: cats, after: 0, limit: 10).images.map(\.id) == ["u"])
+            try await store.markImagesDone(["x", "y", "w", "v", "u", "unknown"])
             #expect(try await store.pendingImages(listedBy: "", after: 0, limit: 10).images.isEmpty)
             let figures = try await store.figures(source: cursor.source)
-            // y went over to dogs; A2 came back and was expanded.
-            #expect(figures.entriesKnown == 4 && figures.imagesKnown == 2 && figures.imagesPending == 0)
+            // y went over to dogs; u is cats' (A3's holder).
+            #expect(figures.entriesKnown == 3 && figures.imagesKnown == 3 && figures.imagesPending == 0)
             #expect(figures.albumsCached == 2 && figures.albumsPending == 0 && figures.albumsGone == 1)
         }
     }
@@ -243,7 +251,7 @@ struct StoreContractTests {
         _ store: any MirrorStore, _ raw: @escaping @Sendable (String) async throws -> Void
     ) async throws {
         do {
-            _ = try await store.recordAlbum("N1", images: [], list: "[]", source: "s", owner: "s")
+            _ = try await store.recordAlbum("N1", images: [], list: "[]", source: "s", lister: Lister(listing: "s", owner: "s", wants: []))
             try await raw("UPDATE albums SET images = NULL WHERE id = 'N1'")
             let error = await #expect(throws: MirrorError.self) { _ = try await store.cachedAlbum("N1") }
             #expect(error?.description.contains("'images'") == true, "\(String(describing: error))")
