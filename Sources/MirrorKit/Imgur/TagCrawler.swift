@@ -312,6 +312,9 @@ struct TagCrawler: Sendable {
         into result: inout Report
     ) async throws(MirrorError) -> Expansion {
         let context = try await store.albumContext(albumID) ?? ImgurAlbumContext(id: albumID)
+        // Failures count against an album in its holder's runs only: every tag that shows it may
+        // try it, but one bad run must not give it up once per tag.
+        let holdsIt = TagCrawler.Options.tag(ofKey: holder) == TagCrawler.Options.tag(ofKey: source)
         func record(_ images: [ImgurImage]) async throws(MirrorError) {
             let images = images.map { $0.inAlbum(context) }
             let added = try await store.recordAlbum(
@@ -340,10 +343,10 @@ struct TagCrawler: Sendable {
                 return .stop
             case .malformedResponse:
                 result.apiAnswered = true
-                result.albumFailures.append((albumID, Self.albumProblem(error)))
+                if holdsIt { result.albumFailures.append((albumID, Self.albumProblem(error))) }
                 return .failedAlone
             default:
-                result.albumFailures.append((albumID, Self.albumProblem(error)))
+                if holdsIt { result.albumFailures.append((albumID, Self.albumProblem(error))) }
                 return .failedMaybeAPIWide
             }
         }
