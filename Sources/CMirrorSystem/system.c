@@ -39,3 +39,11 @@ int mirror_fremovexattr(int fd, const char *name) {
 int mirror_start_writeback(int fd, off_t offset, off_t length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 }
+
+#ifndef MIRROR_COMMIT
+#define MIRROR_COMMIT ""
+#endif
+
+const char *mirror_build_commit(void) {
+    return MIRROR_COMMIT;
+}

@@ -11,6 +11,10 @@
 /// kernel cannot do it.
 int mirror_renameat_noreplace(int fromdir, const char *from, int todir, const char *to);
 
+/// The git commit a release build was made from (scripts/install passes it as MIRROR_COMMIT);
+/// "" for a build that was not given one.
+const char *mirror_build_commit(void);
+
 ssize_t mirror_fgetxattr(int fd, const char *name, void *value, size_t size);
 ssize_t mirror_flistxattr(int fd, char *list, size_t size);
 int mirror_fsetxattr(int fd, const char *name, const void *value, size_t size);

@@ -38,7 +38,7 @@ package final class TransferEngine: Sendable {
         var certificateAuthorities: String?
 
         init(
-            userAgent: String = "mirror/\(MirrorVersion.current)",
+            userAgent: String = "mirror/\(MirrorVersion.number)",
             connectTimeout: Duration = .seconds(15),
             lowSpeedLimit: Int = 1024,
             lowSpeedSeconds: Int = 30,
