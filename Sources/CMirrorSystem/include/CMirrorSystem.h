@@ -11,8 +11,8 @@
 /// kernel cannot do it.
 int mirror_renameat_noreplace(int fromdir, const char *from, int todir, const char *to);
 
-/// The git commit a release build was made from (scripts/install passes it as MIRROR_COMMIT);
-/// "" for a build that was not given one.
+/// The git commit an installed build was made from (scripts/install stamps it into the binary);
+/// "" for a build it did not stamp.
 const char *mirror_build_commit(void);
 
 ssize_t mirror_fgetxattr(int fd, const char *name, void *value, size_t size);
