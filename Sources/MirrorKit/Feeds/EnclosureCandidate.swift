@@ -32,12 +32,8 @@ enum FeedDate {
     static func parse(_ text: String) -> Date? {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty, trimmed.count <= 64 else { return nil }
-        if trimmed.first?.isNumber == true, trimmed.contains("T") || trimmed.count == 10 {
-            let iso = ISO8601DateFormatter()
-            for options: ISO8601DateFormatter.Options in [[.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds], [.withFullDate]] {
-                iso.formatOptions = options
-                if let date = iso.date(from: trimmed) { return date }
-            }
+        if trimmed.first?.isNumber == true, trimmed.contains("T") || trimmed.count == 10, let date = DateBound.moment(trimmed) {
+            return date
         }
         if let date = HTTPDate.parseFixdate(trimmed) { return date }
         let formatter = DateFormatter()

@@ -18,7 +18,9 @@ enum DateBound {
         return now.addingTimeInterval(-Double(span.components.seconds))
     }
 
-    private static func moment(_ text: String) -> Date? {
+    /// An RFC 3339 moment (fractional seconds allowed) or a day (`2026-01-31`, from midnight
+    /// UTC): what `--since` takes and what Atom feeds write.
+    static func moment(_ text: String) -> Date? {
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = TimeZone(identifier: "UTC")
         if text.count == 10 {

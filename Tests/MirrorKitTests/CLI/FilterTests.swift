@@ -7,6 +7,11 @@ import Testing
 /// stays found for a wider run, and a date-bounded crawl of a newest-first tag stops at its bound.
 @Suite("Filters: type, size and dates", .serialized, .timeLimit(.minutes(3)))
 struct FilterTests {
+    /// The listing pages of generated tag `dated` asked for so far, by number, in order.
+    private func pagesAsked(_ server: FixtureServer) -> [String] {
+        server.requests.filter { $0.path.hasPrefix("/3/gallery/t/dated/") }.map { String($0.path.split(separator: "/").last!) }
+    }
+
     private func files(in out: String, _ folder: String) -> Set<String> {
         Set((try? FileManager.default.contentsOfDirectory(atPath: out + "/" + folder)) ?? [])
     }
@@ -58,12 +63,11 @@ struct FilterTests {
                 let arguments = MirrorProcess.fixtureArguments("dated", out: out, server: server, idFile: idFile) + [
                     "--no-previews",
                 ]
-                let pages = { server.requests.filter { $0.path.hasPrefix("/3/gallery/t/dated/") }.map(\.path) }
                 let since = bound.formatted(.iso8601)
                 let bounded = try await MirrorProcess.run(arguments + ["--since", since])
                 #expect(bounded.status == 0, "\(bounded.stderr)")
                 // Pages 0 and 1 hold posts from the bound on; page 2 is wholly older and ends the pass.
-                #expect(pages().map { $0.split(separator: "/").last! } == ["0", "1", "2"], "\(pages())")
+                #expect(pagesAsked(server) == ["0", "1", "2"], "\(pagesAsked(server))")
                 let newest = Set(entries[...30].map { $0.id + ".jpg" })
                 #expect(files(in: out, "full") == newest)
 
@@ -85,20 +89,19 @@ struct FilterTests {
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
                 let arguments = MirrorProcess.fixtureArguments("dated", out: out, server: server, idFile: idFile) + ["--no-previews"]
-                let pages = { server.requests.filter { $0.path.hasPrefix("/3/gallery/t/dated/") }.map { String($0.path.split(separator: "/").last!) } }
                 // The nightly run without a bound stops at page 3 (as a spent budget would stop it).
                 server.inject(.respond(status: 404, headers: [:], body: "{}"), path: "/3/gallery/t/dated/time/all/3", times: 1)
                 let cut = try await MirrorProcess.run(arguments)
                 #expect(cut.status != 0, "\(cut.stdout)")
-                #expect(pages() == ["0", "1", "2", "3"])
+                #expect(pagesAsked(server) == ["0", "1", "2", "3"])
                 // An hourly run bounded to the newest posts reads its own way down, from the top.
                 let bounded = try await MirrorProcess.run(arguments + ["--since", entries[10].posted.formatted(.iso8601)])
                 #expect(bounded.status == 0, "\(bounded.stderr)")
-                #expect(pages().dropFirst(4) == ["0", "1"], "\(pages())")
+                #expect(pagesAsked(server).dropFirst(4) == ["0", "1"], "\(pagesAsked(server))")
                 // The next run without the bound carries on where its pass stood, one page back.
                 let next = try await MirrorProcess.run(arguments)
                 #expect(next.status == 0, "\(next.stderr)")
-                #expect(pages().dropFirst(6).first == "2", "\(pages())")
+                #expect(pagesAsked(server).dropFirst(6).first == "2", "\(pagesAsked(server))")
                 #expect(files(in: out, "full") == Set(entries.map { $0.id + ".jpg" }))
             }
         }
@@ -110,21 +113,20 @@ struct FilterTests {
             try await MirrorProcess.withClientID { dir, idFile in
                 let out = dir.appendingPathComponent("out").path
                 let arguments = MirrorProcess.fixtureArguments("dated", out: out, server: server, idFile: idFile) + ["--no-previews"]
-                let pages = { server.requests.filter { $0.path.hasPrefix("/3/gallery/t/dated/") }.map { String($0.path.split(separator: "/").last!) } }
                 let oldest = server.generatedEntries("dated").last!.posted
                 // A bound older than the whole tag: a bounded pass reads to the end, and is no full pass.
                 let since = ["--since", oldest.addingTimeInterval(-86_400).formatted(.iso8601)]
                 #expect(try await MirrorProcess.run(arguments + since).status == 0)
-                #expect(pages() == ["0", "1", "2", "3", "4"])
+                #expect(pagesAsked(server) == ["0", "1", "2", "3", "4"])
                 #expect(try await MirrorProcess.run(arguments + since).status == 0)
-                #expect(pages().count == 10, "a bounded pass vouched for what it read: \(pages())")
+                #expect(pagesAsked(server).count == 10, "a bounded pass vouched for what it read: \(pagesAsked(server))")
                 // A full pass without the bound: from then on, a bounded run stops at what it saw.
                 #expect(try await MirrorProcess.run(arguments).status == 0)
-                let before = pages().count
+                let before = pagesAsked(server).count
                 let new = server.prependToGeneratedTag("dated", count: 5, albumEvery: 0)
                 let bounded = try await MirrorProcess.run(arguments + since)
                 #expect(bounded.status == 0, "\(bounded.stderr)")
-                #expect(pages().dropFirst(before) == ["0"], "\(pages())")
+                #expect(pagesAsked(server).dropFirst(before) == ["0"], "\(pagesAsked(server))")
                 #expect(Set(new.map { $0 + ".jpg" }).isSubset(of: files(in: out, "full")))
             }
         }
