@@ -5,23 +5,30 @@ import Foundation
 extension JobRunner {
     /// What the mirror holds of `job`'s item (its newest version, when the file is still there
     /// or the user keeps deleted files deleted, else the job's own download a killed run left
-    /// unrecorded), whether its URL is known removed upstream, and whether the newest version
+    /// unrecorded), whether its URL is known removed upstream, whether the newest version
     /// recorded is gone from the disk (deleted by hand: fetching it again restores it, unless
-    /// deleted files are kept deleted).
-    func heldCopy(for job: MirrorJob) async throws(MirrorError) -> (held: MirroredFile?, removed: Bool, missing: Bool) {
+    /// deleted files are kept deleted), and, when nothing is held, whether something else has
+    /// the job's name.
+    func heldCopy(for job: MirrorJob) async throws(MirrorError) -> (held: MirroredFile?, removed: Bool, missing: Bool, nameTaken: Bool) {
         let (latest, removed) = try await state.fate(of: job.item, url: job.url)
-        guard let latest else { return (try await adoptUnrecorded(job), removed, false) }
-        if try directory.fileExists(latest.path) { return (latest, removed, false) }
-        if keepDeleted { return (latest, removed, true) }
-        return (try await adoptUnrecorded(job), removed, true)
+        guard let latest else {
+            let (adopted, taken) = try await adoptUnrecorded(job)
+            return (adopted, removed, false, taken)
+        }
+        if try directory.fileExists(latest.path) { return (latest, removed, false, true) }
+        if keepDeleted { return (latest, removed, true, false) }
+        let (adopted, taken) = try await adoptUnrecorded(job)
+        return (adopted, removed, true, taken)
     }
 
     /// The file at `job`'s name when it is this job's own download, named and not recorded (a kill
     /// came between the two): recorded now, rather than fetched again and saved beside itself.
-    func adoptUnrecorded(_ job: MirrorJob) async throws(MirrorError) -> MirroredFile? {
-        guard let (record, size) = try directory.downloadRecord(of: job.relativePath), record.url == job.url,
+    /// Also whether anything has the name.
+    func adoptUnrecorded(_ job: MirrorJob) async throws(MirrorError) -> (file: MirroredFile?, nameTaken: Bool) {
+        guard let occupant = try directory.occupant(of: job.relativePath) else { return (nil, false) }
+        guard let size = occupant.size, let record = occupant.record, record.url == job.url,
               size > 0, record.totalLength.map({ $0 == size }) ?? true
-        else { return nil }
+        else { return (nil, true) }
         let file = MirroredFile(
             path: job.relativePath, item: job.item, source: source, url: job.url, etag: record.etag,
             lastModified: record.lastModified, bytes: size, md5: nil, version: job.release?.version,
@@ -30,7 +37,7 @@ extension JobRunner {
         // A dry run records into its copy of the state, and changes nothing on the disk.
         if plan == nil { directory.removeAttribute(PartialStore.attribute, of: job.relativePath) }
         logger.info("\(job.relativePath) was saved by a run that stopped before recording it; recorded now")
-        return file
+        return (file, true)
     }
 
     /// The version of `item` whose bytes `file` has, if one has: the same strong ETag and size,

@@ -301,7 +301,8 @@ struct JobRunner: Sendable {
         let missing: Bool
         do {
             let removed: Bool
-            (held, removed, missing) = try await heldCopy(for: job)
+            let nameTaken: Bool
+            (held, removed, missing, nameTaken) = try await heldCopy(for: job)
             // Deleted by hand and kept deleted: not asked for in any mode (new-file would save
             // the server's copy as a "new version" under the deleted name).
             if missing, keepDeleted { return .alreadyPresent }
@@ -311,7 +312,7 @@ struct JobRunner: Sendable {
                 if mode == .skipIfExists || (removed && job.isMedia) { return .alreadyPresent }
             } else {
                 if removed { return .removed(job.url, known: true) }
-                if mode == .skipIfExists, try directory.fileExists(job.relativePath) { return .alreadyPresent }
+                if mode == .skipIfExists, nameTaken { return .alreadyPresent }
             }
         } catch {
             return halting(error, job)
@@ -410,10 +411,15 @@ struct JobRunner: Sendable {
         } catch {
             return .halted(.digest(error.description))
         }
+        // Carried by the named file until its state row is written: a kill in between leaves
+        // what the next run needs to record it without a request (see ``adoptUnrecorded(_:)``).
+        let record = PartialRecord(url: job.url, etag: file.etag, lastModified: file.lastModified, totalLength: file.length)
         let name: String
         do {
             let committed = try await BlockingIO.run { () throws(MirrorError) in
-                try directory.commit(partName, from: partials.folder, as: job.relativePath, mode: mode)
+                try directory.commit(
+                    partName, from: partials.folder, as: job.relativePath, mode: mode,
+                    beforeSync: { PartialStore.attach(record, toFile: $0) })
             }
             guard let committed else { return .alreadyPresent }
             name = committed

@@ -218,16 +218,17 @@ package struct MirrorDirectory: Sendable {
         return Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec))
     }
 
-    /// The download record a file still carries when it was named and not yet recorded (a kill
-    /// came between the two), with the file's size.
-    func downloadRecord(of relativePath: String) throws(MirrorError) -> (record: PartialRecord, size: Int64)? {
+    /// What holds a name the state has no file for: its size when it is a regular file, and the
+    /// download record it still carries when it was named and not yet recorded (a kill came
+    /// between the two). Nil when nothing has the name. One look serves both questions a job asks
+    /// of a name it has no record of.
+    func occupant(of relativePath: String) throws(MirrorError) -> (size: Int64?, record: PartialRecord?)? {
         let (folderPath, name) = try split(relativePath)
-        guard let folder = try folder(folderPath, create: false), let info = folder.status(of: name),
-              info.st_mode & S_IFMT == S_IFREG,
-              let bytes = folder.attribute(PartialStore.attribute, of: name, limit: PartialStore.largestAttribute),
-              let record = try? JSONDecoder().decode(PartialRecord.self, from: Data(bytes))
-        else { return nil }
-        return (record, Int64(info.st_size))
+        guard let folder = try folder(folderPath, create: false), let info = folder.status(of: name) else { return nil }
+        guard info.st_mode & S_IFMT == S_IFREG else { return (nil, nil) }
+        let record = folder.attribute(PartialStore.attribute, of: name, limit: PartialStore.largestAttribute)
+            .flatMap(PartialRecord.init(stored:))
+        return (Int64(info.st_size), record)
     }
 
     /// The MD5 of the mirrored file `relativePath`; nil when there is none (or it cannot be read).
@@ -251,12 +252,13 @@ package struct MirrorDirectory: Sendable {
     /// `afterRename` gets the folder and file name the file has under its final name.
     func commit(
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
-        afterRename: (Directory, String) -> Void = { _, _ in }
+        beforeSync: (Int32) -> Void = { _ in }, afterRename: (Directory, String) -> Void = { _, _ in }
     ) throws(MirrorError) -> String? {
         let (folderPath, name) = try split(relativePath)
         do throws(FileSystemError) {
             let fd = try partials.openFile(partName, .read)
             defer { close(fd) }
+            beforeSync(fd)
             guard fdatasync(fd) == 0 else { throw FileSystemError.last(path: partials.path(of: partName)) }
         } catch {
             throw .fileSystem(error)

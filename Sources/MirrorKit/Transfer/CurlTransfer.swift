@@ -240,8 +240,17 @@ final class CurlTransfer {
                 return
             }
             do throws(TransferError.Reason) {
-                let sink = try FileSink(location: location, offset: start)
+                let sink = try FileSink(
+                    location: location, offset: start,
+                    capacity: FileSink.capacity(forRemaining: expectedTotal.map { $0 - start }))
                 if request.hashesBody || headers["ETag"].flatMap(Digest.md5(inETag:)) != nil { try sink.hashContents() }
+                if let record = request.beforeFirstPartialWrite {
+                    // The sink is this transfer's and flushes only from its methods: it never
+                    // outlives it.
+                    sink.beforeFirstPartialWrite = { [unowned self] in
+                        if let head = makeResponse() { record(head) }
+                    }
+                }
                 self.sink = sink
             } catch {
                 failure = error
@@ -305,7 +314,8 @@ final class CurlTransfer {
         var md5: String?
         if let sink {
             do throws(TransferError.Reason) {
-                try sink.flush()
+                // The last bytes of a body that arrived whole; a failed one may be resumed.
+                try sink.flush(isLast: code == CURLE_OK && failure == nil && isBodyWhole)
                 md5 = try sink.finishDigest()
             } catch {
                 failure = failure ?? error
@@ -333,7 +343,7 @@ final class CurlTransfer {
 
     /// Ends the transfer because its caller cancelled it, keeping what was written.
     func cancel() {
-        if let sink { try? sink.flush() }
+        if let sink { try? sink.flush(isLast: false) }
         continuation.resume(throwing: TransferError(url: request.url, reason: .cancelled, response: makeResponse()))
     }
 
@@ -368,6 +378,14 @@ final class CurlTransfer {
         if version >= mirror_curl_http_version_2_0 { return true }
         if headers["Content-Length"] != nil { return true }
         return headers["Transfer-Encoding"]?.lowercased().contains("chunked") == true
+    }
+
+    /// Whether the body received is provably all the response had: its framing proves its end,
+    /// and it is as long as its Content-Length says (see ``bodyShortfall(_:)``).
+    private var isBodyWhole: Bool {
+        guard isBodyAccepted, isDelimited else { return false }
+        guard headers["Content-Encoding"] == nil, let declared = headers["Content-Length"].flatMap({ Int64($0) }) else { return true }
+        return declared == bytesReceived
     }
 
     /// libcurl already fails a body cut short of its Content-Length; this double-checks the count

@@ -133,13 +133,13 @@ struct Downloader: Sendable {
             expectedEntityLength: resume?.record.totalLength,
             maxLength: expectedSize ?? maxFileSize)
         request.hashesBody = held != nil
+        request.beforeFirstPartialWrite = { head in recordValidators(of: head, url: url) }
         let response: TransferResponse
         do {
             response = try await engine.perform(request, id: id, progress: progress, onBodyStart: { head in
                 // The host answers: a body that later stalls says nothing against the host itself.
                 if !RetryPolicy.isThrottling(status: head.status) { health?.recordAnswer(url: url) }
                 if (200..<300).contains(head.status) { receiving?(true) }
-                recordValidators(of: head, url: url)
             })
         } catch let error as TransferError {
             received += error.response?.bytesReceived ?? 0
@@ -253,7 +253,8 @@ struct Downloader: Sendable {
         health?.verdict(forURL: url).map { DownloadError(url: url, reason: .hostUnavailable($0.description)) }
     }
 
-    /// Saves the validators of a response about to write the partial, before its first byte.
+    /// Saves the validators of a response about to write the partial, before its first byte (a
+    /// body written whole at once needs none: see ``TransferRequest/beforeFirstPartialWrite``).
     private func recordValidators(of response: TransferResponse, url: String) {
         let record = PartialRecord(
             url: url, etag: response.etag, lastModified: response.lastModified, totalLength: response.entityLength)
@@ -269,8 +270,11 @@ struct Downloader: Sendable {
         _ url: String, _ response: TransferResponse, expectedSize: Int64?, received: Int64
     ) throws(DownloadError) -> FetchedFile {
         let path = partials.partPath(for: url)
-        let length = partials.length(for: url)
-        let record = partials.record(for: url)
+        let length = response.fileLength
+        // What the response does not say, the record of an earlier attempt may (a 416 says
+        // little); a response that says it all needs no look at the record.
+        let record = response.entityLength != nil && response.etag != nil && response.lastModified != nil
+            ? nil : partials.record(for: url)
         if let expected = expectedSize ?? response.entityLength ?? record?.totalLength {
             guard expected == length else {
                 throw DownloadError(url: url, reason: .sizeMismatch(expected: expected, actual: length))

@@ -7,6 +7,9 @@ import Foundation
 /// network on loopback, so chunks collect here and reach the file in writes of `capacity` bytes.
 /// `flushedLength` counts only bytes the kernel has taken, so a crash never leaves a hole that a
 /// later resume would take for data.
+///
+/// The buffer is sized to the body when its length is known, so a small file reaches the disk in
+/// one write, at the end: nothing of it is on disk before it is complete.
 final class FileSink {
     let location: FileLocation
     private let descriptor: Int32
@@ -16,6 +19,15 @@ final class FileSink {
     private(set) var flushedLength: Int64
     /// A running MD5 of the file from byte 0, when asked for.
     private var digest: MD5Context?
+    /// Runs once, before the first bytes reach the file while more of the body may follow (what
+    /// a resume needs is recorded then): a body written whole in its last write never needs it.
+    var beforeFirstPartialWrite: (() -> Void)?
+
+    /// The buffer for a body of `remaining` bytes (unknown: nil): never more than `largest`.
+    static func capacity(forRemaining remaining: Int64?, largest: Int = 1 << 20) -> Int {
+        guard let remaining else { return largest }
+        return Int(min(max(remaining, 4096), Int64(largest)))
+    }
 
     init(location: FileLocation, offset: Int64, capacity: Int = 1 << 20) throws(TransferError.Reason) {
         let folder: Directory
@@ -66,7 +78,7 @@ final class FileSink {
     func append(_ bytes: UnsafeRawBufferPointer) throws(TransferError.Reason) {
         var remaining = bytes
         while !remaining.isEmpty {
-            if buffered == buffer.count { try flush() }
+            if buffered == buffer.count { try flush(isLast: false) }
             let count = min(remaining.count, buffer.count - buffered)
             UnsafeMutableRawBufferPointer(rebasing: buffer[buffered..<(buffered + count)])
                 .copyMemory(from: UnsafeRawBufferPointer(rebasing: remaining[0..<count]))
@@ -99,7 +111,12 @@ final class FileSink {
         }
     }
 
-    func flush() throws(TransferError.Reason) {
+    /// Writes out what is buffered. `isLast`: the body is complete, and these are its last bytes.
+    func flush(isLast: Bool) throws(TransferError.Reason) {
+        if buffered > 0, let first = beforeFirstPartialWrite {
+            beforeFirstPartialWrite = nil
+            if !isLast { first() }
+        }
         do throws(DigestError) {
             try digest?.update(UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]))
         } catch {

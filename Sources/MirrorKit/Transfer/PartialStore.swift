@@ -20,6 +20,53 @@ struct PartialRecord: Sendable, Codable, Equatable {
         }
         return lastModified
     }
+
+    /// The record as stored: a line per field, each optional one marked present (`=`) or absent
+    /// (`-`). Written for every partial that outlives its first write and for every file between
+    /// its commit and its state row, so it costs no JSON. Header values and URLs hold no line
+    /// breaks (libcurl refuses them), so a line is a field.
+    var encoded: [UInt8] {
+        var text = Self.magic + "\n" + url + "\n"
+        for field in [etag, lastModified, totalLength.map(String.init)] {
+            text += field.map { "=" + $0 } ?? "-"
+            text += "\n"
+        }
+        return Array(text.utf8)
+    }
+
+    private static let magic = "mirror-partial 2"
+
+    /// A stored record: this encoding, or the JSON older builds wrote.
+    init?(stored bytes: [UInt8]) {
+        if bytes.first == UInt8(ascii: "{") {
+            guard let record = try? JSONDecoder().decode(PartialRecord.self, from: Data(bytes)) else { return nil }
+            self = record
+            return
+        }
+        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        guard lines.count == 6, lines[0] == Self.magic, lines[5].isEmpty, !lines[1].isEmpty else { return nil }
+        var fields: [String?] = []
+        for line in lines[2...4] {
+            switch line.first {
+            case "=": fields.append(String(line.dropFirst()))
+            case "-" where line.count == 1: fields.append(nil)
+            default: return nil
+            }
+        }
+        var total: Int64?
+        if let text = fields[2] {
+            guard let value = Int64(text), value >= 0 else { return nil }
+            total = value
+        }
+        self.init(url: lines[1], etag: fields[0], lastModified: fields[1], totalLength: total)
+    }
+
+    init(url: String, etag: String? = nil, lastModified: String? = nil, totalLength: Int64? = nil) {
+        self.url = url
+        self.etag = etag
+        self.lastModified = lastModified
+        self.totalLength = totalLength
+    }
 }
 
 /// Where partial downloads live between attempts and between runs: for each URL a `.part` file
@@ -119,21 +166,29 @@ package struct PartialStore: Sendable {
     /// The record of the `.part` file `part`: its attribute, else the `.json` beside it (when
     /// there may be one).
     private func record(ofPart part: String) -> PartialRecord? {
-        let decoder = JSONDecoder()
         if let bytes = folder.attribute(Self.attribute, of: part, limit: Self.largestAttribute),
-           let record = try? decoder.decode(PartialRecord.self, from: Data(bytes)) {
+           let record = PartialRecord(stored: bytes) {
             return record
         }
         guard recordFiles.mayExist.load(ordering: .relaxed),
               let bytes = folder.contents(of: recordName(forPart: part), limit: 64 << 10)
         else { return nil }
-        return try? decoder.decode(PartialRecord.self, from: Data(bytes))
+        return PartialRecord(stored: bytes)
+    }
+
+    /// Puts `record` on the open file `fd` (a partial about to be named), where the file system
+    /// keeps attributes and it fits: a kill between naming the file and recording it in the state
+    /// then leaves what the next run needs to record it without a request. False when it could not.
+    @discardableResult
+    static func attach(_ record: PartialRecord, toFile fd: Int32) -> Bool {
+        let data = record.encoded
+        return data.count <= largestAttribute && Directory.setAttribute(attribute, data, onFile: fd)
     }
 
     /// Writes the record: into the `.part` file's attribute (one call, no new file) when the file
     /// is there and its file system keeps attributes, else atomically into the `.json` file.
     func save(_ record: PartialRecord) throws {
-        let data = Array(try JSONEncoder().encode(record))
+        let data = record.encoded
         let part = try partName(for: record.url)
         let fd = try folder.openFile(part, .write(create: false))
         defer { close(fd) }

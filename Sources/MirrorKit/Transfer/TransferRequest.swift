@@ -37,6 +37,11 @@ struct TransferRequest: Sendable {
     /// For a file destination: compute the MD5 of the whole file as it is written, whatever the
     /// ETag (the response's ``TransferResponse/bodyMD5``).
     var hashesBody = false
+    /// For a file destination: called on the engine thread with the response's head before the
+    /// first bytes of its body reach the file, unless they reach it whole, in the body's last
+    /// write (then nothing of it was on disk before it was complete, and there is nothing to
+    /// resume). What a later attempt needs to resume the file is recorded here.
+    var beforeFirstPartialWrite: (@Sendable (TransferResponse) -> Void)?
 
     init(
         url: String,

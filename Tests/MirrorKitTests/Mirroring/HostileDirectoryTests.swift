@@ -78,7 +78,7 @@ struct HostileDirectoryTests {
             for name in ["linked.part", "fifo.part"] {
                 let sink = try FileSink(location: FileLocation(directory: folder, name: name), offset: 0)
                 try Array("image bytes".utf8).withUnsafeBytes { try sink.append($0) }
-                try sink.flush()
+                try sink.flush(isLast: true)
                 let info = try #require(folder.status(of: name))
                 #expect(info.st_mode & S_IFMT == S_IFREG, "\(name)")
                 #expect(TestSupport.bytes(at: folder.path(of: name)) == Array("image bytes".utf8))

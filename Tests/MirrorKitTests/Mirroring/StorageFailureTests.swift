@@ -113,6 +113,41 @@ struct StorageFailureTests {
         }
     }
 
+    /// A file whose row cannot be written goes back to being a partial, whole, carrying the
+    /// record its commit put on it (a body written at once records none while it runs): the next
+    /// run finishes it with a ranged request that brings no byte again.
+    @Test func aFileWhoseRowIsRefusedIsFinishedByTheNextRunWithoutItsBytesAgain() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let database = dir.appendingPathComponent(".mirror/state.sqlite3").path
+                _ = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                try SQLiteConnection.open(database).execute(
+                    "CREATE TRIGGER refuse_files BEFORE INSERT ON files WHEN NEW.path = 'enclosures/episode-1.mp3' "
+                        + "BEGIN SELECT RAISE(ABORT, 'no room for the file rows'); END")
+                let stopped = try await podcastMirror(server, into: dir).run()
+                guard case .stateDatabase? = stopped.stoppedBy?.mirrorError else {
+                    Issue.record("stopped by \(String(describing: stopped.stoppedBy)), not the database")
+                    return
+                }
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("enclosures/episode-1.mp3").path))
+                let partials = try MirrorDirectory(root: dir).partialStore()
+                let partial = try #require(partials.heldPartials().first { $0.record.url.contains("/episode-1.mp3") })
+                let path = String(partial.record.url.dropFirst(server.baseURL.count).prefix { $0 != "?" })
+                let size = Int64(try #require(server.content(of: path)).count)
+                #expect(partial.length == size, "went back whole")
+                #expect(partial.record.totalLength == size)
+                #expect(partial.record.etag == server.etag(of: path))
+                let sent = server.bodyBytesSent(path: path)
+                try SQLiteConnection.open(database).execute("DROP TRIGGER refuse_files")
+                #expect(try await podcastMirror(server, into: dir).run().isComplete)
+                #expect(server.bodyBytesSent(path: path) == sent, "not sent again")
+                #expect(server.requests.last { $0.path == path }?.header("Range") == "bytes=\(size)-")
+                let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("enclosures").path).sorted()
+                #expect(names == ["episode-1.mp3", "episode-2.mp3"])
+            }
+        }
+    }
+
     @Test func anOpenSSLThatRefusesMD5IsAnErrorNotAnEmptyHash() async throws {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import MirrorKit
 
@@ -52,6 +53,61 @@ struct PartialStoreTests {
             try partials.save(record)
             #expect(!FileManager.default.fileExists(atPath: json))
             #expect(partials.record(for: url) == record)
+        }
+    }
+
+    @Test func aRecordIsStoredAsLinesAndTheJSONOfOlderBuildsIsStillRead() throws {
+        let full = PartialRecord(url: "https://i.test/a.jpg", etag: "\"e1\"", lastModified: "Sun, 01 Nov 2026 10:00:00 GMT", totalLength: 1234)
+        let bare = PartialRecord(url: "https://i.test/b.jpg")
+        let empty = PartialRecord(url: "https://i.test/c.jpg", etag: "", lastModified: nil, totalLength: 0)
+        for record in [full, bare, empty] {
+            #expect(record.encoded.first != UInt8(ascii: "{"), "no JSON on the per-file path")
+            #expect(PartialRecord(stored: record.encoded) == record)
+        }
+        #expect(String(decoding: full.encoded, as: UTF8.self)
+            == "mirror-partial 2\nhttps://i.test/a.jpg\n=\"e1\"\n=Sun, 01 Nov 2026 10:00:00 GMT\n=1234\n")
+        // What builds before this one wrote into the attribute.
+        let json = try JSONEncoder().encode(full)
+        #expect(PartialRecord(stored: Array(json)) == full)
+        // Anything else is no record (the partial is then dropped, not resumed on a guess).
+        for damaged in ["", "mirror-partial 2\n", "mirror-partial 2\nu\n=e\n-\n=12x\n", "mirror-partial 2\nu\n?e\n-\n-\n",
+                        "mirror-partial 3\nu\n-\n-\n-\n", "mirror-partial 2\n\n-\n-\n-\n", "mirror-partial 2\nu\n-\n-\n=-5\n"] {
+            #expect(PartialRecord(stored: Array(damaged.utf8)) == nil, "\(damaged.debugDescription)")
+        }
+    }
+
+    @Test func aBodyWrittenWholeAtOnceRecordsNothingWhileItRunsALongerOneRecordsBeforeItsFirstByte() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/small.bin", size: 300_000)
+            server.addMedia(path: "/long.bin", size: 3 << 20)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let engine = TransferEngine()
+                for (name, size) in [("small", 300_000), ("long", 3 << 20)] {
+                    let path = dir.appendingPathComponent("\(name).part").path
+                    let lengthsAtRecord = Mutex<[Int64]>([])
+                    var request = TransferRequest(url: server.baseURL + "/\(name).bin", destination: .file(path: path, offset: 0))
+                    request.beforeFirstPartialWrite = { head in
+                        #expect(head.status == 200)
+                        var info = stat()
+                        let length = stat(path, &info) == 0 ? Int64(info.st_size) : -1
+                        lengthsAtRecord.withLock { $0.append(length) }
+                    }
+                    let response = try await engine.perform(request)
+                    #expect(response.fileLength == Int64(size))
+                    // The small body reached the disk whole, in its one write: a kill before left
+                    // nothing to resume. The long one is recorded once, before any of its bytes.
+                    #expect(lengthsAtRecord.withLock { $0 } == (name == "small" ? [] : [0]), "\(name)")
+                }
+                // Cut short, a small body's bytes are kept, and recorded first.
+                server.inject(.dropAfter(bytes: 100_000), path: "/small.bin")
+                let path = dir.appendingPathComponent("cut.part").path
+                let recorded = Mutex(0)
+                var request = TransferRequest(url: server.baseURL + "/small.bin", destination: .file(path: path, offset: 0))
+                request.beforeFirstPartialWrite = { _ in recorded.withLock { $0 += 1 } }
+                let error = try await #require(throws: TransferError.self) { try await engine.perform(request) }
+                #expect(error.response?.fileLength == 100_000)
+                #expect(recorded.withLock { $0 } == 1)
+            }
         }
     }
 
@@ -114,7 +170,7 @@ struct PartialStoreTests {
             let sink = try FileSink(location: FileLocation(path: partials.partPath(for: url)), offset: 0)
             let bytes: [UInt8] = [9, 9, 9, 9]
             try bytes.withUnsafeBytes { try sink.append($0) }
-            try sink.flush()
+            try sink.flush(isLast: true)
             #expect(TestSupport.bytes(at: published) == Array("the mirrored file".utf8))
         }
     }
