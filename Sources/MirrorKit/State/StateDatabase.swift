@@ -12,6 +12,8 @@ import Foundation
 /// that fails is an error for the caller.
 package actor StateDatabase: MirrorStore {
     let db: SQLiteConnection
+    /// Files waiting for their row, and how to tell each caller it is written (see ``record(_:)``).
+    var waitingRecords: [(file: MirroredFile, reply: CheckedContinuation<MirrorError?, Never>)] = []
     nonisolated let path: String
     package nonisolated var location: String { path }
     /// The schema the database is at: the latest, unless opened for reading as it was left.

@@ -36,6 +36,49 @@ struct StateDatabaseTests {
         }
     }
 
+    /// Files that finish together share a transaction: rows written one statement each cost a
+    /// write of every page they touch per file (two or more frames in the write-ahead log each).
+    /// A row the database refuses fails its own caller only.
+    @Test func filesFinishingTogetherAreRecordedInSharedTransactionsAndARefusedRowFailsAlone() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+            _ = try await state.read("PRAGMA wal_checkpoint(TRUNCATE)")
+            let count = 200
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<count {
+                    group.addTask {
+                        try await state.record(MirroredFile(
+                            path: "full/\(index).jpg", item: "https://i.test/\(index).jpg", source: "tag cats",
+                            url: "https://i.test/\(index).jpg", etag: "\"\(index)\"", lastModified: nil, bytes: 42, md5: nil))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await state.filePaths().count == count)
+            let frames = try #require(try await state.read("PRAGMA wal_checkpoint(PASSIVE)").first?.optionalInteger("log"))
+            #expect(frames < Int64(count), "\(frames) pages written to the log for \(count) rows")
+
+            try await state.write("CREATE TRIGGER refuse_one BEFORE INSERT ON files WHEN NEW.path = 'full/refused.jpg' "
+                + "BEGIN SELECT RAISE(ABORT, 'refused'); END", [])
+            let failures = await withTaskGroup(of: Bool.self) { group in
+                for name in ["refused"] + (0..<30).map({ "more-\($0)" }) {
+                    group.addTask {
+                        do {
+                            try await state.record(MirroredFile(
+                                path: "full/\(name).jpg", item: name, source: nil, url: name, etag: nil, lastModified: nil, bytes: 1, md5: nil))
+                            return false
+                        } catch {
+                            return true
+                        }
+                    }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(failures == 1)
+            #expect(try await state.filePaths().count == count + 30)
+        }
+    }
+
     @Test func aPageIsRecordedWithItsCursorInOneStep() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
