@@ -175,12 +175,15 @@ struct DownloadSchedulerTests {
 
     @Test func aPauseOnTheRealClockEndsAfterItsGrace() async throws {
         let scheduler = DownloadScheduler(
-            transport: transport, configuration: .init(maxConcurrent: 3, maxPerHost: 3, pauseGrace: .milliseconds(30)))
+            transport: transport, configuration: .init(maxConcurrent: 3, maxPerHost: 3, pauseGrace: .milliseconds(300)))
         let preview = request(scheduler, url("p"))
+        // Before the pause begins: the stop cannot come sooner than the grace after this.
+        let beforePause = ContinuousClock.now
         let forced = request(scheduler, url("big"), forced: true)
         // The one wait on real time: the default timers sleep out the grace (on a machine busy
         // with the rest of the suite, the timer's task may wait long for a thread).
         try await eventually(within: .seconds(45)) { await state(scheduler, url("p")) == .waiting }
+        #expect(ContinuousClock.now - beforePause >= .milliseconds(300), "stopped before its grace was out")
         transport.complete(url("big"))
         _ = try await forced.cancellableValue
         // The answer comes before the rest of that step (the preview's restart) is carried out.
