@@ -415,14 +415,15 @@ struct JobRunner: Sendable {
         // what the next run needs to record it without a request (see ``adoptUnrecorded(_:)``).
         let record = PartialRecord(url: job.url, etag: file.etag, lastModified: file.lastModified, totalLength: file.length)
         let name: String
+        let opened: OpenFile
         do {
             let committed = try await BlockingIO.run { () throws(MirrorError) in
-                try directory.commit(
+                try directory.commitKeepingOpen(
                     partName, from: partials.folder, as: job.relativePath, mode: mode,
                     beforeSync: { PartialStore.attach(record, toFile: $0) })
             }
             guard let committed else { return .alreadyPresent }
-            name = committed
+            (name, opened) = committed
         } catch {
             return halting(error, job)
         }
@@ -440,9 +441,9 @@ struct JobRunner: Sendable {
             }
             return .halted(error)
         }
-        partials.detachRecord(for: job.url) { directory.removeAttribute($0, of: name) }
+        partials.detachRecord(for: job.url, fromFile: opened.descriptor)
         // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
-        if let lastModified { directory.setModificationDate(lastModified, of: name) }
+        if let lastModified { Directory.setModificationDate(lastModified, ofFile: opened.descriptor) }
         let fields: Logger.Metadata = ["url": "\(file.url)", "file": "\(name)", "bytes": "\(file.length)"]
         if let held {
             logger.info("saved \(name), a new version beside \(held.path)", metadata: fields)

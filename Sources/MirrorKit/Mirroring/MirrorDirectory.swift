@@ -254,12 +254,22 @@ package struct MirrorDirectory: Sendable {
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
         beforeSync: (Int32) -> Void = { _ in }, afterRename: (Directory, String) -> Void = { _, _ in }
     ) throws(MirrorError) -> String? {
+        try commitKeepingOpen(partName, from: partials, as: relativePath, mode: mode, beforeSync: beforeSync, afterRename: afterRename)?.path
+    }
+
+    /// ``commit(_:from:as:mode:beforeSync:afterRename:)``, handing over the file still open: what
+    /// is left to do to it (its record taken off, its date set) goes through the descriptor, with
+    /// no second lookup of its name.
+    func commitKeepingOpen(
+        _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
+        beforeSync: (Int32) -> Void = { _ in }, afterRename: (Directory, String) -> Void = { _, _ in }
+    ) throws(MirrorError) -> (path: String, file: OpenFile)? {
         let (folderPath, name) = try split(relativePath)
+        let file: OpenFile
         do throws(FileSystemError) {
-            let fd = try partials.openFile(partName, .read)
-            defer { close(fd) }
-            beforeSync(fd)
-            guard fdatasync(fd) == 0 else { throw FileSystemError.last(path: partials.path(of: partName)) }
+            file = OpenFile(try partials.openFile(partName, .read))
+            beforeSync(file.descriptor)
+            guard fdatasync(file.descriptor) == 0 else { throw FileSystemError.last(path: partials.path(of: partName)) }
         } catch {
             throw .fileSystem(error)
         }
@@ -286,7 +296,7 @@ package struct MirrorDirectory: Sendable {
             }
             noteNewName(in: target, key: String(folderPath))
             afterRename(target, taken)
-            return folderPath.isEmpty ? taken : folderPath + "/" + taken
+            return (folderPath.isEmpty ? taken : folderPath + "/" + taken, file)
         }
     }
 

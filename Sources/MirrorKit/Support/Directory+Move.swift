@@ -134,10 +134,31 @@ extension Directory {
     /// Sets the modification time of the file `name` itself (never of a link's target); best
     /// effort.
     func setModificationDate(_ date: Date, of name: String) {
+        _ = utimensat(descriptor, name, Self.times(modified: date), AT_SYMLINK_NOFOLLOW)
+    }
+
+    /// Sets the modification time of the open file `fd` (best effort).
+    static func setModificationDate(_ date: Date, ofFile fd: Int32) {
+        _ = futimens(fd, times(modified: date))
+    }
+
+    private static func times(modified date: Date) -> [timespec] {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         let nanoseconds = Int((date.timeIntervalSince1970 - seconds) * 1e9)
         let omit = (1 << 30) - 2  // UTIME_OMIT, a macro Swift does not import: the access time stays
-        let times = [timespec(tv_sec: 0, tv_nsec: omit), timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)]
-        _ = utimensat(descriptor, name, times, AT_SYMLINK_NOFOLLOW)
+        return [timespec(tv_sec: 0, tv_nsec: omit), timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)]
+    }
+}
+
+/// A file descriptor closed when the last reference to it goes.
+final class OpenFile: Sendable {
+    let descriptor: Int32
+
+    init(_ descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
     }
 }

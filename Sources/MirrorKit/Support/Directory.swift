@@ -129,6 +129,11 @@ final class Directory: Sendable {
     /// planted under the name is refused too), with one name when it is to be written: reading
     /// a file a snapshot tool hard-linked changes nothing else. The caller closes the descriptor.
     func openFile(_ name: String, _ access: Access) throws(FileSystemError) -> Int32 {
+        try openFileWithStatus(name, access).descriptor
+    }
+
+    /// ``openFile(_:_:)``, with the opened file's status (taken for the checks anyway).
+    func openFileWithStatus(_ name: String, _ access: Access) throws(FileSystemError) -> (descriptor: Int32, status: stat) {
         try checkName(name)
         var flags = O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
         switch access {
@@ -145,7 +150,7 @@ final class Directory: Sendable {
             close(fd)
             throw FileSystemError(path: path(of: name), problem: problem)
         }
-        return fd
+        return (fd, info)
     }
 
     /// Why a file with status `info` must not be written: a link, not a regular file, or a file

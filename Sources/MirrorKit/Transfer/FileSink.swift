@@ -32,31 +32,32 @@ final class FileSink {
     init(location: FileLocation, offset: Int64, capacity: Int = 1 << 20) throws(TransferError.Reason) {
         let folder: Directory
         var fd: Int32
+        var info: stat
         do throws(FileSystemError) {
             folder = try location.folder()
             do {
-                fd = try folder.openFile(location.name, .write(create: true))
+                (fd, info) = try folder.openFileWithStatus(location.name, .write(create: true))
             } catch where offset == 0 && error.isSomeoneElses {
                 // Another name shares these bytes (a mirrored file, linked by an older build), or
                 // the name is a link or something else not ours: never write through it; start a
                 // file of our own.
                 folder.remove(location.name)
-                fd = try folder.openFile(location.name, .write(create: true, exclusive: true))
+                (fd, info) = try folder.openFileWithStatus(location.name, .write(create: true, exclusive: true))
             }
         } catch where error.isSomeoneElses {
             throw .rangeMismatch(requested: offset, received: "a partial that is not ours (\(error))")
         } catch {
             throw .fileWrite(error)
         }
-        var info = stat()
-        if offset > 0, fstat(fd, &info) == 0, Int64(info.st_size) < offset {
+        if Int64(info.st_size) < offset {
             // The partial shrank (or vanished) since the offset was taken: appending at `offset`
             // would leave a hole of zeros in the file.
             close(fd)
             throw .rangeMismatch(requested: offset, received: "a local partial of only \(info.st_size) bytes")
         }
-        // Anything past the offset is not ours to keep: the request asked for bytes from `offset`.
-        guard ftruncate(fd, off_t(offset)) == 0 else {
+        // Anything past the offset is not ours to keep: the request asked for bytes from `offset`
+        // (a new file has nothing past it).
+        guard Int64(info.st_size) == offset || ftruncate(fd, off_t(offset)) == 0 else {
             let code = errno
             close(fd)
             throw .fileWrite(FileSystemError(path: location.path, errno: code))
@@ -135,7 +136,8 @@ final class FileSink {
         }
         // The data on its way to disk while the rest arrives, not all of it at the fsync that
         // comes before the file gets its name: that fsync then waits for the last buffer only.
-        mirror_start_writeback(descriptor, off_t(flushedLength), off_t(buffered))
+        // The last buffer is the fsync's to write.
+        if !isLast { mirror_start_writeback(descriptor, off_t(flushedLength), off_t(buffered)) }
         flushedLength += Int64(buffered)
         buffered = 0
     }

@@ -265,8 +265,9 @@ package struct PartialStore: Sendable {
     /// Drops the record of `url`'s download once it is a mirrored file: the file carries none of
     /// the store's bookkeeping (`clearFile` takes the attribute off it). Done once the file is
     /// recorded, so that a kill before leaves it resumable, and one after only a stray attribute.
-    func detachRecord(for url: String, clearFile: (String) -> Void) {
-        clearFile(Self.attribute)
+    /// `fd` is the file, open.
+    func detachRecord(for url: String, fromFile fd: Int32) {
+        Directory.removeAttribute(Self.attribute, fromFile: fd)
         if recordFiles.mayExist.load(ordering: .relaxed), let part = try? partName(for: url) {
             folder.remove(recordName(forPart: part))
         }
