@@ -140,6 +140,9 @@ struct Downloader: Sendable {
                 // The host answers: a body that later stalls says nothing against the host itself.
                 if !RetryPolicy.isThrottling(status: head.status) { health?.recordAnswer(url: url) }
                 if (200..<300).contains(head.status) { receiving?(true) }
+                // A whole new file where bytes of another version were held: their record goes
+                // now, before any of the new bytes, even those that reach the disk whole at once.
+                if resume != nil, head.status == 200 { recordValidators(of: head, url: url) }
             })
         } catch let error as TransferError {
             received += error.response?.bytesReceived ?? 0
@@ -271,10 +274,11 @@ struct Downloader: Sendable {
     ) throws(DownloadError) -> FetchedFile {
         let path = partials.partPath(for: url)
         let length = response.fileLength
-        // What the response does not say, the record of an earlier attempt may (a 416 says
-        // little); a response that says it all needs no look at the record.
-        let record = response.entityLength != nil && response.etag != nil && response.lastModified != nil
-            ? nil : partials.record(for: url)
+        // What a resumed answer (a 206, or a 416) does not say, the record of the attempt that
+        // began the file may; a 200 is a whole file of its own, and one that says it all needs
+        // no look at the record.
+        let saysItAll = response.entityLength != nil && response.etag != nil && response.lastModified != nil
+        let record = response.status == 200 || saysItAll ? nil : partials.record(for: url)
         if let expected = expectedSize ?? response.entityLength ?? record?.totalLength {
             guard expected == length else {
                 throw DownloadError(url: url, reason: .sizeMismatch(expected: expected, actual: length))

@@ -60,6 +60,28 @@ struct ResumableDownloadTests {
         }
     }
 
+    /// A resume answered with a whole other file, short enough to reach the disk in one write:
+    /// nothing of the old version's record may describe it (its validators, its size), on disk or
+    /// in what the fetch returns.
+    @Test func aWholeNewAnswerToAResumeKeepsNothingOfTheOldRecord() async throws {
+        try await withDownloader(retry: RetryPolicy(maxAttempts: 1)) { server, downloader, partials in
+            server.addMedia(path: "/swapped.bin", size: 300_000)
+            server.inject(.dropAfter(bytes: 100_000), path: "/swapped.bin")
+            let url = server.baseURL + "/swapped.bin"
+            await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            let old = try #require(partials.record(for: url))
+            #expect(old.etag != nil && old.totalLength == 300_000)
+            let body = "a new, short file"
+            server.inject(.respondWithLines(status: 200, lines: ["Content-Type: application/octet-stream"], body: body), path: "/swapped.bin")
+            let file = try await downloader.fetch(url)
+            #expect(server.requests.last?.header("Range") == "bytes=100000-")
+            #expect(TestSupport.bytes(at: file.path) == Array(body.utf8))
+            #expect(file.etag == nil && file.lastModified == nil, "the old version's validators are not this file's")
+            let now = partials.record(for: url)
+            #expect(now?.etag == nil && now?.totalLength == Int64(body.utf8.count), "on disk: \(String(describing: now))")
+        }
+    }
+
     @Test func burstsOf5xxAnd429AreSurvived() async throws {
         try await withDownloader { server, downloader, _ in
             server.addMedia(path: "/busy.bin", size: 100_000)
