@@ -60,6 +60,26 @@ struct ResumableDownloadTests {
         }
     }
 
+    /// A partial an older build left, its record in JSON in the attribute, is resumed where it
+    /// stopped: an upgrade loses no bytes.
+    @Test func aPartialWithTheJSONRecordOfAnOlderBuildIsResumed() async throws {
+        try await withDownloader(retry: RetryPolicy(maxAttempts: 1)) { server, downloader, partials in
+            server.addMedia(path: "/older.bin", size: 300_000)
+            let url = server.baseURL + "/older.bin"
+            let content = try #require(server.content(of: "/older.bin"))
+            try TestSupport.write(Array(content.prefix(100_000)), to: partials.partPath(for: url))
+            let json = try JSONEncoder().encode(PartialRecord(url: url, etag: server.etag(of: "/older.bin"), totalLength: 300_000))
+            let fd = try partials.folder.openFile(try partials.partName(for: url), .write(create: false))
+            let attached = Directory.setAttribute(PartialStore.attribute, Array(json), onFile: fd)
+            close(fd)
+            try #require(attached, "this file system keeps no user attributes")
+            let file = try await downloader.fetch(url)
+            #expect(server.requests.last?.header("Range") == "bytes=100000-")
+            #expect(server.bodyBytesSent(path: "/older.bin") == 200_000)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(content))
+        }
+    }
+
     /// A resume answered with a whole other file, short enough to reach the disk in one write:
     /// nothing of the old version's record may describe it (its validators, its size), on disk or
     /// in what the fetch returns.
