@@ -252,14 +252,15 @@ package struct MirrorDirectory: Sendable {
     /// `afterRename` gets the folder and file name the file has under its final name.
     func commit(
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
-        beforeSync: (Int32) -> Void = { _ in }, afterRename: (Directory, String) -> Void = { _, _ in }
+        afterRename: (Directory, String) -> Void = { _, _ in }
     ) throws(MirrorError) -> String? {
-        try commitKeepingOpen(partName, from: partials, as: relativePath, mode: mode, beforeSync: beforeSync, afterRename: afterRename)?.path
+        try commitKeepingOpen(partName, from: partials, as: relativePath, mode: mode, afterRename: afterRename)?.path
     }
 
-    /// ``commit(_:from:as:mode:beforeSync:afterRename:)``, handing over the file still open: what
-    /// is left to do to it (its record taken off, its date set) goes through the descriptor, with
-    /// no second lookup of its name.
+    /// ``commit(_:from:as:mode:afterRename:)``, handing over the file still open: what is left to
+    /// do to it (its record taken off, its date set) goes through the descriptor, with no second
+    /// lookup of its name. `beforeSync` gets the descriptor before the data is synced (to put on
+    /// what must reach the disk with it).
     func commitKeepingOpen(
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
         beforeSync: (Int32) -> Void = { _ in }, afterRename: (Directory, String) -> Void = { _, _ in }

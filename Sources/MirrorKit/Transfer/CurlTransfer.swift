@@ -329,7 +329,7 @@ final class CurlTransfer {
             continuation.resume(throwing: TransferError(
                 url: request.url, reason: .transport(code: Int32(code.rawValue), message: errorMessage(code)),
                 response: response))
-        } else if let response, let shortfall = bodyShortfall(response) {
+        } else if let response, let shortfall = bodyShortfall {
             continuation.resume(throwing: TransferError(
                 url: request.url, reason: .transport(code: 18, message: shortfall), response: response))
         } else if let response {
@@ -381,18 +381,16 @@ final class CurlTransfer {
     }
 
     /// Whether the body received is provably all the response had: its framing proves its end,
-    /// and it is as long as its Content-Length says (see ``bodyShortfall(_:)``).
+    /// and it is as long as its Content-Length says (see ``bodyShortfall``).
     private var isBodyWhole: Bool {
-        guard isBodyAccepted, isDelimited else { return false }
-        guard headers["Content-Encoding"] == nil, let declared = headers["Content-Length"].flatMap({ Int64($0) }) else { return true }
-        return declared == bytesReceived
+        isBodyAccepted && isDelimited && bodyShortfall == nil
     }
 
     /// libcurl already fails a body cut short of its Content-Length; this double-checks the count
     /// for identity-encoded bodies, the only ones whose length the header states.
-    private func bodyShortfall(_ response: TransferResponse) -> String? {
-        guard isBodyAccepted, response.headers["Content-Encoding"] == nil,
-              let declared = response.headers["Content-Length"].flatMap({ Int64($0) }),
+    private var bodyShortfall: String? {
+        guard isBodyAccepted, headers["Content-Encoding"] == nil,
+              let declared = headers["Content-Length"].flatMap({ Int64($0) }),
               declared != bytesReceived
         else { return nil }
         return "body ended after \(bytesReceived) of \(declared) bytes"

@@ -188,11 +188,10 @@ package struct PartialStore: Sendable {
     /// Writes the record: into the `.part` file's attribute (one call, no new file) when the file
     /// is there and its file system keeps attributes, else atomically into the `.json` file.
     func save(_ record: PartialRecord) throws {
-        let data = record.encoded
         let part = try partName(for: record.url)
         let fd = try folder.openFile(part, .write(create: false))
         defer { close(fd) }
-        if data.count <= Self.largestAttribute, Directory.setAttribute(Self.attribute, data, onFile: fd) {
+        if Self.attach(record, toFile: fd) {
             // A record an older build left beside the file would otherwise be read instead.
             if recordFiles.mayExist.load(ordering: .relaxed) { folder.remove(recordName(forPart: part)) }
             return
@@ -200,7 +199,7 @@ package struct PartialStore: Sendable {
         // An attribute of an earlier version of these bytes would be read before the file.
         Directory.removeAttribute(Self.attribute, fromFile: fd)
         recordFiles.mayExist.store(true, ordering: .relaxed)
-        try folder.replaceContents(of: recordName(forPart: part), with: data)
+        try folder.replaceContents(of: recordName(forPart: part), with: record.encoded)
     }
 
     /// Where to resume `url` from: the held length and the validator proving those bytes are
@@ -262,10 +261,9 @@ package struct PartialStore: Sendable {
         return dropped
     }
 
-    /// Drops the record of `url`'s download once it is a mirrored file: the file carries none of
-    /// the store's bookkeeping (`clearFile` takes the attribute off it). Done once the file is
-    /// recorded, so that a kill before leaves it resumable, and one after only a stray attribute.
-    /// `fd` is the file, open.
+    /// Drops the record of `url`'s download once it is a mirrored file: the file (open as `fd`)
+    /// carries none of the store's bookkeeping. Done once the file is recorded, so that a kill
+    /// before leaves it resumable, and one after only a stray attribute.
     func detachRecord(for url: String, fromFile fd: Int32) {
         Directory.removeAttribute(Self.attribute, fromFile: fd)
         if recordFiles.mayExist.load(ordering: .relaxed), let part = try? partName(for: url) {
