@@ -98,7 +98,7 @@ struct JobRunner: Sendable {
     /// The source the files are recorded as mirrored by (see ``MirroredFile/source``).
     private(set) var source: String?
     let logger: Logger
-    private let flights = Flights()
+    let flights = Flights()
     /// Items this run has asked for: a `new-file` run's sweep revalidates the others.
     let handled = ItemSet()
     /// Items a dry run has planned: a later job for one (another source lists the same image)
@@ -460,44 +460,65 @@ struct JobRunner: Sendable {
     }
 }
 
-/// One mirroring of a URL at a time: the first job for it leads, later ones wait for its outcome.
-/// The lead is cancelled only once every job waiting for it has been.
-private final class Flights: Sendable {
-    private struct Flight {
-        let task: Task<JobRunner.Outcome, Never>
-        var interested: Int
+/// One mirroring of a URL at a time: the first job for it leads, in its own task; later ones wait
+/// for its outcome. A follower that is cancelled gets `.interrupted` at once and the lead goes
+/// on; a lead that is cancelled stops (only a whole run is ever cancelled), and its followers
+/// hear that.
+final class Flights: Sendable {
+    private struct State {
+        /// The followers of each URL being mirrored, by number.
+        var flights: [String: [Int: CheckedContinuation<JobRunner.Outcome?, Never>]] = [:]
+        var nextFollower = 0
     }
 
-    private let flights = Mutex<[String: Flight]>([:])
+    private let state = Mutex(State())
 
     /// `body`'s outcome, and whether this call ran it (rather than joined a run under way).
     func run(
-        _ url: String, _ body: @escaping @Sendable () async -> JobRunner.Outcome
+        _ url: String, _ body: () async -> JobRunner.Outcome
     ) async -> (JobRunner.Outcome, led: Bool) {
-        let (task, led) = flights.withLock { flights -> (Task<JobRunner.Outcome, Never>, Bool) in
-            if let flight = flights[url] {
-                flights[url]?.interested += 1
-                return (flight.task, false)
+        while true {
+            let follower = state.withLock { state -> Int? in
+                guard state.flights[url] != nil else {
+                    state.flights[url] = [:]
+                    return nil
+                }
+                state.nextFollower += 1
+                return state.nextFollower
             }
-            let task = Task {
+            guard let follower else {
+                // Inline rather than in a task of its own: one task and one thread hop less per file.
                 let outcome = await body()
-                self.flights.withLock { $0[url] = nil }
-                return outcome
+                let followers = state.withLock { $0.flights.removeValue(forKey: url) } ?? [:]
+                for waiting in followers.values { waiting.resume(returning: outcome) }
+                return (outcome, true)
             }
-            flights[url] = Flight(task: task, interested: 1)
-            return (task, true)
+            // nil: the lead ended between the two looks; this job looks again, as the next lead.
+            if let outcome = await follow(url, as: follower) { return (outcome, false) }
         }
-        let outcome = await withTaskCancellationHandler {
-            await task.value
+    }
+
+    /// Jobs waiting for the lead of `url`.
+    func followers(of url: String) -> Int {
+        state.withLock { $0.flights[url]?.count ?? 0 }
+    }
+
+    private func follow(_ url: String, as follower: Int) async -> JobRunner.Outcome? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let answer = state.withLock { state -> JobRunner.Outcome?? in
+                    guard state.flights[url] != nil else { return .some(nil) }
+                    // Checked under the lock the cancel handler takes: a cancel before this
+                    // finds nothing to answer, so it is answered here.
+                    guard !Task.isCancelled else { return .some(.interrupted) }
+                    state.flights[url]![follower] = continuation
+                    return .none
+                }
+                if case .some(let answer) = answer { continuation.resume(returning: answer) }
+            }
         } onCancel: {
-            let abandoned = flights.withLock { flights -> Bool in
-                guard flights[url]?.task == task else { return false }
-                flights[url]?.interested -= 1
-                return flights[url]?.interested == 0
-            }
-            if abandoned { task.cancel() }
+            state.withLock { $0.flights[url]?.removeValue(forKey: follower) }?.resume(returning: .interrupted)
         }
-        return (outcome, led)
     }
 }
 

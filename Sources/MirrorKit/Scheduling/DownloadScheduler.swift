@@ -176,7 +176,9 @@ package actor DownloadScheduler {
 
     private nonisolated func post(_ mail: SchedulerMail) {
         guard inbox.post(mail) else { return }
-        Task { await self.carryOut() }
+        // On the poster's thread while the actor is free: a task of its own would wake another
+        // thread for every request, answer and change of receiving (a context switch each).
+        Task.immediate { await self.carryOut() }
     }
 
     /// Handles the mail until none is left, mail that handling posts included.

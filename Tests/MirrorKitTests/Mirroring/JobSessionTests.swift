@@ -106,4 +106,60 @@ struct JobSessionTests {
             }
         }
     }
+
+    @Test func aFollowerThatIsCancelledIsAnsweredAtOnceAndTheLeadGoesOn() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/shared.bin", size: 256 << 10)
+            server.inject(.stall(afterBytes: 128 << 10, seconds: 3), path: "/shared.bin")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let runner = try runner(in: dir)
+                let url = server.baseURL + "/shared.bin"
+                let lead = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "a.bin"), forced: true) }
+                try await eventually("the lead downloads") { server.requestCount(path: "/shared.bin") == 1 }
+                let follower = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "b.bin"), forced: true) }
+                try await eventually("the second job follows") { runner.flights.followers(of: url) == 1 }
+                follower.cancel()
+                let followed = await follower.value
+                // The lead's body is held up for three seconds: the follower did not wait for it.
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("a.bin").path))
+                guard case .interrupted = followed else {
+                    Issue.record("the follower got \(followed)")
+                    return
+                }
+                guard case .downloaded = await lead.value else {
+                    Issue.record("the lead did not finish")
+                    return
+                }
+                // The lead's first request, closed after the stall, and its own resume by Range.
+                #expect(server.requests.filter { $0.path == "/shared.bin" }.map { $0.header("Range") != nil } == [false, true])
+                #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("a.bin").path))
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("b.bin").path))
+            }
+        }
+    }
+
+    @Test func aLeadThatIsCancelledTellsItsFollowersAndKeepsItsPartial() async throws {
+        try await TestSupport.withServer { server in
+            // Held up past the sink's buffer (1 MiB), so that some of it is in the partial.
+            server.addMedia(path: "/shared.bin", size: 2 << 20)
+            server.inject(.stall(afterBytes: 3 << 19, seconds: 30), path: "/shared.bin")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let runner = try runner(in: dir)
+                let url = server.baseURL + "/shared.bin"
+                let lead = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "a.bin"), forced: true) }
+                try await eventually("the lead receives") { runner.partials.length(for: url) > 0 }
+                let follower = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "b.bin"), forced: true) }
+                try await eventually("the second job follows") { runner.flights.followers(of: url) == 1 }
+                lead.cancel()
+                for outcome in [await lead.value, await follower.value] {
+                    guard case .interrupted = outcome else {
+                        Issue.record("a job got \(outcome)")
+                        continue
+                    }
+                }
+                #expect(runner.flights.followers(of: url) == 0)
+                #expect(runner.partials.length(for: url) > 0)
+            }
+        }
+    }
 }
