@@ -96,51 +96,60 @@ extension JobRunner {
     }
 
     private func revalidate(_ source: String, in session: JobSession, claiming folders: [String]) async {
-        let files: [(latest: MirroredFile, firstPath: String)]
-        do {
-            files = try await state.filesToRevalidate(source: source, claiming: folders)
-        } catch {
-            session.halt(error)
-            return
-        }
-        for (latest, firstPath) in files where !session.isHalted && !Task.isCancelled {
-            guard !handled.contains(latest.item) else { continue }
-            if keepDeleted {
-                do {
-                    guard try directory.fileExists(latest.path) else { continue }
-                } catch {
-                    session.halt(error)
-                    return
-                }
+        var position: SweepPosition?
+        repeat {
+            let page: SweepPage<(latest: MirroredFile, firstPath: String)>
+            do {
+                page = try await state.filesToRevalidate(source: source, claiming: folders, after: position, limit: sweepPageSize)
+            } catch {
+                session.halt(error)
+                return
             }
-            // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
-            var job = MirrorJob(url: latest.url, relativePath: firstPath, item: latest.item)
-            job.isSweep = true
-            await session.submit(job, forced: false)
-        }
+            // A file confirmed by this sweep comes round again at the end: it is handled by then.
+            for (latest, firstPath) in page.files where !session.isHalted && !Task.isCancelled {
+                guard !handled.contains(latest.item) else { continue }
+                if keepDeleted {
+                    do {
+                        guard try directory.fileExists(latest.path) else { continue }
+                    } catch {
+                        session.halt(error)
+                        return
+                    }
+                }
+                // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
+                var job = MirrorJob(url: latest.url, relativePath: firstPath, item: latest.item)
+                job.isSweep = true
+                await session.submit(job, forced: false)
+            }
+            position = page.next
+        } while position != nil && !session.isHalted && !Task.isCancelled
     }
 
     private func restoreMissing(
         _ source: String, in session: JobSession, claiming folders: [String], restoring: @Sendable (String) -> Bool
     ) async {
-        let files: [RecordedFile]
-        do {
-            files = try await state.latestFiles(source: source, claiming: folders)
-        } catch {
-            session.halt(error)
-            return
-        }
-        for file in files where !session.isHalted && !Task.isCancelled {
-            guard !handled.contains(file.item), restoring(file.path) else { continue }
+        var position: SweepPosition?
+        repeat {
+            let page: SweepPage<RecordedFile>
             do {
-                guard try !directory.fileExists(file.path) else { continue }
+                page = try await state.latestFiles(source: source, claiming: folders, after: position, limit: sweepPageSize)
             } catch {
                 session.halt(error)
                 return
             }
-            var job = MirrorJob(url: file.url, relativePath: file.path, item: file.item)
-            job.isSweep = true
-            await session.submit(job, forced: false)
-        }
+            for file in page.files where !session.isHalted && !Task.isCancelled {
+                guard !handled.contains(file.item), restoring(file.path) else { continue }
+                do {
+                    guard try !directory.fileExists(file.path) else { continue }
+                } catch {
+                    session.halt(error)
+                    return
+                }
+                var job = MirrorJob(url: file.url, relativePath: file.path, item: file.item)
+                job.isSweep = true
+                await session.submit(job, forced: false)
+            }
+            position = page.next
+        } while position != nil && !session.isHalted && !Task.isCancelled
     }
 }

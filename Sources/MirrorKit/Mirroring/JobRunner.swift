@@ -115,6 +115,9 @@ struct JobRunner: Sendable {
     let hookFailures = HookFailures()
     /// Set for a dry run: hears each file a real run would fetch, and nothing is fetched.
     let plan: (@Sendable (PlannedFile) -> Void)?
+    /// Files a sweep (``revalidateTheRest(in:claiming:restoring:)``) reads at once: its memory is
+    /// a page's, whatever the source's size.
+    var sweepPageSize = 500
 
     init(
         directory: MirrorDirectory, engine: TransferEngine, mode: DownloadMode, keepDeleted: Bool = false,

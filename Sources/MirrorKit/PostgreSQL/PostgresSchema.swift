@@ -76,6 +76,12 @@ enum PostgresSchema {
         (3, [
             "CREATE INDEX IF NOT EXISTS files_by_source ON files (source)",
         ]),
+        // A sweep reads a source's files a page at a time: least recently confirmed first, or
+        // in the order they were recorded.
+        (4, [
+            "CREATE INDEX IF NOT EXISTS files_by_source_checked ON files (source, checked_at, id)",
+            "CREATE INDEX IF NOT EXISTS files_by_source_id ON files (source, id)",
+        ]),
     ]
 
     static var latest: Int { migrations.last!.version }

@@ -167,22 +167,27 @@ package final class PostgresState: MirrorStore {
         + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)"
 
     func filesToRevalidate(
-        source: String, claiming folders: [String]
-    ) async throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
-        try await claim(folders, for: source)
+        source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
+    ) async throws(MirrorError) -> SweepPage<(latest: MirroredFile, firstPath: String)> {
+        if position == nil { try await claim(folders, for: source) }
+        let from = position ?? .start
         let rows = try await rows(
             """
-            SELECT \(unescaped: Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY id LIMIT 1) AS first_path
+            SELECT id AS row, \(unescaped: Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY id LIMIT 1) AS first_path
             FROM files WHERE source = \(source)
               AND \(unescaped: Self.newestNotRemoved)
-            ORDER BY checked_at, id
+              AND (checked_at, id) > (\(from.checkedAt), \(from.row))
+            ORDER BY checked_at, id LIMIT \(limit)
             """)
         var found: [(latest: MirroredFile, firstPath: String)] = []
+        var positions: [SweepPosition] = []
         for row in rows {
             let first = try decode(row, String.self, column: "first_path")
-            found.append((try Self.file(from: row, in: self), first))
+            let file = try Self.file(from: row, in: self)
+            found.append((file, first))
+            positions.append(SweepPosition(checkedAt: file.checkedAt, row: try decode(row, Int64.self, column: "row")))
         }
-        return found
+        return SweepPage(files: found, positions: positions, limit: limit)
     }
 
     package func versionFigures() async throws(MirrorError) -> VersionFigures {
@@ -198,19 +203,24 @@ package final class PostgresState: MirrorStore {
         return VersionFigures(items: items, files: files, itemsWithVersions: versions)
     }
 
-    func latestFiles(source: String, claiming folders: [String]) async throws(MirrorError) -> [RecordedFile] {
-        try await claim(folders, for: source)
+    func latestFiles(
+        source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
+    ) async throws(MirrorError) -> SweepPage<RecordedFile> {
+        if position == nil { try await claim(folders, for: source) }
         var found: [RecordedFile] = []
+        var positions: [SweepPosition] = []
         for row in try await rows(
             """
-            SELECT path, item, url FROM files WHERE source = \(source)
-              AND \(unescaped: Self.newestNotRemoved)
+            SELECT id AS row, path, item, url FROM files WHERE source = \(source)
+              AND \(unescaped: Self.newestNotRemoved) AND id > \((position ?? .start).row)
+            ORDER BY id LIMIT \(limit)
             """) {
             found.append(RecordedFile(
                 path: try decode(row, String.self, column: "path"), item: try decode(row, String.self, column: "item"),
                 url: try decode(row, String.self, column: "url")))
+            positions.append(SweepPosition(checkedAt: "", row: try decode(row, Int64.self, column: "row")))
         }
-        return found
+        return SweepPage(files: found, positions: positions, limit: limit)
     }
 
     private func claim(_ folders: [String], for source: String) async throws(MirrorError) {

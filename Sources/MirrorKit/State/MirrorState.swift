@@ -61,21 +61,46 @@ protocol MirrorStore: MirrorState, CrawlStore {
     func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) async throws(MirrorError)
     /// Records the MD5 of `path`, computed once it was needed.
     func setMD5(_ md5: String, of path: String) async throws(MirrorError)
-    /// The newest version of every item `source` mirrored, with the path of its first version,
-    /// least recently confirmed first, but not those of URLs known removed: what a `new-file` run
-    /// revalidates. Files recorded without a source in `folders` become `source`'s first.
+    /// A page of the newest version of every item `source` mirrored, with the path of its first
+    /// version, least recently confirmed first, but not those of URLs known removed: what a
+    /// `new-file` run revalidates. Up to `limit` files after `position` (from the start when nil),
+    /// so that a sweep holds one page, not the source. Files recorded without a source in
+    /// `folders` become `source`'s first.
     func filesToRevalidate(
-        source: String, claiming folders: [String]
-    ) async throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)]
-    /// The newest version of every item `source` mirrored, but not those of URLs known removed,
-    /// in no order: what a `skip-if-exists` run checks is still on disk. Files recorded without a
-    /// source in `folders` become `source`'s first, as for ``filesToRevalidate(source:claiming:)``.
-    func latestFiles(source: String, claiming folders: [String]) async throws(MirrorError) -> [RecordedFile]
+        source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
+    ) async throws(MirrorError) -> SweepPage<(latest: MirroredFile, firstPath: String)>
+    /// A page of the newest version of every item `source` mirrored, but not those of URLs known
+    /// removed, in the order they were recorded: what a `skip-if-exists` run checks is still on
+    /// disk. Paged and claiming as ``filesToRevalidate(source:claiming:after:limit:)`` does.
+    func latestFiles(
+        source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
+    ) async throws(MirrorError) -> SweepPage<RecordedFile>
     /// `url` answered that its media is gone: it is not asked for again.
     func recordRemoved(_ url: String) async throws(MirrorError)
     /// Whether any file of the mirror came from `host` (an authority, `name[:port]`): a host
     /// that served once did resolve, whatever it does now.
     func hasFiles(fromHost host: String) async throws(MirrorError) -> Bool
+}
+
+/// Where a sweep over a source's files stands: the order of the last file it was given (when
+/// it was last confirmed, for a revalidation, and its row).
+struct SweepPosition: Sendable, Equatable {
+    var checkedAt: String
+    var row: Int64
+
+    /// Before every file.
+    static let start = SweepPosition(checkedAt: "", row: .min)
+}
+
+/// A page of a sweep, and where the next page starts: nil after the last.
+struct SweepPage<File: Sendable>: Sendable {
+    var files: [File]
+    var next: SweepPosition?
+
+    init(files: [File], positions: [SweepPosition], limit: Int) {
+        self.files = files
+        next = files.count < limit ? nil : positions.last
+    }
 }
 
 /// Where a file is and what it is: enough to check it is there and fetch it again if not.

@@ -188,19 +188,22 @@ extension StateDatabase {
         + "AND rowid = (SELECT max(rowid) FROM files AS newer WHERE newer.item = files.item) "
         + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)"
 
-    /// The newest version of every item `source` mirrored, with the path of its first version,
-    /// least recently confirmed first, but not those of URLs known removed: what a `new-file` run
-    /// revalidates. Files an earlier version of mirror recorded without a source, in `folders`
-    /// (`full/`, `enclosures/`), become `source`'s first.
+    /// A page of what a `new-file` run revalidates (see ``MirrorStore/filesToRevalidate(source:claiming:after:limit:)``).
     func filesToRevalidate(
-        source: String, claiming folders: [String] = []
-    ) throws(MirrorError) -> [(latest: MirroredFile, firstPath: String)] {
-        try claim(folders, for: source)
-        return try read(
-            "SELECT \(Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY rowid LIMIT 1) AS first_path "
-                + "FROM files WHERE \(Self.newestOfSource) ORDER BY checked_at, rowid",
-            [.text(source)]
-        ) { row throws(SQLiteError) in (try Self.file(from: row), try row.text("first_path")) }
+        source: String, claiming folders: [String] = [], after position: SweepPosition? = nil, limit: Int = .max
+    ) throws(MirrorError) -> SweepPage<(latest: MirroredFile, firstPath: String)> {
+        if position == nil { try claim(folders, for: source) }
+        let from = position ?? .start
+        // (source, checked_at) is an index: a page reads its own rows, not the source's.
+        let rows = try read(
+            "SELECT rowid AS row, \(Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY rowid LIMIT 1) AS first_path "
+                + "FROM files WHERE \(Self.newestOfSource) AND (checked_at, rowid) > (?2, ?3) ORDER BY checked_at, rowid LIMIT ?4",
+            [.text(source), .text(from.checkedAt), .integer(from.row), .integer(Int64(limit))]
+        ) { row throws(SQLiteError) in
+            (file: (latest: try Self.file(from: row), firstPath: try row.text("first_path")),
+             position: SweepPosition(checkedAt: try row.text("checked_at"), row: try row.integer("row")))
+        }
+        return SweepPage(files: rows.map(\.file), positions: rows.map(\.position), limit: limit)
     }
 
     /// The item `name` stands for: a file's path, its file name, a URL that served it, or an item.
@@ -225,13 +228,21 @@ extension StateDatabase {
         return figures.first ?? VersionFigures(items: 0, files: 0, itemsWithVersions: 0)
     }
 
-    func latestFiles(source: String, claiming folders: [String] = []) throws(MirrorError) -> [RecordedFile] {
-        try claim(folders, for: source)
-        // Three columns and no sort: a run over 10,000 items reads this every time.
-        return try read(
-            "SELECT path, item, url FROM files WHERE \(Self.newestOfSource)",
-            [.text(source)]
-        ) { row throws(SQLiteError) in RecordedFile(path: try row.text("path"), item: try row.text("item"), url: try row.text("url")) }
+    /// A page of what a `skip-if-exists` run checks is on disk (see ``MirrorStore/latestFiles(source:claiming:after:limit:)``).
+    func latestFiles(
+        source: String, claiming folders: [String] = [], after position: SweepPosition? = nil, limit: Int = .max
+    ) throws(MirrorError) -> SweepPage<RecordedFile> {
+        if position == nil { try claim(folders, for: source) }
+        // Three columns, in the order of (source, rowid), the index's: a run over 100,000 items
+        // reads this every time.
+        let rows = try read(
+            "SELECT rowid AS row, path, item, url FROM files WHERE \(Self.newestOfSource) AND rowid > ?2 ORDER BY rowid LIMIT ?3",
+            [.text(source), .integer((position ?? .start).row), .integer(Int64(limit))]
+        ) { row throws(SQLiteError) in
+            (file: RecordedFile(path: try row.text("path"), item: try row.text("item"), url: try row.text("url")),
+             position: SweepPosition(checkedAt: "", row: try row.integer("row")))
+        }
+        return SweepPage(files: rows.map(\.file), positions: rows.map(\.position), limit: limit)
     }
 
     /// Files an earlier version of mirror recorded without a source, in `folders` (`full/`,

@@ -79,6 +79,10 @@ enum StateSchema {
         (5, """
             CREATE INDEX IF NOT EXISTS files_by_source ON files (source);
             """),
+        // A sweep reads a source's files a page at a time, least recently confirmed first.
+        (6, """
+            CREATE INDEX IF NOT EXISTS files_by_source_checked ON files (source, checked_at);
+            """),
     ]
 
     static var latest: Int32 { migrations.last!.version }

@@ -162,4 +162,35 @@ struct JobSessionTests {
             }
         }
     }
+
+    @Test(arguments: [DownloadMode.skipIfExists, .newFile])
+    func aSweepReadsTheSourcePageByPageAndMissesNothing(mode: DownloadMode) async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                var runner = try runner(in: dir).named("tag pages")
+                    .choosing(mode: mode, keepDeleted: false, metadata: false, hook: nil)
+                runner.sweepPageSize = 2
+                // Recorded by an earlier run: gone from the disk since (each comes back), or there
+                // (new-file mode asks after each).
+                for index in 0..<5 {
+                    server.addMedia(path: "/page-\(index).bin", size: 1000 + index)
+                    if mode == .newFile {
+                        try Data(count: 10).write(to: dir.appendingPathComponent("page-\(index).bin"))
+                    }
+                    try await runner.state.record(MirroredFile(
+                        path: "page-\(index).bin", item: server.baseURL + "/page-\(index).bin", source: "tag pages",
+                        url: server.baseURL + "/page-\(index).bin", etag: nil, lastModified: nil, bytes: 1000 + Int64(index), md5: nil))
+                }
+                let session = runner.start()
+                await runner.revalidateTheRest(in: session, claiming: [])
+                var summary = MirrorSummary()
+                await session.finish(into: &summary)
+                #expect(summary.failures.isEmpty, "\(summary.failures)")
+                if mode == .skipIfExists { #expect(summary.missingFetchedAgain == 5, "\(summary)") }
+                for index in 0..<5 {
+                    #expect(server.requestCount(path: "/page-\(index).bin") == 1)
+                }
+            }
+        }
+    }
 }

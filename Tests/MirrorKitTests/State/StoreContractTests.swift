@@ -63,7 +63,36 @@ struct StoreContractTests {
             try await aCrawlItsPagesAlbumsAndImages(store)
             try await runsAndTheBudget(store)
             try await anUnexpectedNullIsAnErrorNotADefault(store, raw)
+            try await sweepsComeInPages(store, raw)
         }
+    }
+
+    /// A sweep holds a page, not the source: every file once, in order, across pages.
+    private func sweepsComeInPages(_ store: any MirrorStore, _ raw: @Sendable (String) async throws -> Void) async throws {
+        let paths = (0..<7).map { "pages/\($0).jpg" }
+        for path in paths { try await store.record(file(path, item: "https://i/" + path, source: "tag pages")) }
+        // Confirmed in the reverse order of recording, two of them at the same moment.
+        for (index, path) in paths.enumerated() {
+            let checked = "2026-01-0\(min(7 - index, 6))T00:00:00Z"
+            try await raw("UPDATE files SET checked_at = '\(checked)' WHERE path = '\(path)'")
+        }
+        var position: SweepPosition?
+        var swept: [[String]] = []
+        repeat {
+            let page = try await store.filesToRevalidate(source: "tag pages", claiming: [], after: position, limit: 3)
+            swept.append(page.files.map(\.latest.path))
+            position = page.next
+        } while position != nil && swept.count < 10
+        #expect(swept == [["pages/6.jpg", "pages/5.jpg", "pages/4.jpg"], ["pages/3.jpg", "pages/2.jpg", "pages/0.jpg"], ["pages/1.jpg"]],
+                "least recently confirmed first, the row breaking a tie")
+        position = nil
+        swept = []
+        repeat {
+            let page = try await store.latestFiles(source: "tag pages", claiming: [], after: position, limit: 7)
+            swept.append(page.files.map(\.path))
+            position = page.next
+        } while position != nil && swept.count < 10
+        #expect(swept == [paths, []], "a full last page is followed by an empty one")
     }
 
     private func filesVersionsAndTheirFate(_ store: any MirrorStore) async throws {
@@ -105,13 +134,13 @@ struct StoreContractTests {
             #expect(try await store.versions(of: first.item).isEmpty)
 
             // A file recorded before sources were is claimed by the first source that sweeps its folder.
-            let sweep = try await store.filesToRevalidate(source: "tag cats", claiming: ["full"])
+            let sweep = try await store.filesToRevalidate(source: "tag cats", claiming: ["full"], after: nil, limit: 100).files
             #expect(sweep.map(\.latest.path) == ["full/b.jpg"], "the removed URL's file is not asked after")
             #expect(sweep.first?.firstPath == "full/b.jpg")
-            let newest = try await store.latestFiles(source: "tag cats", claiming: ["full"])
+            let newest = try await store.latestFiles(source: "tag cats", claiming: ["full"], after: nil, limit: 100).files
             #expect(newest.map(\.path) == ["full/b.jpg"], "the newest version of each item, not a removed URL's")
             #expect(newest.first?.url == sweep.first?.latest.url && newest.first?.item == sweep.first?.latest.item)
-            #expect(try await store.latestFiles(source: "feed f", claiming: []).isEmpty, "its URL is known removed")
+            #expect(try await store.latestFiles(source: "feed f", claiming: [], after: nil, limit: 100).files.isEmpty, "its URL is known removed")
             #expect(try await store.versionFigures() == VersionFigures(items: 2, files: 3, itemsWithVersions: 1))
             #expect(try await store.filePaths().count == 3)
             let host = URLAuthority.of(first.url)
