@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// The two-tier download scheduler: forced items take the bandwidth first, unforced ones share
@@ -45,16 +46,11 @@ package actor DownloadScheduler {
     /// Starts a pause's timer: `fire` runs once `after` has passed, unless stopped first.
     package typealias TimerStarter = @Sendable (_ after: Duration, _ fire: @escaping @Sendable () -> Void) -> Stopper
 
-    /// Sleeps in a task of its own.
-    package static let sleepingTimers: TimerStarter = { after, fire in
-        let task = Task {
-            // A timer stopped as it fires may still post its expiry: the core refuses one whose
-            // pause has ended (its number, the transfer's id and its paused flag are checked).
-            do { try await Task.sleep(for: after) } catch { return }
-            guard !Task.isCancelled else { return }
-            fire()
-        }
-        return Stopper { task.cancel() }
+    /// A dispatch timer per pause. Not a sleeping task: a `Task.sleep` that is cancelled keeps its
+    /// task until the sleep would have ended (swiftlang/swift#60441), and nearly every pause is
+    /// cancelled (the forced file ends first), so a run held one task per image for the grace.
+    package static let dispatchTimers: TimerStarter = { after, fire in
+        PauseTimer(after: after, fire: fire).stopper
     }
 
     let configuration: Configuration
@@ -78,7 +74,7 @@ package actor DownloadScheduler {
 
     package init(
         transport: any DownloadTransport, configuration: Configuration = Configuration(),
-        timers: @escaping TimerStarter = DownloadScheduler.sleepingTimers
+        timers: @escaping TimerStarter = DownloadScheduler.dispatchTimers
     ) {
         self.transport = transport
         self.configuration = configuration
@@ -321,5 +317,30 @@ final class TransferReport: Sendable {
             defer { state.receiving = receiving }
             return state.receiving != receiving
         }
+    }
+}
+
+/// One pause's timer: fires once after its delay unless stopped first, and is gone once stopped.
+private final class PauseTimer: @unchecked Sendable {
+    // Unchecked: `source` is set once, before the instance is shared, and a dispatch source may be
+    // cancelled from any thread; its handler runs on the source's own queue.
+    private let source: any DispatchSourceTimer
+    private static let queue = DispatchQueue(label: "mirror.pause-timers")
+
+    init(after: Duration, fire: @escaping @Sendable () -> Void) {
+        source = DispatchSource.makeTimerSource(queue: Self.queue)
+        let (seconds, attoseconds) = after.components
+        source.schedule(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+        // A timer stopped as it fires may still post its expiry: the core refuses one whose pause
+        // has ended (its number, the transfer's id and its paused flag are checked).
+        source.setEventHandler { [source] in
+            source.cancel()
+            fire()
+        }
+        source.activate()
+    }
+
+    var stopper: Stopper {
+        Stopper { [self] in source.cancel() }
     }
 }

@@ -147,7 +147,7 @@ struct JobSessionTests {
                 let runner = try runner(in: dir)
                 let url = server.baseURL + "/shared.bin"
                 let lead = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "a.bin"), forced: true) }
-                try await eventually("the lead receives") { runner.partials.length(for: url) > 0 }
+                try await eventually("the lead receives", within: .seconds(60)) { server.bodyBytesSent(path: "/shared.bin") >= 3 << 19 }
                 let follower = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "b.bin"), forced: true) }
                 try await eventually("the second job follows") { runner.flights.followers(of: url) == 1 }
                 lead.cancel()

@@ -193,6 +193,28 @@ struct DownloadSchedulerTests {
         #expect(transport.fetchCount(url("p")) == 2)
     }
 
+    @Test func aStoppedPauseTimerLetsGoOfItsWorkAndOneLeftAloneFires() async throws {
+        // The default timers (dispatch sources): a stopped one keeps nothing of its work.
+        final class Flag: Sendable {
+            let value = Atomic<Bool>(false)
+        }
+        final class Work: Sendable {
+            let released: Flag
+            init(_ released: Flag) { self.released = released }
+            deinit { released.value.store(true, ordering: .relaxed) }
+        }
+        let released = Flag()
+        do {
+            let work = Work(released)
+            let stopper = DownloadScheduler.dispatchTimers(.seconds(3600)) { _ = work }
+            stopper.stop()
+        }
+        try await eventually("the stopped timer's work is released", within: .seconds(5)) { released.value.load(ordering: .relaxed) }
+        let fired = Flag()
+        _ = DownloadScheduler.dispatchTimers(.milliseconds(20)) { fired.value.store(true, ordering: .relaxed) }
+        try await eventually("a timer left alone fires", within: .seconds(20)) { fired.value.load(ordering: .relaxed) }
+    }
+
     // MARK: - Coalescing
 
     @Test func manyCallersShareOneTransferAndAllGetTheFile() async throws {
