@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// The two-tier download scheduler: forced items take the bandwidth first, unforced ones share
@@ -46,12 +45,12 @@ package actor DownloadScheduler {
     /// Starts a pause's timer: `fire` runs once `after` has passed, unless stopped first.
     package typealias TimerStarter = @Sendable (_ after: Duration, _ fire: @escaping @Sendable () -> Void) -> Stopper
 
-    /// A dispatch timer per pause. Not a sleeping task: a `Task.sleep` that is cancelled keeps its
-    /// task until the sleep would have ended (swiftlang/swift#60441), and nearly every pause is
-    /// cancelled (the forced file ends first), so a run held one task per image for the grace.
-    package static let dispatchTimers: TimerStarter = { after, fire in
-        PauseTimer(after: after, fire: fire).stopper
+    /// One dispatch timer for every pause of the process (see ``PauseTimers``).
+    package static let sharedTimers: TimerStarter = { after, fire in
+        pauseTimers.start(after: after, fire)
     }
+
+    private static let pauseTimers = PauseTimers()
 
     let configuration: Configuration
     private let transport: any DownloadTransport
@@ -74,7 +73,7 @@ package actor DownloadScheduler {
 
     package init(
         transport: any DownloadTransport, configuration: Configuration = Configuration(),
-        timers: @escaping TimerStarter = DownloadScheduler.dispatchTimers
+        timers: @escaping TimerStarter = DownloadScheduler.sharedTimers
     ) {
         self.transport = transport
         self.configuration = configuration
@@ -172,9 +171,16 @@ package actor DownloadScheduler {
 
     private nonisolated func post(_ mail: SchedulerMail) {
         guard inbox.post(mail) else { return }
-        // On the poster's thread while the actor is free: a task of its own would wake another
-        // thread for every request, answer and change of receiving (a context switch each).
-        Task.immediate { await self.carryOut() }
+        switch mail {
+        case .schedule, .leave, .finished:
+            // On the poster's thread while the actor is free (a caller's task, a transfer's): a
+            // task of its own would wake another thread for every request and answer.
+            Task.immediate { await self.carryOut() }
+        case .receivingChanged, .pauseExpired:
+            // Posted from the engine's thread and the timers': the drain may start transfers (a
+            // stat of each partial) and delete partials, which must not hold up every transfer.
+            Task { await self.carryOut() }
+        }
     }
 
     /// Handles the mail until none is left, mail that handling posts included.
@@ -317,30 +323,5 @@ final class TransferReport: Sendable {
             defer { state.receiving = receiving }
             return state.receiving != receiving
         }
-    }
-}
-
-/// One pause's timer: fires once after its delay unless stopped first, and is gone once stopped.
-private final class PauseTimer: @unchecked Sendable {
-    // Unchecked: `source` is set once, before the instance is shared, and a dispatch source may be
-    // cancelled from any thread; its handler runs on the source's own queue.
-    private let source: any DispatchSourceTimer
-    private static let queue = DispatchQueue(label: "mirror.pause-timers")
-
-    init(after: Duration, fire: @escaping @Sendable () -> Void) {
-        source = DispatchSource.makeTimerSource(queue: Self.queue)
-        let (seconds, attoseconds) = after.components
-        source.schedule(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
-        // A timer stopped as it fires may still post its expiry: the core refuses one whose pause
-        // has ended (its number, the transfer's id and its paused flag are checked).
-        source.setEventHandler { [source] in
-            source.cancel()
-            fire()
-        }
-        source.activate()
-    }
-
-    var stopper: Stopper {
-        Stopper { [self] in source.cancel() }
     }
 }

@@ -110,17 +110,17 @@ struct JobSessionTests {
     @Test func aFollowerThatIsCancelledIsAnsweredAtOnceAndTheLeadGoesOn() async throws {
         try await TestSupport.withServer { server in
             server.addMedia(path: "/shared.bin", size: 256 << 10)
-            server.inject(.stall(afterBytes: 128 << 10, seconds: 3), path: "/shared.bin")
+            server.inject(.stall(afterBytes: 128 << 10, seconds: 6), path: "/shared.bin")
             try await TestSupport.withTemporaryDirectory { dir in
                 let runner = try runner(in: dir)
                 let url = server.baseURL + "/shared.bin"
                 let lead = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "a.bin"), forced: true) }
-                try await eventually("the lead downloads") { server.requestCount(path: "/shared.bin") == 1 }
+                try await eventually("the lead downloads", within: .seconds(30)) { server.requestCount(path: "/shared.bin") >= 1 }
                 let follower = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "b.bin"), forced: true) }
-                try await eventually("the second job follows") { runner.flights.followers(of: url) == 1 }
+                try await eventually("the second job follows", within: .seconds(30)) { runner.flights.followers(of: url) == 1 }
                 follower.cancel()
                 let followed = await follower.value
-                // The lead's body is held up for three seconds: the follower did not wait for it.
+                // The lead's body is held up for six seconds: the follower did not wait for it.
                 #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("a.bin").path))
                 guard case .interrupted = followed else {
                     Issue.record("the follower got \(followed)")
@@ -149,7 +149,7 @@ struct JobSessionTests {
                 let lead = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "a.bin"), forced: true) }
                 try await eventually("the lead receives", within: .seconds(60)) { server.bodyBytesSent(path: "/shared.bin") >= 3 << 19 }
                 let follower = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "b.bin"), forced: true) }
-                try await eventually("the second job follows") { runner.flights.followers(of: url) == 1 }
+                try await eventually("the second job follows", within: .seconds(30)) { runner.flights.followers(of: url) == 1 }
                 lead.cancel()
                 for outcome in [await lead.value, await follower.value] {
                     guard case .interrupted = outcome else {

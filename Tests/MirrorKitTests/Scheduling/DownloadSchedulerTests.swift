@@ -206,13 +206,26 @@ struct DownloadSchedulerTests {
         let released = Flag()
         do {
             let work = Work(released)
-            let stopper = DownloadScheduler.dispatchTimers(.seconds(3600)) { _ = work }
+            let stopper = DownloadScheduler.sharedTimers(.seconds(3600)) { _ = work }
             stopper.stop()
         }
         try await eventually("the stopped timer's work is released", within: .seconds(5)) { released.value.load(ordering: .relaxed) }
         let fired = Flag()
-        _ = DownloadScheduler.dispatchTimers(.milliseconds(20)) { fired.value.store(true, ordering: .relaxed) }
+        _ = DownloadScheduler.sharedTimers(.milliseconds(20)) { fired.value.store(true, ordering: .relaxed) }
         try await eventually("a timer left alone fires", within: .seconds(20)) { fired.value.load(ordering: .relaxed) }
+    }
+
+    @Test func pauseTimersFireInTheOrderOfTheirDeadlinesAndAStoppedOneNever() async throws {
+        let timers = PauseTimers()
+        let fired = Mutex<[String]>([])
+        _ = timers.start(after: .milliseconds(300)) { fired.withLock { $0.append("late") } }
+        _ = timers.start(after: .milliseconds(50)) { fired.withLock { $0.append("early") } }
+        let stopped = timers.start(after: .milliseconds(100)) { fired.withLock { $0.append("stopped") } }
+        stopped.stop()
+        #expect(timers.count == 2, "a stopped timer holds nothing")
+        try await eventually("both fire", within: .seconds(30)) { fired.withLock { $0.count } == 2 }
+        #expect(fired.withLock { $0 } == ["early", "late"])
+        #expect(timers.count == 0)
     }
 
     // MARK: - Coalescing
