@@ -11,7 +11,9 @@
 #
 # Workloads: small (1,000 images: 50 KiB full-size + 8 KiB thumbnail), rtt (300 images of
 # 200 KiB through a 50 ms round trip), large (4 x 256 MiB), dup (30 % duplicate URLs: requests
-# must equal unique URLs), rerun (an unchanged second run of 10,000 items: < 1 s, no media requests).
+# must equal unique URLs), rerun (an unchanged second run of 10,000 items: < 1 s, no media requests),
+# and, only when named, tag100k (a first run and an unchanged rerun of 100,000 images of 1 KiB +
+# 512 B, some two minutes: peak RSS must not grow with the tag).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +24,8 @@ for argument in "$@"; do
     case "$argument" in
         --smoke) smoke=1; rounds=1 ;;
         --rounds=*) rounds=${argument#--rounds=} ;;
-        small|rtt|large|dup|rerun) workloads+=("$argument") ;;
-        *) echo "usage: $0 [--smoke] [--rounds=N] [small|rtt|large|dup|rerun ...]" >&2; exit 64 ;;
+        small|rtt|large|dup|rerun|tag100k) workloads+=("$argument") ;;
+        *) echo "usage: $0 [--smoke] [--rounds=N] [small|rtt|large|dup|rerun|tag100k ...]" >&2; exit 64 ;;
     esac
 done
 ((${#workloads[@]})) || workloads=(small rtt large dup rerun)
@@ -214,6 +216,27 @@ compare() {
 }
 
 scale() { ((smoke)) && echo "$2" || echo "$1"; }
+# first_then_rerun TAG IMAGES: a first run of a tag of IMAGES (1 KiB + 512 B each), then an
+# unchanged second run into the same directory; a line of figures for each.
+first_then_rerun() {
+    local tag=$1 images=$2 status=0 wall cpu rss user system media
+    make_tree "$tag" "$images" 1024 512
+    read -r wall cpu rss _ < <(measure mirror "$tag" "$direct")
+    printf 'first run: %.2f s wall, %.2f s CPU, %.1f MiB RSS\n' "$wall" "$cpu" "$(echo "$rss / 1024" | bc -l)"
+    # The same directory again: nothing changed, so nothing but the API's head is asked for.
+    : > "$work/access.log"
+    # MIRROR_WRAPPER profiles this run too.
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" ${MIRROR_WRAPPER:-} "$bin/mirror" "$tag" --out "$work/out-mirror" \
+        --client-id-file "$work/client-id" --quiet --api-base "$direct" --media-base "$direct" >/dev/null \
+        2>"$work/mirror.stderr" || status=$?
+    [ "$status" -eq 0 ] || echo "$tag: the rerun exited with $status: $(head -3 "$work/mirror.stderr")" >> "$work/problems"
+    sleep 0.2
+    read -r wall user system rss < <(tail -1 "$work/time")
+    media=$(grep -vc '^/3/' "$work/access.log" || true)
+    printf 'rerun: %.2f s wall, %.2f s CPU, %.1f MiB RSS, %d requests (%d for media)\n' "$wall" \
+        "$(echo "$user + $system" | bc)" "$(echo "$rss / 1024" | bc -l)" "$(wc -l < "$work/access.log")" "$media"
+    [ "$media" -eq 0 ] || echo "$tag: an unchanged rerun asked for $media media files" >> "$work/problems"
+}
 echo "# $(date -u +%F), $(nproc) cores, $(uname -r), $configuration build, $rounds round(s), files on $filesystem; nginx $($nginx_bin -v 2>&1 | cut -d/ -f2), curl $(curl --version | head -1 | cut -d' ' -f2), aria2 $(aria2c --version | head -1 | cut -d' ' -f3), wget $(wget --version | head -1 | cut -d' ' -f3)"
 for workload in "${workloads[@]}"; do
     case "$workload" in
@@ -242,23 +265,12 @@ for workload in "${workloads[@]}"; do
             [ "$asked" -eq "$unique" ] || echo "dup: mirror asked for $asked media files, $unique unique" >> "$work/problems" ;;
         rerun)
             images=$(scale 10000 200)
-            make_tree rerun "$images" 1024 512
-            measure mirror rerun "$direct" > /dev/null
-            # The same directory again: nothing changed, so nothing but the API's head is asked for.
-            : > "$work/access.log"
-            status=0
-            # MIRROR_WRAPPER profiles this run too.
-            /usr/bin/time -f "%e %U %S %M" -o "$work/time" ${MIRROR_WRAPPER:-} "$bin/mirror" rerun --out "$work/out-mirror" \
-                --client-id-file "$work/client-id" --quiet --api-base "$direct" --media-base "$direct" >/dev/null \
-                2>"$work/mirror.stderr" || status=$?
-            [ "$status" -eq 0 ] || echo "rerun: mirror exited with $status: $(head -3 "$work/mirror.stderr")" >> "$work/problems"
-            sleep 0.2
-            read -r wall user system rss < <(tail -1 "$work/time")
             echo; echo "## rerun: an unchanged second run over $images items"
-            media=$(grep -vc '^/3/' "$work/access.log" || true)
-            printf 'mirror: %.2f s wall, %.2f s CPU, %.1f MiB RSS, %d requests (%d for media)\n' "$wall" \
-                "$(echo "$user + $system" | bc)" "$(echo "$rss / 1024" | bc -l)" "$(wc -l < "$work/access.log")" "$media"
-            [ "$media" -eq 0 ] || echo "rerun: an unchanged rerun asked for $media media files" >> "$work/problems" ;;
+            first_then_rerun rerun "$images" | grep -v '^first run' ;;
+        tag100k)
+            images=$(scale 100000 400)
+            echo; echo "## tag100k: a first run of $images images (1 KiB + 512 B), then an unchanged rerun"
+            first_then_rerun tag100k "$images" ;;
     esac
 done
 if [ -s "$work/problems" ]; then
