@@ -88,14 +88,25 @@ package struct StatusReport: Sendable, Codable {
         }
         report.budget = try? await state.budget(api: TagCrawler.budgetKey)
         report.files = try? await state.versionFigures()
-        if report.files != nil, let paths = try? await state.filePaths() {
+        if report.files != nil {
             // What is on disk, not what was once recorded: one lstat a file, by path, so whoever
-            // may read the mirror (root, another user) counts the same.
+            // may read the mirror (root, another user) counts the same. A page at a time: a
+            // mirror of 200,000 files is not held in memory to be counted.
             let root = directory.root.path
-            report.files?.missing = paths.count { path in
-                var info = stat()
-                return lstat(root + "/" + path, &info) != 0 && errno == ENOENT
-            }
+            var missing: Int? = 0
+            var position: SweepPosition?
+            repeat {
+                guard let page = try? await state.filePaths(after: position, limit: 1000) else {
+                    missing = nil
+                    break
+                }
+                missing? += page.files.count { path in
+                    var info = stat()
+                    return lstat(root + "/" + path, &info) != 0 && errno == ENOENT
+                }
+                position = page.next
+            } while position != nil
+            if let missing { report.files?.missing = missing }
         }
         return report
     }

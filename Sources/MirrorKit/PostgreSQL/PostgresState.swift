@@ -236,10 +236,14 @@ package final class PostgresState: MirrorStore {
         )).isEmpty
     }
 
-    package func filePaths() async throws(MirrorError) -> [String] {
+    package func filePaths(after position: SweepPosition?, limit: Int) async throws(MirrorError) -> SweepPage<String> {
         var paths: [String] = []
-        for row in try await rows("SELECT path FROM files ORDER BY id") { paths.append(try decode(row, String.self, column: "path")) }
-        return paths
+        var positions: [SweepPosition] = []
+        for row in try await rows("SELECT id AS row, path FROM files WHERE id > \((position ?? .start).row) ORDER BY id LIMIT \(limit)") {
+            paths.append(try decode(row, String.self, column: "path"))
+            positions.append(SweepPosition(checkedAt: "", row: try decode(row, Int64.self, column: "row")))
+        }
+        return SweepPage(files: paths, positions: positions, limit: limit)
     }
 
     func recordRemoved(_ url: String) async throws(MirrorError) {

@@ -21,8 +21,9 @@ package protocol MirrorState: Sendable {
     /// The item `name` stands for: a file's path, its file name, a URL that served it, or an item.
     func item(named name: String) async throws(MirrorError) -> String?
     func versionFigures() async throws(MirrorError) -> VersionFigures
-    /// The path of every file recorded, relative to the mirror, in the order they were recorded.
-    func filePaths() async throws(MirrorError) -> [String]
+    /// A page of the paths of the files recorded, relative to the mirror, in the order they were
+    /// recorded: up to `limit` after `position` (from the first when nil).
+    func filePaths(after position: SweepPosition?, limit: Int) async throws(MirrorError) -> SweepPage<String>
 
     /// Every source with a crawl cursor, and where each stands.
     func crawlSources() async throws(MirrorError) -> [String]
@@ -84,7 +85,7 @@ protocol MirrorStore: MirrorState, CrawlStore {
 
 /// Where a sweep over a source's files stands: the order of the last file it was given (when
 /// it was last confirmed, for a revalidation, and its row).
-struct SweepPosition: Sendable, Equatable {
+package struct SweepPosition: Sendable, Equatable {
     var checkedAt: String
     var row: Int64
 
@@ -93,9 +94,9 @@ struct SweepPosition: Sendable, Equatable {
 }
 
 /// A page of a sweep, and where the next page starts: nil after the last.
-struct SweepPage<File: Sendable>: Sendable {
-    var files: [File]
-    var next: SweepPosition?
+package struct SweepPage<File: Sendable>: Sendable {
+    package var files: [File]
+    package var next: SweepPosition?
 
     init(files: [File], positions: [SweepPosition], limit: Int) {
         self.files = files

@@ -263,8 +263,14 @@ extension StateDatabase {
         ) { row throws(SQLiteError) in try row.integer("found") }).isEmpty
     }
 
-    package func filePaths() throws(MirrorError) -> [String] {
-        try read("SELECT path FROM files ORDER BY rowid", []) { row throws(SQLiteError) in try row.text("path") }
+    package func filePaths(after position: SweepPosition? = nil, limit: Int = .max) throws(MirrorError) -> SweepPage<String> {
+        let rows = try read(
+            "SELECT rowid AS row, path FROM files WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+            [.integer((position ?? .start).row), .integer(Int64(limit))]
+        ) { row throws(SQLiteError) in
+            (path: try row.text("path"), position: SweepPosition(checkedAt: "", row: try row.integer("row")))
+        }
+        return SweepPage(files: rows.map(\.path), positions: rows.map(\.position), limit: limit)
     }
 
     private func files(_ clause: String, _ arguments: [SQLiteValue]) throws(MirrorError) -> [MirroredFile] {

@@ -54,7 +54,7 @@ struct StateDatabaseTests {
                 }
                 try await group.waitForAll()
             }
-            #expect(try await state.filePaths().count == count)
+            #expect(try await state.filePaths().files.count == count)
             let frames = try #require(try await state.read("PRAGMA wal_checkpoint(PASSIVE)").first?.optionalInteger("log"))
             #expect(frames < Int64(count), "\(frames) pages written to the log for \(count) rows")
 
@@ -75,7 +75,7 @@ struct StateDatabaseTests {
                 return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
             }
             #expect(failures == 1)
-            #expect(try await state.filePaths().count == count + 30)
+            #expect(try await state.filePaths().files.count == count + 30)
         }
     }
 

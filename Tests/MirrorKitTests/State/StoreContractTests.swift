@@ -93,6 +93,15 @@ struct StoreContractTests {
             position = page.next
         } while position != nil && swept.count < 10
         #expect(swept == [paths, []], "a full last page is followed by an empty one")
+        position = nil
+        var recorded: [String] = []
+        repeat {
+            let page = try await store.filePaths(after: position, limit: 4)
+            recorded += page.files
+            position = page.next
+        } while position != nil && recorded.count < 100
+        #expect(Array(recorded.suffix(7)) == paths, "every path once, in the order recorded")
+        #expect(Set(recorded).count == recorded.count)
     }
 
     private func filesVersionsAndTheirFate(_ store: any MirrorStore) async throws {
@@ -142,12 +151,12 @@ struct StoreContractTests {
             #expect(newest.first?.url == sweep.first?.latest.url && newest.first?.item == sweep.first?.latest.item)
             #expect(try await store.latestFiles(source: "feed f", claiming: [], after: nil, limit: 100).files.isEmpty, "its URL is known removed")
             #expect(try await store.versionFigures() == VersionFigures(items: 2, files: 3, itemsWithVersions: 1))
-            #expect(try await store.filePaths().count == 3)
+            #expect(try await store.filePaths(after: nil, limit: 100).files.count == 3)
             let host = URLAuthority.of(first.url)
             #expect(try await store.hasFiles(fromHost: host))
             #expect(try await !store.hasFiles(fromHost: host + ".other"))
             #expect(try await store.hasFiles(fromHost: host.uppercased()), "a host name has no case, in either store")
-            #expect(Set(try await store.filePaths()).isSuperset(of: ["full/b.jpg"]))
+            #expect(Set(try await store.filePaths(after: nil, limit: 100).files).isSuperset(of: ["full/b.jpg"]))
         }
     }
 
