@@ -67,8 +67,6 @@ package actor DownloadScheduler {
     /// one counted once).
     private var receivedByEndedTransfers: Int64 = 0
     private var statusesTaken = 0
-    /// What callers hold of each URL they asked to revalidate (see ``schedule(_:forced:expectedSize:held:)``).
-    private var heldVersions: [String: HeldVersion] = [:]
     private let startTimer: TimerStarter
 
     package init(
@@ -202,10 +200,8 @@ package actor DownloadScheduler {
                 continuation.resume(throwing: SchedulerCore.cancelled(url))
                 return
             }
-            // Kept for the item's life, as its expected size is: a stopped transfer restarts with it.
-            heldVersions[url] = held
             callers[caller.id] = continuation
-            handle(.schedule(url: url, forced: forced, expectedSize: expectedSize, caller: caller.id))
+            handle(.schedule(url: url, forced: forced, expectedSize: expectedSize, held: held, caller: caller.id))
         case .leave(let url, let caller):
             // Not arrived yet (or answered already, when marking it costs nothing).
             guard callers[caller.id] != nil else {
@@ -231,8 +227,8 @@ package actor DownloadScheduler {
 
     private func perform(_ action: SchedulerCore.Action) {
         switch action {
-        case .start(let url, let id, let expectedSize, let forced):
-            start(url, id: id, expectedSize: expectedSize, forced: forced)
+        case .start(let url, let id, let expectedSize, let held, let forced):
+            start(url, id: id, expectedSize: expectedSize, held: held, forced: forced)
         case .pause(let url, let id, let number):
             transport.pause(id)
             hub.emit(.paused(url: url))
@@ -256,14 +252,14 @@ package actor DownloadScheduler {
         }
     }
 
-    private func start(_ url: String, id: TransferID, expectedSize: Int64?, forced: Bool) {
+    private func start(_ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?, forced: Bool) {
         let offset = transport.partialLength(of: url)
         let report = TransferReport(TransferProgress(completed: offset, total: expectedSize))
         reports[url] = (id, report)
         hub.emit(.started(url: url, forced: forced, offset: offset))
         let hub = hub
         transfers[id] = transport.launch(
-            url, id: id, expectedSize: expectedSize, held: heldVersions[url],
+            url, id: id, expectedSize: expectedSize, held: held,
             progress: { progress in
                 report.progress = progress
                 hub.emit(.progress(url: url, completed: progress.completed, total: progress.total))

@@ -91,7 +91,7 @@ extension SchedulerCore {
         let run = Run(id: .next())
         setPhase(handle, .running(run))
         tally.count(item, forced: item.forced)
-        actions.append(.start(url: item.url, id: run.id, expectedSize: item.expectedSize, forced: item.forced))
+        actions.append(.start(url: item.url, id: run.id, expectedSize: item.expectedSize, held: item.held, forced: item.forced))
     }
 
     private mutating func pause(_ handle: Handle, into actions: inout [Action]) {

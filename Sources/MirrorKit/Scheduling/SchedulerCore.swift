@@ -11,7 +11,9 @@ typealias CallerID = UInt64
 struct SchedulerCore {
     enum Event {
         /// A caller wants `url`: a new item, or a join of the one already known.
-        case schedule(url: String, forced: Bool, expectedSize: Int64?, caller: CallerID)
+        /// `held`: the validators of the copy the caller holds (a conditional request); the
+        /// latest caller's count.
+        case schedule(url: String, forced: Bool, expectedSize: Int64?, held: HeldVersion? = nil, caller: CallerID)
         /// One caller gave up; the item is suspended when nobody else waits for it.
         case leave(url: String, caller: CallerID)
         /// Every caller of `url` is answered with a cancellation; the partial is kept.
@@ -24,7 +26,7 @@ struct SchedulerCore {
     }
 
     enum Action: Equatable {
-        case start(url: String, id: TransferID, expectedSize: Int64?, forced: Bool)
+        case start(url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?, forced: Bool)
         /// Hold the transfer; after the grace, send `.pauseExpired` with `number`.
         case pause(url: String, id: TransferID, number: UInt64)
         case resume(url: String, id: TransferID)
@@ -66,6 +68,8 @@ struct SchedulerCore {
         let url: String
         let host: String
         let expectedSize: Int64?
+        /// Kept for the item's life, as its expected size is: a stopped transfer restarts with it.
+        var held: HeldVersion?
         var forced: Bool
         var callers: Callers
         var phase: Phase
@@ -105,8 +109,8 @@ struct SchedulerCore {
     mutating func handle(_ event: Event) -> [Action] {
         var actions: [Action] = []
         switch event {
-        case .schedule(let url, let forced, let expectedSize, let caller):
-            schedule(url, forced: forced, expectedSize: expectedSize, caller: caller, into: &actions)
+        case .schedule(let url, let forced, let expectedSize, let held, let caller):
+            schedule(url, forced: forced, expectedSize: expectedSize, held: held, caller: caller, into: &actions)
         case .leave(let url, let caller):
             guard let handle = handles[url], items[handle]!.callers.remove(caller) else { return [] }
             actions.append(.answer(callers: [caller], .failure(Self.cancelled(url))))
@@ -133,11 +137,11 @@ struct SchedulerCore {
     // MARK: - Events
 
     private mutating func schedule(
-        _ url: String, forced: Bool, expectedSize: Int64?, caller: CallerID, into actions: inout [Action]
+        _ url: String, forced: Bool, expectedSize: Int64?, held: HeldVersion?, caller: CallerID, into actions: inout [Action]
     ) {
         guard let handle = handles[url] else {
             let handle = insert(Item(
-                url: url, host: URLAuthority.of(url), expectedSize: expectedSize, forced: forced,
+                url: url, host: URLAuthority.of(url), expectedSize: expectedSize, held: held, forced: forced,
                 callers: Callers(caller), phase: .waiting(order: 0)))
             counts[.waiting, default: 0] += 1
             enqueue(handle)
@@ -145,6 +149,7 @@ struct SchedulerCore {
             return
         }
         items[handle]!.callers.add(caller)
+        items[handle]!.held = held
         if forced { items[handle]!.forced = true }
         let item = items[handle]!
         switch item.phase {

@@ -173,6 +173,35 @@ struct DownloadSchedulerTests {
         _ = try await preview.cancellableValue
     }
 
+    @Test func aRevalidationRestartedAfterALongPauseIsStillConditionalAndNothingOfItOutlivesIt() async throws {
+        let timers = ManualTimers()
+        let scheduler = scheduler(pauseGrace: .milliseconds(30), timers: timers)
+        let held = HeldVersion(etag: "\"v1\"", lastModified: nil)
+        let preview = Task.immediate { try await scheduler.schedule(url("p"), held: held) }
+        await scheduler.settled()
+        transport.receive(url("p"), bytes: 1000)
+        let forced = request(scheduler, url("big"), forced: true)
+        await scheduler.settled()
+        #expect(timers.fire(0))
+        await scheduler.settled()
+        transport.complete(url("big"))
+        _ = try await forced.cancellableValue
+        await scheduler.settled()
+        // Stopped past its grace and started again: the copy held is asked after both times.
+        #expect(transport.calls.filter { $0.url == url("p") }.map(\.held) == [held, held])
+        transport.complete(url("p"))
+        _ = try await preview.cancellableValue
+        // The held version lived in the item: once it ends, the scheduler keeps nothing of it.
+        await scheduler.settled()
+        #expect(await scheduler.status().items.isEmpty)
+        let again = request(scheduler, url("p"))
+        await scheduler.settled()
+        #expect(transport.calls.count { $0.url == url("p") } == 3)
+        #expect(transport.calls.last?.held == nil, "a new request without a held copy is not conditional")
+        transport.complete(url("p"))
+        _ = try await again.cancellableValue
+    }
+
     @Test func aPauseOnTheRealClockEndsAfterItsGrace() async throws {
         let scheduler = DownloadScheduler(
             transport: transport, configuration: .init(maxConcurrent: 3, maxPerHost: 3, pauseGrace: .milliseconds(300)))

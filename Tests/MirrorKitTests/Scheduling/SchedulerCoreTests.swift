@@ -23,7 +23,7 @@ struct SchedulerCoreTests {
         @discardableResult
         mutating func send(_ event: SchedulerCore.Event) -> [SchedulerCore.Action] {
             let actions = core.handle(event)
-            for case .start(let url, let id, _, _) in actions { started[url] = id }
+            for case .start(let url, let id, _, _, _) in actions { started[url] = id }
             return actions
         }
 
@@ -59,7 +59,7 @@ struct SchedulerCoreTests {
     }
 
     static func starts(_ actions: [SchedulerCore.Action]) -> [String] {
-        actions.compactMap { if case .start(let url, _, _, _) = $0 { url } else { nil } }
+        actions.compactMap { if case .start(let url, _, _, _, _) = $0 { url } else { nil } }
     }
 
     static func pauses(_ actions: [SchedulerCore.Action]) -> [String] {

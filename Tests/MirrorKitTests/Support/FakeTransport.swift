@@ -15,6 +15,7 @@ final class FakeTransport: DownloadTransport {
     struct Call: Equatable {
         var url: String
         var offset: Int64
+        var held: HeldVersion? = nil
     }
 
     private struct State {
@@ -42,7 +43,7 @@ final class FakeTransport: DownloadTransport {
         finished: @escaping Finish
     ) -> Stopper {
         state.withLock {
-            $0.calls.append(Call(url: url, offset: $0.partials[url, default: 0]))
+            $0.calls.append(Call(url: url, offset: $0.partials[url, default: 0], held: held))
             $0.ids[url] = id
             $0.receiving[url] = receiving
             $0.running[url] = finished
