@@ -96,60 +96,52 @@ extension JobRunner {
     }
 
     private func revalidate(_ source: String, in session: JobSession, claiming folders: [String]) async {
-        var position: SweepPosition?
-        repeat {
-            let page: SweepPage<(latest: MirroredFile, firstPath: String)>
-            do {
-                page = try await state.filesToRevalidate(source: source, claiming: folders, after: position, limit: sweepPageSize)
-            } catch {
-                session.halt(error)
-                return
-            }
+        await sweep(in: session) { position throws(MirrorError) in
+            try await state.filesToRevalidate(source: source, claiming: folders, after: position, limit: sweepPageSize)
+        } submitting: { file throws(MirrorError) in
             // A file confirmed by this sweep comes round again at the end: it is handled by then.
-            for (latest, firstPath) in page.files where !session.isHalted && !Task.isCancelled {
-                guard !handled.contains(latest.item) else { continue }
-                if keepDeleted {
-                    do {
-                        guard try directory.fileExists(latest.path) else { continue }
-                    } catch {
-                        session.halt(error)
-                        return
-                    }
-                }
-                // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
-                var job = MirrorJob(url: latest.url, relativePath: firstPath, item: latest.item)
-                job.isSweep = true
-                await session.submit(job, forced: false)
-            }
-            position = page.next
-        } while position != nil && !session.isHalted && !Task.isCancelled
+            guard !handled.contains(file.latest.item) else { return nil }
+            if keepDeleted, try !directory.fileExists(file.latest.path) { return nil }
+            // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
+            return MirrorJob(url: file.latest.url, relativePath: file.firstPath, item: file.latest.item)
+        }
     }
 
     private func restoreMissing(
         _ source: String, in session: JobSession, claiming folders: [String], restoring: @Sendable (String) -> Bool
     ) async {
-        var position: SweepPosition?
-        repeat {
-            let page: SweepPage<RecordedFile>
-            do {
-                page = try await state.latestFiles(source: source, claiming: folders, after: position, limit: sweepPageSize)
-            } catch {
-                session.halt(error)
-                return
-            }
-            for file in page.files where !session.isHalted && !Task.isCancelled {
-                guard !handled.contains(file.item), restoring(file.path) else { continue }
-                do {
-                    guard try !directory.fileExists(file.path) else { continue }
-                } catch {
-                    session.halt(error)
-                    return
+        await sweep(in: session) { position throws(MirrorError) in
+            try await state.latestFiles(source: source, claiming: folders, after: position, limit: sweepPageSize)
+        } submitting: { file throws(MirrorError) in
+            guard !handled.contains(file.item), restoring(file.path), try !directory.fileExists(file.path) else { return nil }
+            return MirrorJob(url: file.url, relativePath: file.path, item: file.item)
+        }
+    }
+
+    /// Submits to `session`, as sweep jobs, what `job` makes of each file of the sweep `page` reads
+    /// (nil: nothing for it). A failure halts the session.
+    private func sweep<File>(
+        in session: JobSession, _ page: (_ after: SweepPosition?) async throws(MirrorError) -> SweepPage<File>,
+        submitting job: (File) throws(MirrorError) -> MirrorJob?
+    ) async {
+        do throws(MirrorError) {
+            try await SweepPage.read(page) { files in
+                for file in files where !session.isHalted && !Task.isCancelled {
+                    let made: MirrorJob?
+                    do throws(MirrorError) {
+                        made = try job(file)
+                    } catch {
+                        session.halt(error)
+                        return false
+                    }
+                    guard var made else { continue }
+                    made.isSweep = true
+                    await session.submit(made, forced: false)
                 }
-                var job = MirrorJob(url: file.url, relativePath: file.path, item: file.item)
-                job.isSweep = true
-                await session.submit(job, forced: false)
+                return !session.isHalted && !Task.isCancelled
             }
-            position = page.next
-        } while position != nil && !session.isHalted && !Task.isCancelled
+        } catch {
+            session.halt(error)
+        }
     }
 }

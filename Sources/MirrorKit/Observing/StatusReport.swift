@@ -93,20 +93,21 @@ package struct StatusReport: Sendable, Codable {
             // may read the mirror (root, another user) counts the same. A page at a time: a
             // mirror of 200,000 files is not held in memory to be counted.
             let root = directory.root.path
-            var missing: Int? = 0
-            var position: SweepPosition?
-            repeat {
-                guard let page = try? await state.filePaths(after: position, limit: 1000) else {
-                    missing = nil
-                    break
+            var missing = 0
+            do throws(MirrorError) {
+                try await SweepPage.read { position throws(MirrorError) in
+                    try await state.filePaths(after: position, limit: 1000)
+                } each: { paths in
+                    missing += paths.count { path in
+                        var info = stat()
+                        return lstat(root + "/" + path, &info) != 0 && errno == ENOENT
+                    }
+                    return true
                 }
-                missing? += page.files.count { path in
-                    var info = stat()
-                    return lstat(root + "/" + path, &info) != 0 && errno == ENOENT
-                }
-                position = page.next
-            } while position != nil
-            if let missing { report.files?.missing = missing }
+                report.files?.missing = missing
+            } catch {
+                // Figures the record cannot give are left out, as when it cannot be read at all.
+            }
         }
         return report
     }

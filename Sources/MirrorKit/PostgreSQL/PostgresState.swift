@@ -180,14 +180,14 @@ package final class PostgresState: MirrorStore {
             ORDER BY checked_at, id LIMIT \(limit)
             """)
         var found: [(latest: MirroredFile, firstPath: String)] = []
-        var positions: [SweepPosition] = []
+        var last: SweepPosition?
         for row in rows {
             let first = try decode(row, String.self, column: "first_path")
             let file = try Self.file(from: row, in: self)
             found.append((file, first))
-            positions.append(SweepPosition(checkedAt: file.checkedAt, row: try decode(row, Int64.self, column: "row")))
+            last = SweepPosition(checkedAt: file.checkedAt, row: try decode(row, Int64.self, column: "row"))
         }
-        return SweepPage(files: found, positions: positions, limit: limit)
+        return SweepPage(files: found, last: last, limit: limit)
     }
 
     package func versionFigures() async throws(MirrorError) -> VersionFigures {
@@ -208,7 +208,7 @@ package final class PostgresState: MirrorStore {
     ) async throws(MirrorError) -> SweepPage<RecordedFile> {
         if position == nil { try await claim(folders, for: source) }
         var found: [RecordedFile] = []
-        var positions: [SweepPosition] = []
+        var last: SweepPosition?
         for row in try await rows(
             """
             SELECT id AS row, path, item, url FROM files WHERE source = \(source)
@@ -218,9 +218,9 @@ package final class PostgresState: MirrorStore {
             found.append(RecordedFile(
                 path: try decode(row, String.self, column: "path"), item: try decode(row, String.self, column: "item"),
                 url: try decode(row, String.self, column: "url")))
-            positions.append(SweepPosition(checkedAt: "", row: try decode(row, Int64.self, column: "row")))
+            last = SweepPosition(checkedAt: "", row: try decode(row, Int64.self, column: "row"))
         }
-        return SweepPage(files: found, positions: positions, limit: limit)
+        return SweepPage(files: found, last: last, limit: limit)
     }
 
     private func claim(_ folders: [String], for source: String) async throws(MirrorError) {
@@ -238,12 +238,12 @@ package final class PostgresState: MirrorStore {
 
     package func filePaths(after position: SweepPosition?, limit: Int) async throws(MirrorError) -> SweepPage<String> {
         var paths: [String] = []
-        var positions: [SweepPosition] = []
+        var last: SweepPosition?
         for row in try await rows("SELECT id AS row, path FROM files WHERE id > \((position ?? .start).row) ORDER BY id LIMIT \(limit)") {
             paths.append(try decode(row, String.self, column: "path"))
-            positions.append(SweepPosition(checkedAt: "", row: try decode(row, Int64.self, column: "row")))
+            last = SweepPosition(checkedAt: "", row: try decode(row, Int64.self, column: "row"))
         }
-        return SweepPage(files: paths, positions: positions, limit: limit)
+        return SweepPage(files: paths, last: last, limit: limit)
     }
 
     func recordRemoved(_ url: String) async throws(MirrorError) {

@@ -98,9 +98,24 @@ package struct SweepPage<File: Sendable>: Sendable {
     package var files: [File]
     package var next: SweepPosition?
 
-    init(files: [File], positions: [SweepPosition], limit: Int) {
+    /// `last`: the position of the last of `files`. A page short of `limit` is the last.
+    init(files: [File], last: SweepPosition?, limit: Int) {
         self.files = files
-        next = files.count < limit ? nil : positions.last
+        next = files.count < limit ? nil : last
+    }
+
+    /// Reads a sweep from the start, a page at a time, handing each page's files to `body` until
+    /// the last page, or until `body` says to stop (false).
+    static func read(
+        _ page: (_ after: SweepPosition?) async throws(MirrorError) -> SweepPage,
+        each body: ([File]) async -> Bool
+    ) async throws(MirrorError) {
+        var position: SweepPosition?
+        repeat {
+            let current = try await page(position)
+            guard await body(current.files) else { return }
+            position = current.next
+        } while position != nil
     }
 }
 

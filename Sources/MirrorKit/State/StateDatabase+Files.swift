@@ -190,7 +190,7 @@ extension StateDatabase {
 
     /// A page of what a `new-file` run revalidates (see ``MirrorStore/filesToRevalidate(source:claiming:after:limit:)``).
     func filesToRevalidate(
-        source: String, claiming folders: [String] = [], after position: SweepPosition? = nil, limit: Int = .max
+        source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
     ) throws(MirrorError) -> SweepPage<(latest: MirroredFile, firstPath: String)> {
         if position == nil { try claim(folders, for: source) }
         let from = position ?? .start
@@ -203,7 +203,7 @@ extension StateDatabase {
             (file: (latest: try Self.file(from: row), firstPath: try row.text("first_path")),
              position: SweepPosition(checkedAt: try row.text("checked_at"), row: try row.integer("row")))
         }
-        return SweepPage(files: rows.map(\.file), positions: rows.map(\.position), limit: limit)
+        return SweepPage(files: rows.map(\.file), last: rows.last?.position, limit: limit)
     }
 
     /// The item `name` stands for: a file's path, its file name, a URL that served it, or an item.
@@ -230,7 +230,7 @@ extension StateDatabase {
 
     /// A page of what a `skip-if-exists` run checks is on disk (see ``MirrorStore/latestFiles(source:claiming:after:limit:)``).
     func latestFiles(
-        source: String, claiming folders: [String] = [], after position: SweepPosition? = nil, limit: Int = .max
+        source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
     ) throws(MirrorError) -> SweepPage<RecordedFile> {
         if position == nil { try claim(folders, for: source) }
         // Three columns, in the order of (source, rowid), the index's: a run over 100,000 items
@@ -242,7 +242,7 @@ extension StateDatabase {
             (file: RecordedFile(path: try row.text("path"), item: try row.text("item"), url: try row.text("url")),
              position: SweepPosition(checkedAt: "", row: try row.integer("row")))
         }
-        return SweepPage(files: rows.map(\.file), positions: rows.map(\.position), limit: limit)
+        return SweepPage(files: rows.map(\.file), last: rows.last?.position, limit: limit)
     }
 
     /// Files an earlier version of mirror recorded without a source, in `folders` (`full/`,
@@ -270,7 +270,7 @@ extension StateDatabase {
         ) { row throws(SQLiteError) in
             (path: try row.text("path"), position: SweepPosition(checkedAt: "", row: try row.integer("row")))
         }
-        return SweepPage(files: rows.map(\.path), positions: rows.map(\.position), limit: limit)
+        return SweepPage(files: rows.map(\.path), last: rows.last?.position, limit: limit)
     }
 
     private func files(_ clause: String, _ arguments: [SQLiteValue]) throws(MirrorError) -> [MirroredFile] {

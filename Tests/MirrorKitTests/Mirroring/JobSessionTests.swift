@@ -107,59 +107,61 @@ struct JobSessionTests {
         }
     }
 
-    @Test func aFollowerThatIsCancelledIsAnsweredAtOnceAndTheLeadGoesOn() async throws {
+    /// A job mirroring `/shared.bin` (`size` bytes, held up for `seconds` after `stallAfter`) into
+    /// a.bin, held up, and a second job for the same URL into b.bin, following it.
+    private func withLeadAndFollower(
+        size: Int, stallAfter: Int, seconds: Double,
+        _ body: (FixtureServer, URL, JobRunner, _ lead: Task<JobRunner.Outcome, Never>, _ follower: Task<JobRunner.Outcome, Never>) async throws -> Void
+    ) async throws {
         try await TestSupport.withServer { server in
-            server.addMedia(path: "/shared.bin", size: 256 << 10)
-            server.inject(.stall(afterBytes: 128 << 10, seconds: 6), path: "/shared.bin")
+            server.addMedia(path: "/shared.bin", size: size)
+            server.inject(.stall(afterBytes: stallAfter, seconds: seconds), path: "/shared.bin")
             try await TestSupport.withTemporaryDirectory { dir in
                 let runner = try runner(in: dir)
                 let url = server.baseURL + "/shared.bin"
                 let lead = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "a.bin"), forced: true) }
-                try await eventually("the lead downloads", within: .seconds(30)) { server.requestCount(path: "/shared.bin") >= 1 }
+                try await eventually("the lead is held up", within: .seconds(60)) { server.bodyBytesSent(path: "/shared.bin") >= stallAfter }
                 let follower = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "b.bin"), forced: true) }
                 try await eventually("the second job follows", within: .seconds(30)) { runner.flights.followers(of: url) == 1 }
-                follower.cancel()
-                let followed = await follower.value
-                // The lead's body is held up for six seconds: the follower did not wait for it.
-                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("a.bin").path))
-                guard case .interrupted = followed else {
-                    Issue.record("the follower got \(followed)")
-                    return
-                }
-                guard case .downloaded = await lead.value else {
-                    Issue.record("the lead did not finish")
-                    return
-                }
-                // The lead's first request, closed after the stall, and its own resume by Range.
-                #expect(server.requests.filter { $0.path == "/shared.bin" }.map { $0.header("Range") != nil } == [false, true])
-                #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("a.bin").path))
-                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("b.bin").path))
+                try await body(server, dir, runner, lead, follower)
             }
         }
     }
 
-    @Test func aLeadThatIsCancelledTellsItsFollowersAndKeepsItsPartial() async throws {
-        try await TestSupport.withServer { server in
-            // Held up past the sink's buffer (1 MiB), so that some of it is in the partial.
-            server.addMedia(path: "/shared.bin", size: 2 << 20)
-            server.inject(.stall(afterBytes: 3 << 19, seconds: 30), path: "/shared.bin")
-            try await TestSupport.withTemporaryDirectory { dir in
-                let runner = try runner(in: dir)
-                let url = server.baseURL + "/shared.bin"
-                let lead = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "a.bin"), forced: true) }
-                try await eventually("the lead receives", within: .seconds(60)) { server.bodyBytesSent(path: "/shared.bin") >= 3 << 19 }
-                let follower = Task { await runner.mirrorFromAnySource(MirrorJob(url: url, relativePath: "b.bin"), forced: true) }
-                try await eventually("the second job follows", within: .seconds(30)) { runner.flights.followers(of: url) == 1 }
-                lead.cancel()
-                for outcome in [await lead.value, await follower.value] {
-                    guard case .interrupted = outcome else {
-                        Issue.record("a job got \(outcome)")
-                        continue
-                    }
-                }
-                #expect(runner.flights.followers(of: url) == 0)
-                #expect(runner.partials.length(for: url) > 0)
+    @Test func aFollowerThatIsCancelledIsAnsweredAtOnceAndTheLeadGoesOn() async throws {
+        try await withLeadAndFollower(size: 256 << 10, stallAfter: 128 << 10, seconds: 6) { server, dir, _, lead, follower in
+            follower.cancel()
+            let followed = await follower.value
+            // The lead's body is held up for six seconds: the follower did not wait for it.
+            #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("a.bin").path))
+            guard case .interrupted = followed else {
+                Issue.record("the follower got \(followed)")
+                return
             }
+            guard case .downloaded = await lead.value else {
+                Issue.record("the lead did not finish")
+                return
+            }
+            // The lead's first request, closed after the stall, and its own resume by Range.
+            #expect(server.requests.filter { $0.path == "/shared.bin" }.map { $0.header("Range") != nil } == [false, true])
+            #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("a.bin").path))
+            #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("b.bin").path))
+        }
+    }
+
+    @Test func aLeadThatIsCancelledTellsItsFollowersAndKeepsItsPartial() async throws {
+        // Held up past the sink's buffer (1 MiB), so that some of it is in the partial.
+        try await withLeadAndFollower(size: 2 << 20, stallAfter: 3 << 19, seconds: 30) { server, _, runner, lead, follower in
+            let url = server.baseURL + "/shared.bin"
+            lead.cancel()
+            for outcome in [await lead.value, await follower.value] {
+                guard case .interrupted = outcome else {
+                    Issue.record("a job got \(outcome)")
+                    continue
+                }
+            }
+            #expect(runner.flights.followers(of: url) == 0)
+            #expect(runner.partials.length(for: url) > 0)
         }
     }
 

@@ -76,30 +76,30 @@ struct StoreContractTests {
             let checked = "2026-01-0\(min(7 - index, 6))T00:00:00Z"
             try await raw("UPDATE files SET checked_at = '\(checked)' WHERE path = '\(path)'")
         }
-        var position: SweepPosition?
         var swept: [[String]] = []
-        repeat {
-            let page = try await store.filesToRevalidate(source: "tag pages", claiming: [], after: position, limit: 3)
-            swept.append(page.files.map(\.latest.path))
-            position = page.next
-        } while position != nil && swept.count < 10
+        try await SweepPage.read { position throws(MirrorError) in
+            try await store.filesToRevalidate(source: "tag pages", claiming: [], after: position, limit: 3)
+        } each: { files in
+            swept.append(files.map(\.latest.path))
+            return swept.count < 10
+        }
         #expect(swept == [["pages/6.jpg", "pages/5.jpg", "pages/4.jpg"], ["pages/3.jpg", "pages/2.jpg", "pages/0.jpg"], ["pages/1.jpg"]],
                 "least recently confirmed first, the row breaking a tie")
-        position = nil
         swept = []
-        repeat {
-            let page = try await store.latestFiles(source: "tag pages", claiming: [], after: position, limit: 7)
-            swept.append(page.files.map(\.path))
-            position = page.next
-        } while position != nil && swept.count < 10
+        try await SweepPage.read { position throws(MirrorError) in
+            try await store.latestFiles(source: "tag pages", claiming: [], after: position, limit: 7)
+        } each: { files in
+            swept.append(files.map(\.path))
+            return swept.count < 10
+        }
         #expect(swept == [paths, []], "a full last page is followed by an empty one")
-        position = nil
         var recorded: [String] = []
-        repeat {
-            let page = try await store.filePaths(after: position, limit: 4)
-            recorded += page.files
-            position = page.next
-        } while position != nil && recorded.count < 100
+        try await SweepPage.read { position throws(MirrorError) in
+            try await store.filePaths(after: position, limit: 4)
+        } each: { files in
+            recorded += files
+            return recorded.count < 100
+        }
         #expect(Array(recorded.suffix(7)) == paths, "every path once, in the order recorded")
         #expect(Set(recorded).count == recorded.count)
     }
