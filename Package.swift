@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "MirrorKit", targets: ["MirrorKit"]),
         .executable(name: "mirror", targets: ["mirror"]),
+        .executable(name: "mirror-postgresql", targets: ["mirror-postgresql"]),
         .executable(name: "fixture-server", targets: ["fixture-server"]),
     ],
     dependencies: [
@@ -49,18 +50,29 @@ let package = Package(
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ]
         ),
-        .executableTarget(
-            name: "mirror",
+        // PostgreSQL's client (with SwiftNIO, its TLS and Foundation) lives apart from MirrorKit,
+        // linked only into `mirror-postgresql`, which `mirror` hands a run with a shared state to.
+        .target(
+            name: "MirrorPostgreSQL",
+            dependencies: [
+                "MirrorKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
+        .target(
+            name: "MirrorCommandLine",
             dependencies: [
                 "MirrorKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .executableTarget(name: "mirror", dependencies: ["MirrorCommandLine"]),
+        .executableTarget(name: "mirror-postgresql", dependencies: ["MirrorCommandLine", "MirrorPostgreSQL"]),
         .target(
             name: "FixtureServer",
             dependencies: [
@@ -83,7 +95,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MirrorKitTests",
-            dependencies: ["MirrorKit", "FixtureServer"],
+            dependencies: ["MirrorKit", "MirrorPostgreSQL", "FixtureServer"],
             resources: []
         ),
     ],

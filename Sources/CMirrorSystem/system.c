@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -46,4 +47,8 @@ static volatile const char commit_stamp[48] = "@@MIRROR-COMMIT@@";
 
 const char *mirror_build_commit(void) {
     return commit_stamp[0] == '@' ? "" : (const char *)commit_stamp;
+}
+
+void mirror_name_this_thread(const char *name) {
+    pthread_setname_np(pthread_self(), name);
 }

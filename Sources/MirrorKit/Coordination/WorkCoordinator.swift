@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How workers that share one mirror (processes on one host, cron jobs on several) divide the
 /// work, through the state they share: one worker at a time crawls a source, each image is
@@ -10,7 +10,7 @@ import Foundation
 /// Each call finishes even when its caller is cancelled: a take cut short after its commit, or a
 /// release never sent, would leave a lease no one lets go, and a cancelled run must still record
 /// what it did.
-protocol WorkCoordinator: Sendable {
+package protocol WorkCoordinator: Sendable {
     /// This worker, as other workers and `mirror status` see it: `host:pid:nonce`.
     var workerID: String { get }
     /// How long a claim holds unless renewed; leases are renewed three times within it.
@@ -59,9 +59,9 @@ package enum CrawlTurn: Sendable, Equatable {
 
 /// What a worker has done this run, as its heartbeat reports it.
 package struct WorkerFigures: Sendable, Equatable {
-    var filesDone: Int
-    var bytes: Int64
-    var bytesPerSecond: Double
+    package var filesDone: Int
+    package var bytes: Int64
+    package var bytesPerSecond: Double
 }
 
 /// A worker as `mirror status` shows it.
@@ -81,4 +81,20 @@ package struct WorkerStatus: Sendable, Codable, Equatable {
     package var filesDone: Int
     package var bytes: Int64
     package var bytesPerSecond: Double
+
+    package init(id: String, host: String, pid: Int, source: String, startedAt: Date, heartbeatAt: Date, live: Bool, endedAt: Date? = nil, exitStatus: Int? = nil, claims: Int, filesDone: Int, bytes: Int64, bytesPerSecond: Double) {
+        self.id = id
+        self.host = host
+        self.pid = pid
+        self.source = source
+        self.startedAt = startedAt
+        self.heartbeatAt = heartbeatAt
+        self.live = live
+        self.endedAt = endedAt
+        self.exitStatus = exitStatus
+        self.claims = claims
+        self.filesDone = filesDone
+        self.bytes = bytes
+        self.bytesPerSecond = bytesPerSecond
+    }
 }

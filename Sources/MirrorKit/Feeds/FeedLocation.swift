@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where a feed is read from: a URL, a local file, or standard input.
 package enum FeedLocation: Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Reads what comes before a feed's root element, byte by byte, and refuses a DOCTYPE before any
 /// of it reaches libxml2.
@@ -202,7 +203,7 @@ struct FeedProlog: BodyInspector {
     /// Checks the encoding the XML declaration names, which libxml2 switches to from there on.
     private mutating func endDeclaration() {
         let text = String(decoding: declaration, as: UTF8.self)
-        guard let range = text.range(of: "encoding") else { return }
+        guard let range = text.firstRange(of: "encoding") else { return }
         var rest = text[range.upperBound...].drop { $0 == " " }
         guard rest.first == "=" else {
             verdict = .refused("has an XML declaration mirror cannot read")

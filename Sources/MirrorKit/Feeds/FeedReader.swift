@@ -1,5 +1,5 @@
 import CLibXML2
-import Foundation
+import FoundationEssentials
 
 /// A file a feed offers for download.
 struct FeedEnclosure: Sendable, Equatable {
@@ -134,7 +134,7 @@ private final class ErrorCollector {
 
     func record(line: Int, message: String) {
         guard summary == nil else { return }
-        let text = message.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = message.trimming(.spacesAndNewlines)
         summary = "not well-formed XML at line \(line): \(text)"
     }
 }

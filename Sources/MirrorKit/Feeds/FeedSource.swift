@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// An Atom, RSS or Dash feed as a source: its enclosures go into `enclosures/`, each forced:
@@ -209,7 +209,7 @@ package struct FeedSource: MirrorSource {
     static func fileName(for enclosure: FeedEnclosure) -> String {
         let path = URLComponents(string: enclosure.url)?.percentEncodedPath ?? ""
         let last = path.split(separator: "/").last.map(String.init) ?? ""
-        var name = FileNameText.replacingUnsafeCharacters(last.removingPercentEncoding ?? last)
+        var name = FileNameText.replacingUnsafeCharacters(last.percentDecoded ?? last)
         while name.hasPrefix(".") { name.removeFirst() }
         // The run has checked that MD5 works before it names a file.
         if name.isEmpty { name = "enclosure-" + ((try? Digest.md5Hex(Array(enclosure.url.utf8)))?.prefix(12) ?? "") }

@@ -1,5 +1,5 @@
 import CLibXML2
-import Foundation
+import FoundationEssentials
 
 /// The reader's cursor turned into feed structure, one node at a time.
 struct FeedWalker {
@@ -160,7 +160,7 @@ struct FeedWalker {
 
     private mutating func addEnclosure(href: String, length: String?, type: String?) {
         guard let resolved = resolve(href) else { return }
-        let size = length.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 > 0 ? $0 : nil }
+        let size = length.flatMap { Int64($0.trimming(.spaces)) }.flatMap { $0 > 0 ? $0 : nil }
         entry?.found.append(FeedEnclosure(url: resolved, length: size, type: type))
     }
 
@@ -197,7 +197,7 @@ struct FeedWalker {
     /// An entry's web page, resolved as an enclosure is; one that is no URL is left out quietly
     /// (it is only metadata: nothing is fetched from it).
     private func pageLink(_ href: String) -> String? {
-        let trimmed = href.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = href.trimming(.spacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
         return build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed))
     }
@@ -206,7 +206,7 @@ struct FeedWalker {
     /// are kept as written. Links with spaces or non-ASCII characters, which RFC 3986 forbids but
     /// feeds contain, are percent-encoded first. Nil when that fails too; the entry notes the link.
     private mutating func resolve(_ href: String) -> String? {
-        let trimmed = href.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = href.trimming(.spacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
         if let resolved = build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed)) { return resolved }
         entry?.unusable.append(trimmed)
@@ -236,7 +236,7 @@ struct FeedWalker {
             if byte > 0x20 && byte < 0x7F && !Array("\"<>\\^`{|}".utf8).contains(byte) {
                 result.append(Character(UnicodeScalar(byte)))
             } else {
-                result += String(format: "%%%02X", byte)
+                result += CFormat.string("%%%02X", byte)
             }
         }
         return result
@@ -252,7 +252,7 @@ struct FeedWalker {
     private func text() -> String? {
         guard let value = xmlTextReaderReadString(reader) else { return nil }
         defer { mirror_xml_free(value) }
-        let text = String(cString: value).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(cString: value).trimming(.spacesAndNewlines)
         return text.isEmpty ? nil : text
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Dates as people write them for `--since` and `--until`: a day (`2026-01-31`, from midnight UTC),
 /// a moment (`2026-01-31T12:00:00Z`, `2026-01-31T12:00:00+01:00`), or a span back from the start
@@ -8,7 +8,7 @@ enum DateBound {
 
     /// Nil for anything else. A bare number is refused: seconds, days or a year, it says none clearly.
     static func parse(_ text: String, now: Date) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimming(.spaces)
         guard !trimmed.isEmpty, trimmed.count <= 40 else { return nil }
         if let first = trimmed.first, first.isNumber, trimmed.contains("-") || trimmed.contains(":") {
             return moment(trimmed)
@@ -21,15 +21,10 @@ enum DateBound {
     /// An RFC 3339 moment (fractional seconds allowed) or a day (`2026-01-31`, from midnight
     /// UTC): what `--since` takes and what Atom feeds write.
     static func moment(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
         if text.count == 10 {
-            formatter.formatOptions = [.withFullDate]
-            return formatter.date(from: text)
+            return try? Date.ISO8601FormatStyle().year().month().day().parse(text)
         }
-        formatter.formatOptions = [.withInternetDateTime]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: text)
+        return (try? Date.ISO8601FormatStyle().parse(text))
+            ?? (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text))
     }
 }

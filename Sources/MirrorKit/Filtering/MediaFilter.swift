@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Which of the files a source finds a run takes: `--filter` (the kind of file, its size) and
 /// `--since`/`--until` (the post's or entry's date). Every condition must hold; what a source does

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Subprocess
 import SystemPackage
 
@@ -28,9 +29,8 @@ package struct CommandHook: SavedFileHook {
 
     static func isRunnable(_ program: String, path: String) -> Bool {
         func runnable(_ path: String) -> Bool {
-            var isFolder: ObjCBool = false
-            return FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && !isFolder.boolValue
-                && FileManager.default.isExecutableFile(atPath: path)
+            var info = stat()
+            return stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFDIR && access(path, X_OK) == 0
         }
         if program.contains("/") { return runnable(program) }
         return path.split(separator: ":").contains { runnable("\($0)/\(program)") }

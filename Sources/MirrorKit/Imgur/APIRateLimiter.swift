@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Keeps the crawler inside Imgur's API budget.
 ///

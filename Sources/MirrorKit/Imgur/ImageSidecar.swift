@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What an image's sidecar (`meta/<image id>.json`) holds: id, title, description, tags,
 /// datetime (ISO 8601) and timestamp, type, size, width, height, animated, the album (id, title)

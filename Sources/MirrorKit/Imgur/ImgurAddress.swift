@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a user names on the command line or in an input file: a tag, or any Imgur URL as a
 /// browser shows it (with or without its scheme, `www.` or `m.`, a title slug before the id).
@@ -14,7 +14,7 @@ package enum ImgurAddress: Sendable, Equatable, CustomStringConvertible {
 
     /// Reads `text`; the error says what was wrong with it, to be shown with ``acceptedForms``.
     package init(parsing text: String) throws(AddressError) {
-        let text = text.trimmingCharacters(in: .whitespaces)
+        let text = text.trimming(.spaces)
         guard !text.isEmpty else { throw AddressError(text: text, problem: "is empty") }
         if text.hasPrefix("#") {
             self = .tag(try Self.tagName(String(text.dropFirst()), text: text))
@@ -41,7 +41,7 @@ package enum ImgurAddress: Sendable, Equatable, CustomStringConvertible {
 
     private static func url(_ text: String) throws(AddressError) -> ImgurAddress {
         var rest = Substring(text)
-        if let scheme = rest.range(of: "://") {
+        if let scheme = rest.firstRange(of: "://") {
             let name = rest[..<scheme.lowerBound].lowercased()
             guard name == "http" || name == "https" else {
                 throw AddressError(text: text, problem: "is a \(name): URL, not an http or https one")
@@ -70,7 +70,7 @@ package enum ImgurAddress: Sendable, Equatable, CustomStringConvertible {
                 guard path.count == 3 else { throw AddressError(text: text, problem: "names no album, post, tag or image") }
                 return .post(try slugID(path[2], text: text))
             }
-            let name = path[1].removingPercentEncoding ?? path[1]
+            let name = path[1].percentDecoded ?? path[1]
             return .tag(try tagName(name, text: text))
         case ("a"?, 2):
             return .album(try slugID(path[1], text: text))

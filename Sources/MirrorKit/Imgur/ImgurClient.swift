@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// How a tag's gallery is ordered.
@@ -212,9 +212,7 @@ package struct ImgurClient: Sendable {
 
     /// Percent-encodes a tag or id for use as one path segment.
     static func pathSegment(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+        text.percentEncodedSegment
     }
 
     /// An API body decoded as `Payload`. A body nested deeper than any API answer is refused

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The crawl store as the Imgur sources use it: images and albums in, images out. The store keeps
 /// each image as its id and JSON (``FoundImage``); this says what that JSON is.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A failure talking to the Imgur API, with the message the API gave where it gave one.
 package struct ImgurError: Error, Sendable, CustomStringConvertible {
@@ -59,27 +59,27 @@ package struct ImgurError: Error, Sendable, CustomStringConvertible {
     /// as an object with `message`, or a gateway `errors` array with `detail`. Falls back to the
     /// start of the body for HTML pages and the like.
     static func message(fromBody body: [UInt8]) -> String {
-        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        guard let json = JSONValue.parse(body), json.object != nil else {
             let text = String(decoding: body.prefix(120), as: UTF8.self)
-                .components(separatedBy: .newlines).joined(separator: " ")
-                .trimmingCharacters(in: .whitespaces)
+                .split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).joined(separator: " ")
+                .trimming(.spaces)
             return text.isEmpty ? "empty body" : "non-JSON body: \(text)"
         }
-        if let data = json["data"] as? [String: Any] {
-            if let text = data["error"] as? String { return text }
-            if let object = data["error"] as? [String: Any], let text = object["message"] as? String { return text }
+        if let error = json["data"]?["error"] {
+            if let text = error.string { return text }
+            if let text = error["message"]?.string { return text }
         }
-        if let errors = json["errors"] as? [[String: Any]], let first = errors.first {
-            return (first["detail"] as? String) ?? (first["status"] as? String) ?? "unknown error"
+        if let first = json["errors"]?.array?.first, first.object != nil {
+            return first["detail"]?.string ?? first["status"]?.string ?? "unknown error"
         }
         return "no error message in the body"
     }
 
     /// An in-body status that differs from the HTTP one (1203, "over capacity", arrives as 403).
     static func bodyStatus(_ body: [UInt8]) -> Int? {
-        guard let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return nil }
-        if let status = json["status"] as? Int { return status }
-        if let errors = json["errors"] as? [[String: Any]], let code = errors.first?["code"] as? String {
+        guard let json = JSONValue.parse(body), json.object != nil else { return nil }
+        if let status = json["status"]?.integer { return status }
+        if let code = json["errors"]?.array?.first?["code"]?.string {
             return Int(code)
         }
         return nil

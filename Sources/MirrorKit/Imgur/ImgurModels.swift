@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 /// An image as the Imgur API describes it, in a tag page, an album or an album's image list.
 ///
 /// Only the fields mirror needs are decoded (to mirror it, and for its metadata sidecar), each

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How Imgur's CDN answers for media that was removed: a redirect to `removed.png`, a placeholder
 /// with a fixed ETag. Only the tag mirror applies this rule; a feed's files are judged as they come.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// Walks a tag's gallery page by page, carrying on across runs from a cursor, and hands on every

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A file a dry run would fetch: what `--dry-run` prints, one line each.

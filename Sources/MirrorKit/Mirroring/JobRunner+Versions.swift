@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What `new-file` mode adds: the mirror's copy of an item is asked after again, and a changed
 /// file is kept beside the old one, but the same bytes are never saved twice.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 
@@ -48,6 +48,11 @@ package struct Sharing: Sendable {
         self.state = state
         self.coordinator = coordinator
         self.maxPerHost = maxPerHost
+    }
+
+    /// Workers sharing the mirror through `database`.
+    package init(_ database: SharedDatabase, maxPerHost: Int) {
+        self.init(state: database.state, coordinator: database.coordinator, maxPerHost: maxPerHost)
     }
 }
 
@@ -404,7 +409,7 @@ struct JobRunner: Sendable {
 
     /// Names the fetched file and records it: beside `held` (a new version) when there is one.
     private func commit(_ file: FetchedFile, of job: MirrorJob, besides held: MirroredFile?, restoring missing: Bool) async -> Outcome {
-        let lastModified = file.lastModified.flatMap(HTTPDate.parse)
+        let lastModified = file.lastModified.flatMap { HTTPDate.parse($0) }
         // The commit moves the partial away (or, when the name is taken, deletes it).
         let (directory, partials) = (directory, partials)
         let mode = held == nil ? mode : .newFile

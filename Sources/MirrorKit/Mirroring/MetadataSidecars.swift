@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a source said of each file, as a JSON sidecar under `meta/` (`--metadata`). Each kind of
 /// source decides what its sidecars hold (see `ImageSidecar`, `EnclosureSidecar`); this writes

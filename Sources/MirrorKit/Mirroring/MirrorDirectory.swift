@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// What a run does about a file the mirror has already (the design's `DownloadMode`).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// Runs every source of a run through one job runner: one scheduler, one engine, one state

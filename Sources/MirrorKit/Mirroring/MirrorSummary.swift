@@ -135,7 +135,7 @@ package struct MirrorSummary: Sendable {
             value /= 1000
             unit += 1
         }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        return unit == 0 ? "\(bytes) B" : CFormat.string("%.1f ", value) + units[unit]
     }
 }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An exclusive lock on a mirror directory, so two runs (say, cron firing while a slow run still
 /// goes) never work on the same files. `flock(2)` locks die with the process, however it ends, so

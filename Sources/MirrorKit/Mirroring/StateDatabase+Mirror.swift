@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension StateDatabase {
     /// Opens (or creates) the state database of `directory`, in its `.mirror`.

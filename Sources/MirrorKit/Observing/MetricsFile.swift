@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Prometheus
 
 /// A run's figures as a Prometheus text exposition file, for node_exporter's textfile collector:

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Turns a run's progress into the one or two lines a terminal shows while it runs:
 ///
@@ -100,8 +100,8 @@ package struct ProgressLines: Sendable {
     static func format(seconds: Int) -> String {
         switch seconds {
         case ..<60: "\(seconds)s"
-        case ..<3600: "\(seconds / 60)m\(String(format: "%02d", seconds % 60))s"
-        default: "\(seconds / 3600)h\(String(format: "%02d", seconds / 60 % 60))m"
+        case ..<3600: "\(seconds / 60)m\(CFormat.string("%02d", seconds % 60))s"
+        default: "\(seconds / 3600)h\(CFormat.string("%02d", seconds / 60 % 60))m"
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// What a run has done so far: a value folded from the run's events (``apply(_:)-(RunEvent)``)

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A running mirror's live state, kept in `.mirror/status.json` so that `mirror status` in another
 /// shell can show it.

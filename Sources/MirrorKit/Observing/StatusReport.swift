@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Everything `mirror status` says of a mirror directory, gathered without writing to it: the run
 /// going on (or none), the last run that finished, each crawl's cursor, the API budget, the files
@@ -57,13 +58,13 @@ package struct StatusReport: Sendable, Codable {
         return report
     }
 
-    /// Reads what `directory` and the shared state `postgres` hold: the workers instead of a
-    /// status file, and the records from the database.
+    /// Reads what `directory` and the `shared` state hold: the workers instead of a status file,
+    /// and the records from the database.
     package static func gather(
-        in directory: MirrorDirectory, postgres: PostgresState, now: Date = Date()
+        in directory: MirrorDirectory, shared: SharedDatabase, now: Date = Date()
     ) async throws(MirrorError) -> StatusReport {
-        var report = await gather(in: directory, state: postgres, now: now) { _ in false }
-        report.workers = try await PostgresCoordinator(state: postgres).workers()
+        var report = await gather(in: directory, state: shared.state, now: now) { _ in false }
+        report.workers = try await shared.coordinator.workers()
         return report
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Settings as given: read from a JSON config file (`--config`), or from the command line's flags.
 /// Every key is optional; ``RunSettings`` merges the two (flags win) and applies the defaults.
@@ -178,20 +178,17 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .configuration("config file \(path): cannot be read")
         }
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: data)
-        } catch {
+        guard let document = JSONValue.parse(data) else {
             throw .configuration("config file \(path): not valid JSON")
         }
-        guard let keys = (object as? [String: Any])?.keys else {
+        guard let keys = document.object?.keys else {
             throw .configuration("config file \(path): expected a JSON object at the top level")
         }
         let known = Set(CodingKeys.allCases.map(\.rawValue))
         if let unknown = keys.sorted().first(where: { !known.contains($0) }) {
             throw .configuration("config file \(path): unknown key '\(unknown)'")
         }
-        if let sources = (object as? [String: Any])?["sources"] {
+        if let sources = document["sources"] {
             try checkSourceKeys(sources, path: path)
         }
         let configuration: MirrorConfiguration
@@ -215,14 +212,14 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
 
     /// Refuses a `sources` that is not an object of objects, and a source's key that is unknown or
     /// a setting of the whole run.
-    private static func checkSourceKeys(_ sources: Any, path: String) throws(MirrorError) {
-        guard let sources = sources as? [String: Any] else {
+    private static func checkSourceKeys(_ sources: JSONValue, path: String) throws(MirrorError) {
+        guard let sources = sources.object else {
             throw .configuration("config file \(path): 'sources' must be an object: each source (a tag, an Imgur URL, a feed) with its settings")
         }
         let allowed = Set(sourceKeys.map(\.rawValue))
         let known = Set(CodingKeys.allCases.map(\.rawValue))
         for (source, entry) in sources.sorted(by: { $0.key < $1.key }) {
-            guard let keys = (entry as? [String: Any])?.keys else {
+            guard let keys = entry.object?.keys else {
                 throw .configuration("config file \(path): sources '\(source)' must be an object of settings")
             }
             for key in keys.sorted() where !allowed.contains(key) {

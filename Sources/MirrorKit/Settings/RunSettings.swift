@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// Live progress on a terminal.
@@ -129,7 +129,7 @@ package struct RunSettings: Sendable {
         case (nil, nil): hook = nil
         case (_?, _?): throw .configuration("exec and execShell (--exec, --exec-shell) contradict each other: give one")
         }
-        metricsFile = given.metricsFile.map { NSString(string: $0).expandingTildeInPath }
+        metricsFile = given.metricsFile.map { HomeDirectory.expandingTilde(in: $0) }
         postgres = try given.state.map { text throws(MirrorError) in try PostgresLocation(text) }
         leaseDuration = .seconds(given.leaseSeconds ?? Defaults.leaseSeconds)
         clusterMaxPerHost = given.clusterMaxPerHost ?? Defaults.clusterMaxPerHost

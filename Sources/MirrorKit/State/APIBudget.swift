@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The API budget as the last answer stated it, kept between runs so that `mirror status` can show
 /// it and the next run can plan from it.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where a listing's crawl stands between runs.
 ///
@@ -7,7 +7,7 @@ import Foundation
 /// below it is older. A pass cut short (the API budget, a signal, a deadline, an error) resumes at
 /// ``nextPage`` in the next run.
 package struct CrawlCursor: Sendable, Equatable, Codable {
-    var source: String
+    package var source: String
     /// Passes completed so far; the open pass, if any, is number `pass`.
     package var pass: Int
     /// The next page of the open pass; nil when no pass is open (the next run opens one at page 0).
@@ -15,28 +15,28 @@ package struct CrawlCursor: Sendable, Equatable, Codable {
     /// The newest entry at the head of the listing, as the last read of page 0 showed it.
     package var headID: String?
     /// The listing's size as the API last stated it.
-    var totalItems: Int?
+    package var totalItems: Int?
     /// Entries per page, as page 0 showed it.
-    var pageSize: Int?
+    package var pageSize: Int?
     /// Pages read over all runs.
     package var pagesRead: Int
     /// The last pass that read the listing to its real end, or down to what such a pass saw (not
     /// only to `--pages`): everything below an entry it saw is known, so a later pass of a
     /// newest-first listing stops at the first such entry.
-    var lastFullPass: Int?
+    package var lastFullPass: Int?
 
     /// A page that came back empty well before the listing's stated size: believed to be the end
     /// only when a later run finds it empty again.
-    var suspectedEnd: Int?
+    package var suspectedEnd: Int?
 
     /// Some pass has read the listing to its end.
     package var reachedEnd: Bool { lastFullPass != nil }
 
     /// The last completed pass was cut short by `--pages`: a run without it reads on to the gap.
     package var lastPassWasCut: Bool { pass > 0 && lastFullPass != pass - 1 }
-    var updatedAt: Date?
+    package var updatedAt: Date?
 
-    init(source: String) {
+    package init(source: String) {
         self.source = source
         pass = 0
         pagesRead = 0
@@ -53,25 +53,31 @@ package struct CrawlCursor: Sendable, Equatable, Codable {
 /// An image a listing found, as the store keeps it: its id, what the listing said of it (JSON
 /// that the store keeps and never reads), and the album it came from, if any.
 package struct FoundImage: Sendable, Equatable {
-    var id: String
-    var payload: String
-    var albumID: String?
+    package var id: String
+    package var payload: String
+    package var albumID: String?
+
+    package init(id: String, payload: String, albumID: String? = nil) {
+        self.id = id
+        self.payload = payload
+        self.albumID = albumID
+    }
 }
 
 /// What one page of a listing added, written in one step with the cursor that follows it, so a
 /// run killed at any point neither loses found images nor reads a page it has recorded.
-struct ListedPage: Sendable {
+package struct ListedPage: Sendable {
     /// Entries (images and albums) first seen on this page.
-    var newEntryIDs: [String]
+    package var newEntryIDs: [String]
     /// Images to mirror.
-    var images: [FoundImage]
+    package var images: [FoundImage]
     /// Albums whose images must still be asked for.
-    var pendingAlbumIDs: [String]
+    package var pendingAlbumIDs: [String]
     /// What the page said of those albums (JSON), for their images' metadata.
-    var pendingAlbumContexts: [String: String]
-    var cursor: CrawlCursor
+    package var pendingAlbumContexts: [String: String]
+    package var cursor: CrawlCursor
     /// Who records it, and which of its images it would fetch.
-    var lister: Lister
+    package var lister: Lister
 
     init(
         newEntryIDs: [String], images: [FoundImage], pendingAlbumIDs: [String], pendingAlbumContexts: [String: String] = [:],
@@ -89,13 +95,13 @@ struct ListedPage: Sendable {
 /// Who records a page or an album's images: an unfinished image or album is held by one owner
 /// (a tag), whose runs resume it with its settings. An unfinished image another owner holds is
 /// taken over by a lister whose filter wants it (so a narrow tag cannot starve a wider one).
-struct Lister: Sendable {
+package struct Lister: Sendable {
     /// The listing's key (`imgur tag cats time all`).
-    var listing: String
+    package var listing: String
     /// What the keys of every listing of the same owner start with (`imgur tag cats `).
-    var owner: String
+    package var owner: String
     /// The images (by id) the lister would fetch.
-    var wants: Set<String>
+    package var wants: Set<String>
 }
 
 /// Figures for `mirror status`.
@@ -110,12 +116,22 @@ package struct CrawlFigures: Sendable, Equatable, Codable {
     package var albumsCached: Int
     package var albumsPending: Int
     package var albumsGone: Int
+
+    package init(cursor: CrawlCursor, entriesKnown: Int, imagesKnown: Int, imagesPending: Int, albumsCached: Int, albumsPending: Int, albumsGone: Int) {
+        self.cursor = cursor
+        self.entriesKnown = entriesKnown
+        self.imagesKnown = imagesKnown
+        self.imagesPending = imagesPending
+        self.albumsCached = albumsCached
+        self.albumsPending = albumsPending
+        self.albumsGone = albumsGone
+    }
 }
 
 /// The durable side of a tag crawl: its cursor, the listing entries it has seen, the album cache,
 /// the images found and not yet mirrored, and the API budget. A source reads and writes only this;
 /// files are the mirror's business.
-protocol CrawlStore: Sendable {
+package protocol CrawlStore: Sendable {
     func cursor(for source: String) async throws(MirrorError) -> CrawlCursor
     func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError)
     /// Records a page; returns the images its lister now holds unfinished: those new to the store,

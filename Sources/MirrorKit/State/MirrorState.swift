@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where a mirror keeps what it knows between runs, as commands read it: the runs, the files
 /// and their versions, each crawl's figures. Two backends keep it: ``StateDatabase`` (SQLite in
@@ -41,7 +41,7 @@ extension MirrorState {
 
 /// Everything a run reads and writes: the records of ``MirrorState``, a tag's crawl
 /// (``CrawlStore``), and the files' versions as jobs look them up and commit them.
-protocol MirrorStore: MirrorState, CrawlStore {
+package protocol MirrorStore: MirrorState, CrawlStore {
     /// The item's newest version: the file recorded last.
     func latestFile(of item: String) async throws(MirrorError) -> MirroredFile?
     /// What a job needs to know, in one query: the item's newest version, and whether `url` is
@@ -86,11 +86,16 @@ protocol MirrorStore: MirrorState, CrawlStore {
 /// Where a sweep over a source's files stands: the order of the last file it was given (when
 /// it was last confirmed, for a revalidation, and its row).
 package struct SweepPosition: Sendable, Equatable {
-    var checkedAt: String
-    var row: Int64
+    package var checkedAt: String
+    package var row: Int64
+
+    package init(checkedAt: String, row: Int64) {
+        self.checkedAt = checkedAt
+        self.row = row
+    }
 
     /// Before every file.
-    static let start = SweepPosition(checkedAt: "", row: .min)
+    package static let start = SweepPosition(checkedAt: "", row: .min)
 }
 
 /// A page of a sweep, and where the next page starts: nil after the last.
@@ -99,7 +104,7 @@ package struct SweepPage<File: Sendable>: Sendable {
     package var next: SweepPosition?
 
     /// `last`: the position of the last of `files`. A page short of `limit` is the last.
-    init(files: [File], last: SweepPosition?, limit: Int) {
+    package init(files: [File], last: SweepPosition?, limit: Int) {
         self.files = files
         next = files.count < limit ? nil : last
     }
@@ -120,8 +125,14 @@ package struct SweepPage<File: Sendable>: Sendable {
 }
 
 /// Where a file is and what it is: enough to check it is there and fetch it again if not.
-struct RecordedFile: Sendable, Equatable {
+package struct RecordedFile: Sendable, Equatable {
     var path: String
     var item: String
     var url: String
+
+    package init(path: String, item: String, url: String) {
+        self.path = path
+        self.item = item
+        self.url = url
+    }
 }

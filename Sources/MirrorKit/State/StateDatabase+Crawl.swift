@@ -1,7 +1,7 @@
-import Foundation
+import FoundationEssentials
 
 extension StateDatabase: CrawlStore {
-    func cursor(for source: String) throws(MirrorError) -> CrawlCursor {
+    package func cursor(for source: String) throws(MirrorError) -> CrawlCursor {
         let cursors = try read(
             "SELECT pass, next_page, head_id, total_items, page_size, pages_read, updated_at, last_full_pass, suspected_end FROM crawl_cursors WHERE source = ?1",
             [.text(source)]
@@ -21,11 +21,11 @@ extension StateDatabase: CrawlStore {
         return cursors.first ?? CrawlCursor(source: source)
     }
 
-    func saveCursor(_ cursor: CrawlCursor) throws(MirrorError) {
+    package func saveCursor(_ cursor: CrawlCursor) throws(MirrorError) {
         try write(Self.saveCursorSQL, Self.arguments(of: cursor))
     }
 
-    func recordPage(_ page: ListedPage, source: String) throws(MirrorError) -> [FoundImage] {
+    package func recordPage(_ page: ListedPage, source: String) throws(MirrorError) -> [FoundImage] {
         try inTransaction { () throws(SQLiteError) in
             for id in page.newEntryIDs {
                 try db.execute(
@@ -43,7 +43,7 @@ extension StateDatabase: CrawlStore {
         }
     }
 
-    func knownEntries(_ entryIDs: [String], source: String) throws(MirrorError) -> [String: Int] {
+    package func knownEntries(_ entryIDs: [String], source: String) throws(MirrorError) -> [String: Int] {
         var known: [String: Int] = [:]
         for id in Set(entryIDs) {
             let passes = try read(
@@ -54,19 +54,19 @@ extension StateDatabase: CrawlStore {
         return known
     }
 
-    func cachedAlbum(_ albumID: String) throws(MirrorError) -> String? {
+    package func cachedAlbum(_ albumID: String) throws(MirrorError) -> String? {
         try read("SELECT images FROM albums WHERE id = ?1 AND state = 'cached'", [.text(albumID)]) { row throws(SQLiteError) in
             try row.text("images")
         }.first
     }
 
-    func albumContext(_ albumID: String) throws(MirrorError) -> String? {
+    package func albumContext(_ albumID: String) throws(MirrorError) -> String? {
         try read("SELECT context FROM albums WHERE id = ?1", [.text(albumID)]) { row throws(SQLiteError) in
             try row.optionalText("context")
         }.first ?? nil
     }
 
-    func pendingAlbums(listedBy prefix: String = "", orShownBy listings: [String] = []) throws(MirrorError) -> [(id: String, listing: String)] {
+    package func pendingAlbums(listedBy prefix: String = "", orShownBy listings: [String] = []) throws(MirrorError) -> [(id: String, listing: String)] {
         let shown = listings.indices.map { "?\($0 + 2)" }.joined(separator: ", ")
         return try read(
             "SELECT id, source FROM albums WHERE state = 'pending' AND (substr(source, 1, length(?1)) = ?1"
@@ -76,7 +76,7 @@ extension StateDatabase: CrawlStore {
         ) { row throws(SQLiteError) in (try row.text("id"), try row.text("source")) }
     }
 
-    func recordAlbumFailure(_ albumID: String, problem: String) throws(MirrorError) -> Int {
+    package func recordAlbumFailure(_ albumID: String, problem: String) throws(MirrorError) -> Int {
         try write(
             "UPDATE albums SET failures = failures + 1, problem = ?2, updated_at = ?3 WHERE id = ?1",
             [.text(albumID), .text(problem), .text(Self.now())])
@@ -86,7 +86,7 @@ extension StateDatabase: CrawlStore {
         }.first ?? 0
     }
 
-    func recordAlbum(
+    package func recordAlbum(
         _ albumID: String, images: [FoundImage], list json: String, source: String, lister: Lister
     ) throws(MirrorError) -> [FoundImage] {
         try inTransaction { () throws(SQLiteError) in
@@ -98,7 +98,7 @@ extension StateDatabase: CrawlStore {
         }
     }
 
-    func recordAlbumGone(_ albumID: String, problem: String, source: String) throws(MirrorError) {
+    package func recordAlbumGone(_ albumID: String, problem: String, source: String) throws(MirrorError) {
         try write(
             "INSERT INTO albums (id, source, state, problem, updated_at) VALUES (?1, ?2, 'gone', ?3, ?4) "
                 + "ON CONFLICT(id) DO UPDATE SET state = 'gone', problem = excluded.problem, updated_at = excluded.updated_at",
@@ -109,7 +109,7 @@ extension StateDatabase: CrawlStore {
     /// found, `limit` at a time: pass the last page's `next` as `after` for the next page; `next`
     /// is nil after the last one. Paged, so that resuming a big tag does not hold every pending
     /// image at once.
-    func pendingImages(
+    package func pendingImages(
         listedBy prefix: String = "", after position: Int64 = 0, limit: Int = 1000
     ) throws(MirrorError) -> (images: [FoundImage], next: Int64?) {
         let rows = try read(
@@ -123,7 +123,7 @@ extension StateDatabase: CrawlStore {
         return (rows.map(\.1), rows.count == limit ? rows.last?.0 : nil)
     }
 
-    func markImagesDone(_ imageIDs: [String]) throws(MirrorError) {
+    package func markImagesDone(_ imageIDs: [String]) throws(MirrorError) {
         guard !imageIDs.isEmpty else { return }
         try inTransaction { () throws(SQLiteError) in
             for id in imageIDs { try db.execute("UPDATE images SET done = 1 WHERE id = ?1", [.text(id)]) }
@@ -140,7 +140,7 @@ extension StateDatabase: CrawlStore {
         return try? decoder.decode(APIBudget.self, from: Data(json.utf8))
     }
 
-    func saveBudget(_ budget: APIBudget, api: String) throws(MirrorError) {
+    package func saveBudget(_ budget: APIBudget, api: String) throws(MirrorError) {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         guard let data = try? encoder.encode(budget) else { return }

@@ -4,13 +4,13 @@ package struct MirroredFile: Sendable, Equatable {
     package var path: String
     /// What the file is a version of: the media URL for a tag's files, the entry for a feed's
     /// (so a release served from a feed's second mirror is the same item, not a new file).
-    var item: String
+    package var item: String
     /// The tag or feed that mirrored it, whose `new-file` runs revalidate it.
-    var source: String?
+    package var source: String?
     /// The URL that served these bytes.
     package var url: String
     package var etag: String?
-    var lastModified: String?
+    package var lastModified: String?
     package var bytes: Int64
     /// The MD5 of the bytes, once known (from an MD5 ETag, or hashed when versions were compared).
     package var md5: String?
@@ -21,7 +21,7 @@ package struct MirroredFile: Sendable, Equatable {
     /// When the server last said this is still the item's current content (or when mirrored).
     package var checkedAt: String
 
-    init(
+    package init(
         path: String, item: String, source: String?, url: String, etag: String?, lastModified: String?, bytes: Int64,
         md5: String?, version: String? = nil, updated: String? = nil, mirroredAt: String = "", checkedAt: String = ""
     ) {
@@ -41,10 +41,10 @@ package struct MirroredFile: Sendable, Equatable {
 }
 
 /// The release of a feed entry a file came from.
-struct FeedRelease: Sendable, Equatable {
-    var version: String?
+package struct FeedRelease: Sendable, Equatable {
+    package var version: String?
     /// Atom's `updated`, RSS's `pubDate`, as the feed writes it.
-    var updated: String?
+    package var updated: String?
 
     init(version: String?, updated: String?) {
         self.version = version
@@ -62,6 +62,13 @@ package struct VersionFigures: Sendable, Equatable, Codable {
     /// newest version of each again, unless deleted files are kept deleted. Counted by `mirror
     /// status`, not by the store.
     package var missing: Int?
+
+    package init(items: Int, files: Int, itemsWithVersions: Int, missing: Int? = nil) {
+        self.items = items
+        self.files = files
+        self.itemsWithVersions = itemsWithVersions
+        self.missing = missing
+    }
 }
 
 extension StateDatabase {
@@ -69,13 +76,13 @@ extension StateDatabase {
         "path, item, source, url, etag, last_modified, bytes, md5, version, updated, mirrored_at, checked_at"
 
     /// The item's newest version: the file recorded last.
-    func latestFile(of item: String) throws(MirrorError) -> MirroredFile? {
+    package func latestFile(of item: String) throws(MirrorError) -> MirroredFile? {
         try files("WHERE item = ?1 ORDER BY rowid DESC LIMIT 1", [.text(item)]).first
     }
 
     /// What a job needs to know, in one query (it is asked for every file of a run): the item's
     /// newest version, and whether `url` is known removed upstream.
-    func fate(of item: String, url: String) throws(MirrorError) -> (latest: MirroredFile?, removed: Bool) {
+    package func fate(of item: String, url: String) throws(MirrorError) -> (latest: MirroredFile?, removed: Bool) {
         let fates = try read(
             "SELECT latest.*, EXISTS (SELECT 1 FROM removed WHERE url = ?2) AS removed FROM (SELECT 1) LEFT JOIN "
                 + "(SELECT \(Self.columns) FROM files WHERE item = ?1 ORDER BY rowid DESC LIMIT 1) AS latest ON 1",
@@ -92,7 +99,7 @@ extension StateDatabase {
     }
 
     /// The item whose version `path` is, if any.
-    func item(owning path: String) throws(MirrorError) -> String? {
+    package func item(owning path: String) throws(MirrorError) -> String? {
         try read("SELECT item FROM files WHERE path = ?1", [.text(path)]) { row throws(SQLiteError) in try row.text("item") }.first
     }
 
@@ -103,7 +110,7 @@ extension StateDatabase {
     /// comes before it runs joins its transaction. With one file at a time that is one statement
     /// as before; with many downloads finishing together, one transaction carries all of them,
     /// not one each (a transaction is most of what a small file's row costs).
-    func record(_ file: MirroredFile) async throws(MirrorError) {
+    package func record(_ file: MirroredFile) async throws(MirrorError) {
         let failure: MirrorError? = await withCheckedContinuation { reply in
             waitingRecords.append((file, reply))
             if waitingRecords.count == 1 { Task { self.writeWaitingRecords() } }
@@ -153,7 +160,7 @@ extension StateDatabase {
     /// feed now names for it (the same bytes), and the validators the server sent, which replace
     /// the stored ones when `replacingValidators` (a whole answer, or another URL's), else only
     /// fill in what a 304 repeated.
-    func confirm(
+    package func confirm(
         _ path: String, url: String, etag: String?, lastModified: String?, release: FeedRelease?,
         replacingValidators: Bool = false
     ) throws(MirrorError) {
@@ -170,7 +177,7 @@ extension StateDatabase {
     /// Takes over the files recorded under `item` (an earlier version of mirror named items by
     /// URL) for `newItem`, as the release `release`, in one step: a kill between the two would
     /// leave them without the release, and reported as an old one forever.
-    func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) throws(MirrorError) {
+    package func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) throws(MirrorError) {
         try inTransaction { () throws(SQLiteError) in
             try db.execute(
                 "UPDATE files SET item = ?2, source = coalesce(source, ?3), version = ?4, updated = ?5 WHERE item = ?1",
@@ -179,7 +186,7 @@ extension StateDatabase {
     }
 
     /// Records the MD5 of `path`, computed once it was needed.
-    func setMD5(_ md5: String, of path: String) throws(MirrorError) {
+    package func setMD5(_ md5: String, of path: String) throws(MirrorError) {
         try write("UPDATE files SET md5 = ?2 WHERE path = ?1", [.text(path), .text(md5)])
     }
 
@@ -189,7 +196,7 @@ extension StateDatabase {
         + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)"
 
     /// A page of what a `new-file` run revalidates (see ``MirrorStore/filesToRevalidate(source:claiming:after:limit:)``).
-    func filesToRevalidate(
+    package func filesToRevalidate(
         source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
     ) throws(MirrorError) -> SweepPage<(latest: MirroredFile, firstPath: String)> {
         if position == nil { try claim(folders, for: source) }
@@ -229,7 +236,7 @@ extension StateDatabase {
     }
 
     /// A page of what a `skip-if-exists` run checks is on disk (see ``MirrorStore/latestFiles(source:claiming:after:limit:)``).
-    func latestFiles(
+    package func latestFiles(
         source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
     ) throws(MirrorError) -> SweepPage<RecordedFile> {
         if position == nil { try claim(folders, for: source) }
@@ -255,7 +262,7 @@ extension StateDatabase {
         }
     }
 
-    func hasFiles(fromHost host: String) throws(MirrorError) -> Bool {
+    package func hasFiles(fromHost host: String) throws(MirrorError) -> Bool {
         let prefix = Self.likeEscaped(host) + "/%"
         return !(try read(
             "SELECT 1 AS found FROM files WHERE url LIKE ?1 ESCAPE '\\' OR url LIKE ?2 ESCAPE '\\' LIMIT 1",

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One finished run: what it did and how it ended. Kept in the state database so that
 /// `mirror status` can show the last run when none is active, and the metrics file can say when a
@@ -47,7 +47,7 @@ package struct RunRecord: Sendable, Codable, Equatable {
 
 extension StateDatabase {
     /// Runs kept: enough to see a pattern, few enough that the table never grows.
-    static let runsKept = 200
+    package static let runsKept = 200
 
     package func recordRun(_ run: RunRecord) throws(MirrorError) {
         let json = (try? Self.runEncoder.encode(run)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
@@ -86,14 +86,14 @@ extension StateDatabase {
         }.first?.map { Date(timeIntervalSince1970: TimeInterval($0)) }
     }
 
-    static let runEncoder: JSONEncoder = {
+    package static let runEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
         return encoder
     }()
 
-    static let runDecoder: JSONDecoder = {
+    package static let runDecoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return decoder

@@ -1,5 +1,6 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What a mirror directory remembers between runs, in `.mirror/state.sqlite3`: which URL became
 /// which file, which media the host has removed, and where each tag's crawl stands (see
@@ -104,7 +105,7 @@ package actor StateDatabase: MirrorStore {
 
     // MARK: - Removed media
 
-    func recordRemoved(_ url: String) throws(MirrorError) {
+    package func recordRemoved(_ url: String) throws(MirrorError) {
         try write("INSERT OR IGNORE INTO removed (url, seen_at) VALUES (?1, ?2)", [.text(url), .text(Self.now())])
     }
 
@@ -150,7 +151,7 @@ package actor StateDatabase: MirrorStore {
 
     /// Now, as ISO 8601 text, through the Sendable format style (an `ISO8601DateFormatter` per
     /// write cost more than the write).
-    static func now() -> String {
+    package static func now() -> String {
         Date().formatted(.iso8601)
     }
 }

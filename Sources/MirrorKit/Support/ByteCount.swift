@@ -1,10 +1,10 @@
-import Foundation
+import FoundationEssentials
 
 /// Parses byte counts and rates as people write them: `500000`, `500k`, `2M`, `1.5G` (powers of
 /// 1024, case-insensitive, an optional trailing `B` or `/s`).
 enum ByteCount {
     static func parse(_ text: String) -> Int64? {
-        var body = text.trimmingCharacters(in: .whitespaces).lowercased()
+        var body = text.trimming(.spaces).lowercased()
         if body.hasSuffix("/s") { body.removeLast(2) }
         if body.hasSuffix("b") { body.removeLast() }
         var multiplier: Double = 1

@@ -1,5 +1,6 @@
 import CMirrorSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension Directory {
     /// Gives the file `name` the first of `newNames` not taken in `target`, and returns it; nil

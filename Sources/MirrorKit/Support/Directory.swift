@@ -1,5 +1,6 @@
 import CMirrorSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A directory held open by its descriptor: every name in it is reached relative to that

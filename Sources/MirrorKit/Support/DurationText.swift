@@ -1,11 +1,11 @@
-import Foundation
+import FoundationEssentials
 
 /// Durations as people write them on a command line: `90s`, `50m`, `2h`, `1h30m`, or a number of
 /// seconds.
 enum DurationText {
     /// Nil for anything else, for zero, and for more than `atMost` seconds (a year).
     static func parse(_ text: String, atMost: Int = 366 * 86_400) -> Duration? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let trimmed = text.trimming(.spaces).lowercased()
         guard !trimmed.isEmpty, trimmed.count <= 32 else { return nil }
         if let seconds = Int(trimmed) { return valid(seconds, atMost: atMost) }
         var total = 0
@@ -41,7 +41,7 @@ enum DurationText {
     /// (`0`, `0s`, `0m`).
     static func parseWait(_ text: String) -> Duration? {
         if let duration = parse(text) { return duration }
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimming(.spaces)
         guard !trimmed.isEmpty, trimmed.count <= 32, trimmed.allSatisfy({ "0smhd".contains($0) }), trimmed.first == "0" else {
             return nil
         }
@@ -52,7 +52,7 @@ enum DurationText {
     /// the 16 digits a `Duration` prints.
     static func spoken(_ duration: Duration) -> String {
         let seconds = max(duration.inSeconds, 0)
-        if seconds < 10 { return String(format: "%.1f s", seconds) }
+        if seconds < 10 { return CFormat.string("%.1f s", seconds) }
         let whole = Int(seconds.rounded())
         if whole < 60 { return "\(whole) s" }
         if whole < 3600 { return "\(whole / 60) min" + (whole % 60 > 0 ? " \(whole % 60) s" : "") }

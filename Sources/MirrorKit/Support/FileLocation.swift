@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A file by its folder's descriptor and its name: where a download writes.
 struct FileLocation: Sendable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why a step on the file system failed, with the path it concerned: every file-system failure
 /// reaches the user as one line that names the path and says why.

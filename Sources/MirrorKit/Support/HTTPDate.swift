@@ -1,59 +1,67 @@
-import Foundation
+import FoundationEssentials
 
-/// HTTP dates (RFC 9110 §5.6.7) as servers send them in Last-Modified and Retry-After.
+/// HTTP dates (RFC 9110 §5.6.7) as servers send them in Last-Modified and Retry-After, read and
+/// written by hand: a date formatter needs ICU, and costs more than the rest of a small file's
+/// bookkeeping.
 enum HTTPDate {
-    /// The preferred IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) and the two obsolete forms a
-    /// recipient must still accept: RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
-    /// (`Sun Nov  6 08:49:37 1994`).
-    private static let formats = [
-        "EEE, dd MMM yyyy HH:mm:ss 'GMT'",
-        "EEEE, dd-MMM-yy HH:mm:ss 'GMT'",
-        "EEE MMM d HH:mm:ss yyyy",
-    ]
-
-    /// Parses an HTTP date in any of its three forms; nil for anything else.
-    static func parse(_ text: String) -> Date? {
+    /// Parses an HTTP date in any of its three forms: the IMF-fixdate nearly every server sends
+    /// (`Sun, 06 Nov 1994 08:49:37 GMT`), and the two obsolete forms a recipient must still
+    /// accept, RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`).
+    /// A two-digit year more than 50 years after `currentYear` is of the century before. Nil for
+    /// anything else.
+    static func parse(_ text: String, currentYear: Int = CivilTime(Date()).year) -> Date? {
         if let date = parseFixdate(text) { return date }
-        // asctime pads a one-digit day with a space; collapse runs of spaces for the formatter.
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-            .split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
-        // An HTTP date is printable ASCII, and corelibs Foundation's DateFormatter traps on some
-        // other text (a combining mark after a digit): what a server sends never reaches it.
-        guard !trimmed.isEmpty, trimmed.count <= 64, trimmed.utf8.allSatisfy({ (0x20...0x7E).contains($0) })
-        else { return nil }
-        for format in formats {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: trimmed) { return date }
+        let parts = text.trimming(.spaces).split(separator: " ")
+        if parts.count == 4, parts[0].hasSuffix(","), longWeekdays.contains(String(parts[0].dropLast())), parts[3] == "GMT" {
+            // RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT"
+            let date = parts[1].split(separator: "-", omittingEmptySubsequences: false)
+            guard date.count == 3, date[0].count == 2, date[2].count == 2,
+                  let day = number(date[0]), let month = months.firstIndex(of: String(date[1])), let shortYear = number(date[2])
+            else { return nil }
+            var year = currentYear - currentYear % 100 + shortYear
+            if year > currentYear + 50 { year -= 100 }
+            return moment(year: year, month: month + 1, day: day, clock: parts[2])
+        }
+        if parts.count == 5, weekdays.contains(String(parts[0])) {
+            // asctime: "Sun Nov  6 08:49:37 1994"
+            guard let month = months.firstIndex(of: String(parts[1])), (1...2).contains(parts[2].count),
+                  let day = number(parts[2]), parts[4].count == 4, let year = number(parts[4])
+            else { return nil }
+            return moment(year: year, month: month + 1, day: day, clock: parts[3])
         }
         return nil
     }
 
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let longWeekdays = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 
-    /// The IMF-fixdate that nearly every server sends, read by hand: a `DateFormatter` costs more
-    /// than the rest of a small file's bookkeeping.
+    /// The IMF-fixdate, the form nearly every server sends.
     static func parseFixdate(_ text: String) -> Date? {
         // "Sun, 06 Nov 1994 08:49:37 GMT"
-        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: " ")
-        func digits(_ part: Substring) -> Bool { part.utf8.allSatisfy { (48...57).contains($0) } }
+        let parts = text.trimming(.spaces).split(separator: " ")
         guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT",
-              digits(parts[1]), digits(parts[3]),
-              let day = Int(parts[1]), parts[1].count == 2, (1...31).contains(day),
+              parts[1].count == 2, let day = number(parts[1]),
               let month = months.firstIndex(of: String(parts[2])),
-              let year = Int(parts[3]), parts[3].count == 4
+              parts[3].count == 4, let year = number(parts[3])
         else { return nil }
-        let clock = parts[4].split(separator: ":", omittingEmptySubsequences: false)
-        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 && digits($0) }),
-              let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
-              hour < 24, minute < 60, second < 60
+        return moment(year: year, month: month + 1, day: day, clock: parts[4])
+    }
+
+    /// Decimal digits alone (no sign, no space) as a number.
+    private static func number(_ part: Substring) -> Int? {
+        guard !part.isEmpty, part.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return Int(part)
+    }
+
+    /// The moment of a day and an `HH:MM:SS` clock, in UTC; nil for a day or time that does not exist.
+    private static func moment(year: Int, month: Int, day: Int, clock: Substring) -> Date? {
+        let fields = clock.split(separator: ":", omittingEmptySubsequences: false)
+        guard fields.count == 3, fields.allSatisfy({ $0.count == 2 }),
+              let hour = number(fields[0]), let minute = number(fields[1]), let second = number(fields[2]),
+              hour < 24, minute < 60, second < 60, (1...31).contains(day), day <= CivilTime.days(inMonth: month, of: year)
         else { return nil }
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard day <= monthDays[month] else { return nil }
-        let seconds = daysSinceEpoch(year: year, month: month + 1, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+        let seconds = daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 
@@ -67,12 +75,45 @@ enum HTTPDate {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    /// `date` as an IMF-fixdate.
+    /// `date` as an IMF-fixdate (whole seconds, rounded down).
     static func format(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = formats[0]
-        return formatter.string(from: date)
+        let time = CivilTime(date)
+        return weekdays[time.weekday] + ", " + CFormat.string("%02d ", time.day) + months[time.month - 1]
+            + CFormat.string(" %04d %02d:%02d:%02d GMT", time.year, time.hour, time.minute, time.second)
+    }
+}
+
+/// A moment's fields in UTC, proleptic Gregorian (H. Hinnant's `civil_from_days`).
+struct CivilTime: Equatable {
+    var year: Int
+    var month: Int
+    var day: Int
+    /// 0 for Sunday.
+    var weekday: Int
+    var hour: Int
+    var minute: Int
+    var second: Int
+
+    init(_ date: Date) {
+        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        let days = seconds >= 0 ? seconds / 86_400 : -((-seconds + 86_399) / 86_400)
+        let inDay = seconds - days * 86_400
+        (hour, minute, second) = (inDay / 3600, inDay / 60 % 60, inDay % 60)
+        weekday = ((days % 7) + 11) % 7  // 1970-01-01 was a Thursday
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+    }
+
+    /// The number of days of `month` (1–12) in `year`.
+    static func days(inMonth month: Int, of year: Int) -> Int {
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What mirror accepts as a URL to fetch: http or https, with a host.
 package enum HTTPURL {

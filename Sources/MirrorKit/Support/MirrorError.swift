@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A failure of the mirror as a whole (not of a single file): configuration, the output
 /// directory, the lock, the listing.

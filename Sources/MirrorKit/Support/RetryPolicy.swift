@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How often and how long to try again after a failure that may pass: exponential backoff with
 /// jitter, bounded both in attempts and in total time spent waiting.
@@ -60,7 +60,7 @@ package struct RetryPolicy: Sendable, Equatable {
     /// Reads `Retry-After` in both of its forms (RFC 9110 §10.2.3): delay-seconds, or an HTTP-date
     /// (a date in the past means "now"). Nil when absent or unreadable.
     static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
-        guard let text = value?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        guard let text = value?.trimming(.spaces), !text.isEmpty else { return nil }
         if text.allSatisfy(\.isASCIIDigit) {
             // Digits only, but possibly more than fit in an Int: anything that long is "very long".
             guard let seconds = Int(text) else { return longestRetryAfter }

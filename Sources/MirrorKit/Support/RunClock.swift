@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where the tool's time comes from: the wall clock for the dates servers speak in
 /// (`Retry-After`, rate-limit resets) and the waits between attempts. Passed in, so that tests

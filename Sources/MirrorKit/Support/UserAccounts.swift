@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Who else may write where the user's group may: read from the account databases with the
 /// reentrant calls (`getpwuid` and `getgrgid` share one buffer per process, and the test runner

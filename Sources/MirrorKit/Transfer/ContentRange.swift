@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A parsed `Content-Range` header: `bytes FIRST-LAST/TOTAL` or, on a 416, `bytes */TOTAL`.
 struct ContentRange: Sendable, Equatable {
@@ -14,9 +14,9 @@ struct ContentRange: Sendable, Equatable {
 
     /// Parses the header value; nil when it is not a well-formed byte range.
     init?(header: String) {
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        let trimmed = header.trimming(.spaces)
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = trimmed.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
+        let spec = trimmed.dropFirst("bytes ".count).trimming(.spaces)
         let halves = spec.split(separator: "/", omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
         if halves[1] == "*" {

@@ -1,5 +1,5 @@
 import CCurl
-import Foundation
+import FoundationEssentials
 
 /// One transfer's libcurl easy handle and the state its callbacks build up.
 ///
@@ -280,7 +280,7 @@ final class CurlTransfer {
     /// The codings of a comma-separated list, lower-cased, without parameters or empty items.
     private static func codings(_ header: String) -> [String] {
         header.split(separator: ",").compactMap { item in
-            let coding = item.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+            let coding = item.split(separator: ";").first?.trimming(.spaces).lowercased() ?? ""
             return coding.isEmpty ? nil : coding
         }
     }

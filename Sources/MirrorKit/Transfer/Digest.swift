@@ -1,5 +1,6 @@
 import COpenSSL
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// MD5 through OpenSSL's libcrypto (already linked by libcurl): for partial file names and for
 /// checking files against Imgur's MD5 ETags.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// A downloaded file, complete and verified, waiting in the partial store to be committed.

@@ -1,5 +1,5 @@
 import CCurl
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The multi handle, shared between the engine thread and the threads that post commands.

@@ -1,5 +1,6 @@
 import CMirrorSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Writes a response body into a file at a given offset through one large buffer.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Response headers in the order received, looked up without regard to case.
 struct HTTPHeaders: Sendable, Equatable, Sequence {

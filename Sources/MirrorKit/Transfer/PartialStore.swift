@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// What is known about a partial download: enough to ask for the rest and to be sure the rest

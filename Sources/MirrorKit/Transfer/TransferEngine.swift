@@ -1,6 +1,7 @@
 import CCurl
 import COpenSSL
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Identifies one transfer to ``TransferEngine/pause(_:)`` and ``TransferEngine/resume(_:)``.
@@ -64,11 +65,9 @@ package final class TransferEngine: Sendable {
         self.configuration = configuration
         mailbox = EngineMailbox()
         let mailbox = self.mailbox
-        let thread = Thread {
+        DedicatedThread.start(named: "mirror-engine") {
             EngineLoop(mailbox: mailbox, configuration: configuration).run()
         }
-        thread.name = "mirror.transfer-engine"
-        thread.start()
     }
 
     deinit {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Why a transfer ended without a complete response.
 struct TransferError: Error, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where a transfer puts the body of a successful response.
 enum TransferDestination: Sendable {
@@ -99,7 +99,7 @@ package struct TransferResponse: Sendable {
             return range.total
         }
         guard status == 200 else { return nil }
-        return headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        return headers["Content-Length"].flatMap { Int64($0.trimming(.spaces)) }
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Testing
 @testable import MirrorKit
+@testable import MirrorPostgreSQL
 
 /// The state in a real PostgreSQL server: migrations, the records a run keeps, and the claims,
 /// leases and slots workers divide their work by.

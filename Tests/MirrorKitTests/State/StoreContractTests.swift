@@ -2,6 +2,7 @@ import Foundation
 import PostgresNIO
 import Testing
 @testable import MirrorKit
+@testable import MirrorPostgreSQL
 
 /// The backends a mirror's state can be kept in.
 enum StoreKind: Sendable {

@@ -24,7 +24,8 @@ enum MirrorProcess {
     /// Runs `mirror` on a thread of its own: waiting for a child process must not hold one of
     /// the few threads the in-process fixture server needs to answer it.
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], standardInput: [UInt8]? = nil, workingDirectory: String? = nil
+        _ arguments: [String], environment: [String: String] = [:], standardInput: [UInt8]? = nil, workingDirectory: String? = nil,
+        binary: URL = executable
     ) async throws -> Run {
         try await TestSupport.withTemporaryDirectory { dir in
             let outPath = dir.appendingPathComponent("stdout").path
@@ -41,7 +42,7 @@ enum MirrorProcess {
             }
             defer { [output, error, input].forEach { try? $0?.close() } }
             let child = ChildProcess(
-                executable: executable.path, arguments: arguments,
+                executable: binary.path, arguments: arguments,
                 environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
                 standardInput: input?.fileDescriptor, standardOutput: output.fileDescriptor, standardError: error.fileDescriptor,
                 workingDirectory: workingDirectory)

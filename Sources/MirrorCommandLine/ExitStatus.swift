@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import MirrorKit
 
 /// Exit statuses, from sysexits.h where one fits, so cron wrappers can tell failures apart.
@@ -30,7 +30,7 @@ extension ExitStatus {
         (even when the run also stopped for the budget); 64 bad usage: an unknown option, a \
         string that is no source, an empty --out; 65 the API or feed sent data of the wrong \
         shape; 66 an input file, or the mirror status is asked of, cannot be read; 69 the API or feed could not be reached or \
-        refused, or the API knows no such tag; 73 the output directory or state cannot be written; 75 try later: another run \
+        refused, the API knows no such tag, or a shared state needs mirror-postgresql and it is not installed; 73 the output directory or state cannot be written; 75 try later: another run \
         holds the directory, the API budget is spent, or a media host is down or throttling \
         (the next run carries on where this one stopped); 78 configuration or client id \
         problem; 128+N stopped by signal N (130 for Ctrl-C, 143 for SIGTERM), partial \

@@ -1,8 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import MirrorKit
 
-@main
+
 struct MirrorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mirror",
@@ -164,7 +164,7 @@ struct FilterOptions: ParsableArguments {
 /// Refuses an empty or blank directory (cron's `--out "$DIR"` with `DIR` unset): it would be the
 /// current directory.
 func validateDirectory(_ path: String, option: String) throws {
-    guard !path.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+    guard !path.trimming(.spacesAndNewlines).isEmpty else {
         throw ValidationError("\(option) is empty; name the mirror directory (is a variable in it unset?)")
     }
 }

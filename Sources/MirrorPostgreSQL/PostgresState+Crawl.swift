@@ -1,8 +1,9 @@
 import Foundation
+import MirrorKit
 import PostgresNIO
 
 extension PostgresState {
-    func cursor(for source: String) async throws(MirrorError) -> CrawlCursor {
+    package func cursor(for source: String) async throws(MirrorError) -> CrawlCursor {
         var cursor = CrawlCursor(source: source)
         guard let row = try await rows(
             """
@@ -24,11 +25,11 @@ extension PostgresState {
         return cursor
     }
 
-    func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError) {
+    package func saveCursor(_ cursor: CrawlCursor) async throws(MirrorError) {
         try await execute(Self.saveCursor(cursor))
     }
 
-    func recordPage(_ page: ListedPage, source: String) async throws(MirrorError) -> [FoundImage] {
+    package func recordPage(_ page: ListedPage, source: String) async throws(MirrorError) -> [FoundImage] {
         let contexts = page.pendingAlbumContexts
         let now = Self.now()
         return try await transaction { connection, logger in
@@ -52,7 +53,7 @@ extension PostgresState {
         }
     }
 
-    func knownEntries(_ entryIDs: [String], source: String) async throws(MirrorError) -> [String: Int] {
+    package func knownEntries(_ entryIDs: [String], source: String) async throws(MirrorError) -> [String: Int] {
         var known: [String: Int] = [:]
         let ids = Array(Set(entryIDs))
         for row in try await rows("SELECT entry_id, pass FROM listing_entries WHERE source = \(source) AND entry_id = ANY(\(ids))") {
@@ -62,17 +63,17 @@ extension PostgresState {
         return known
     }
 
-    func cachedAlbum(_ albumID: String) async throws(MirrorError) -> String? {
+    package func cachedAlbum(_ albumID: String) async throws(MirrorError) -> String? {
         guard let row = try await rows("SELECT images FROM albums WHERE id = \(albumID) AND state = 'cached'").first else { return nil }
         return try decode(row, String.self, column: "images")
     }
 
-    func albumContext(_ albumID: String) async throws(MirrorError) -> String? {
+    package func albumContext(_ albumID: String) async throws(MirrorError) -> String? {
         guard let row = try await rows("SELECT context FROM albums WHERE id = \(albumID)").first else { return nil }
         return try decode(row, String?.self, column: "context")
     }
 
-    func pendingAlbums(listedBy prefix: String, orShownBy listings: [String]) async throws(MirrorError) -> [(id: String, listing: String)] {
+    package func pendingAlbums(listedBy prefix: String, orShownBy listings: [String]) async throws(MirrorError) -> [(id: String, listing: String)] {
         var albums: [(id: String, listing: String)] = []
         for row in try await rows(
             """
@@ -86,7 +87,7 @@ extension PostgresState {
         return albums
     }
 
-    func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int {
+    package func recordAlbumFailure(_ albumID: String, problem: String) async throws(MirrorError) -> Int {
         let row = try await rows(
             """
             UPDATE albums SET failures = failures + 1, problem = \(problem), updated_at = \(Self.now()) WHERE id = \(albumID)
@@ -96,7 +97,7 @@ extension PostgresState {
         return try decode(row, Int.self, column: "failures")
     }
 
-    func recordAlbum(
+    package func recordAlbum(
         _ albumID: String, images: [FoundImage], list json: String, source: String, lister: Lister
     ) async throws(MirrorError) -> [FoundImage] {
         let now = Self.now()
@@ -111,7 +112,7 @@ extension PostgresState {
         }
     }
 
-    func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError) {
+    package func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError) {
         try await execute(
             """
             INSERT INTO albums (id, source, state, problem, updated_at) VALUES (\(albumID), \(source), 'gone', \(problem), \(Self.now()))
@@ -119,7 +120,7 @@ extension PostgresState {
             """)
     }
 
-    func pendingImages(listedBy prefix: String, after position: Int64, limit: Int) async throws(MirrorError)
+    package func pendingImages(listedBy prefix: String, after position: Int64, limit: Int) async throws(MirrorError)
         -> (images: [FoundImage], next: Int64?) {
         let rows = try await rows(
             """
@@ -138,7 +139,7 @@ extension PostgresState {
         return (images, rows.count == limit ? last : nil)
     }
 
-    func markImagesDone(_ imageIDs: [String]) async throws(MirrorError) {
+    package func markImagesDone(_ imageIDs: [String]) async throws(MirrorError) {
         guard !imageIDs.isEmpty else { return }
         try await execute("UPDATE images SET done = true, claimed_by = NULL, lease_until = NULL WHERE id = ANY(\(imageIDs))")
     }
@@ -151,7 +152,7 @@ extension PostgresState {
         return try? decoder.decode(APIBudget.self, from: Data(try decode(row, String.self, column: "budget").utf8))
     }
 
-    func saveBudget(_ budget: APIBudget, api: String) async throws(MirrorError) {
+    package func saveBudget(_ budget: APIBudget, api: String) async throws(MirrorError) {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         guard let data = try? encoder.encode(budget) else { return }

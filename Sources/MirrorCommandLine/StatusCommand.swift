@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import MirrorKit
 
@@ -39,11 +40,19 @@ struct StatusCommand: AsyncParsableCommand {
     var state: String?
 
     func run() async throws {
+        // Before anything is read here: `mirror` hands a shared state over to mirror-postgresql.
+        let shared = try state.map { text in
+            let location: PostgresLocation
+            do throws(MirrorError) {
+                location = try PostgresLocation(text)
+            } catch {
+                throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
+            }
+            return (location, try SharedStateAccess.connector(for: location))
+        }
         let root = URL(fileURLWithPath: out)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root.appendingPathComponent(".mirror").path, isDirectory: &isDirectory),
-              isDirectory.boolValue
-        else {
+        var info = stat()
+        guard stat(root.appendingPathComponent(".mirror").path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             throw ExitStatus.fail("\(out) is not a mirror directory (no .mirror inside)", status: ExitStatus.noInput)
         }
         // Looking changes nothing: status makes no folder, and reads a mirror another user runs.
@@ -54,9 +63,9 @@ struct StatusCommand: AsyncParsableCommand {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
         let report: StatusReport
-        if let state {
-            guard let shared = try await sharedReport(state, in: directory) else { return }
-            report = shared
+        if let shared {
+            guard let sharedReport = try await sharedReport(shared.0, connector: shared.1, in: directory) else { return }
+            report = sharedReport
         } else {
             if let versions {
                 try await printVersions(of: versions, in: directory)
@@ -75,22 +84,25 @@ struct StatusCommand: AsyncParsableCommand {
 
     /// The report of a shared state: the workers, and the records in PostgreSQL; nil once
     /// `--versions` has printed what it asks for.
-    private func sharedReport(_ text: String, in directory: MirrorDirectory) async throws -> StatusReport? {
+    private func sharedReport(
+        _ location: PostgresLocation, connector: any SharedDatabaseConnector, in directory: MirrorDirectory
+    ) async throws -> StatusReport? {
         do {
-            let postgres = try await PostgresState(
-                try PostgresLocation(text), logger: Logger(label: "mirror.status", factory: { _ in SwiftLogNoOpLogHandler() }))
+            let shared = try await connector.open(
+                location, leaseDuration: .seconds(30),
+                logger: Logger(label: "mirror.status", factory: { _ in SwiftLogNoOpLogHandler() }))
             let report: Result<StatusReport?, any Error>
             do {
                 if let versions {
-                    try await printVersions(of: versions, in: postgres)
+                    try await printVersions(of: versions, in: shared.state)
                     report = .success(nil)
                 } else {
-                    report = .success(try await StatusReport.gather(in: directory, postgres: postgres))
+                    report = .success(try await StatusReport.gather(in: directory, shared: shared))
                 }
             } catch {
                 report = .failure(error)
             }
-            await postgres.close()
+            await shared.close()
             return try report.get()
         } catch let error as MirrorError {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
@@ -150,8 +162,8 @@ enum StatusLines {
                 lines.append("partial downloads kept for the next run:")
                 for partial in report.partials {
                     let percent = partial.totalBytes.flatMap { $0 > 0 ? Double(partial.bytes) * 100 / Double($0) : nil }
-                        .map { String(format: "%5.1f%%", $0) } ?? "    ?%"
-                    lines.append("  \(percent) \(MirrorSummary.formatBytes(partial.bytes).padding(toLength: 9, withPad: " ", startingAt: 0)) \(partial.url)")
+                        .map { CFormat.string("%5.1f%%", $0) } ?? "    ?%"
+                    lines.append("  \(percent) \(padded(MirrorSummary.formatBytes(partial.bytes), to: 9)) \(partial.url)")
                 }
             }
         }
@@ -185,17 +197,17 @@ enum StatusLines {
 
     /// The workers of a shared state: live ones with what they hold and how fast they go.
     static func workers(_ workers: [WorkerStatus]) -> [String] {
-        let formatter = ISO8601DateFormatter()
+        let formatter = Date.ISO8601FormatStyle()
         let live = workers.filter(\.live)
         var lines = [live.isEmpty ? "no worker running" : "workers running: \(live.count)"]
         for worker in workers {
             var state: String
             if worker.live {
-                state = "live, heartbeat \(formatter.string(from: worker.heartbeatAt))"
+                state = "live, heartbeat \(formatter.format(worker.heartbeatAt))"
             } else if let ended = worker.endedAt {
-                state = "ended \(formatter.string(from: ended))" + (worker.exitStatus.map { ", exit status \($0)" } ?? "")
+                state = "ended \(formatter.format(ended))" + (worker.exitStatus.map { ", exit status \($0)" } ?? "")
             } else {
-                state = "gone: no heartbeat since \(formatter.string(from: worker.heartbeatAt)); its claims pass to other workers"
+                state = "gone: no heartbeat since \(formatter.format(worker.heartbeatAt)); its claims pass to other workers"
             }
             lines.append("  \(worker.id) (\(worker.source)): \(state)")
             lines.append("    \(worker.claims) images claimed, \(worker.filesDone) files settled, "
@@ -205,7 +217,7 @@ enum StatusLines {
     }
 
     static func running(_ status: RunStatus) -> [String] {
-        let started = ISO8601DateFormatter().string(from: status.startedAt)
+        let started = status.startedAt.formatted(.iso8601)
         var lines = ["running: \(status.source), pid \(status.pid), since \(started)"]
         let progress = status.progress
         var phase = "phase: \(progress.phase.rawValue)"
@@ -220,8 +232,8 @@ enum StatusLines {
         guard let scheduler = progress.scheduler else { return lines }
         lines.append("downloads: \(scheduler.summaryLine.isEmpty ? "none under way" : scheduler.summaryLine)")
         for item in scheduler.items where item.state != .waiting {
-            let percent = item.percent.map { String(format: "%5.1f%%", $0) } ?? "    ?%"
-            lines.append("  \(item.state.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) \(percent) \(item.isForced ? "forced " : "       ")\(item.url)")
+            let percent = item.percent.map { CFormat.string("%5.1f%%", $0) } ?? "    ?%"
+            lines.append("  \(padded(item.state.rawValue, to: 11)) \(percent) \(item.isForced ? "forced " : "       ")\(item.url)")
         }
         let waiting = scheduler.counts[.waiting] ?? 0
         if waiting > 0 { lines.append("  … and \(waiting) waiting") }
@@ -229,9 +241,9 @@ enum StatusLines {
     }
 
     static func lastRun(_ run: RunRecord) -> [String] {
-        let formatter = ISO8601DateFormatter()
+        let formatter = Date.ISO8601FormatStyle()
         var lines = [
-            "last run: \(run.source), \(formatter.string(from: run.startedAt)) to \(formatter.string(from: run.endedAt)), "
+            "last run: \(run.source), \(formatter.format(run.startedAt)) to \(formatter.format(run.endedAt)), "
                 + "exit status \(run.exitStatus)",
             "  \(run.line)",
         ]
@@ -267,17 +279,22 @@ enum StatusLines {
     }
 
     static func budgetLine(_ budget: APIBudget) -> String {
-        let formatter = ISO8601DateFormatter()
+        let formatter = Date.ISO8601FormatStyle()
         var parts: [String] = []
         if let remaining = budget.userRemaining {
             var part = "\(remaining)" + (budget.userLimit.map { " of \($0)" } ?? "") + " calls left this hour"
             if let reset = budget.userResetAt {
-                part += reset > Date() ? " (refills at \(formatter.string(from: reset)))" : " (refilled since)"
+                part += reset > Date() ? " (refills at \(formatter.format(reset)))" : " (refilled since)"
             }
             parts.append(part)
         }
         if let client = budget.clientRemaining { parts.append("\(client) left today for the application") }
-        let seen = formatter.string(from: budget.observedAt)
+        let seen = formatter.format(budget.observedAt)
         return "Imgur API budget at the last call (\(seen)): " + (parts.isEmpty ? "unknown" : parts.joined(separator: "; "))
     }
+}
+
+/// `text` followed by spaces up to `width` characters, for columns.
+private func padded(_ text: String, to width: Int) -> String {
+    text + String(repeating: " ", count: max(0, width - text.count))
 }

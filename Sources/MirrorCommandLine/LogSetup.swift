@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import MirrorKit
 
@@ -91,7 +91,7 @@ enum JSONLine {
         var result = ""
         for scalar in json.unicodeScalars {
             if DisplayControl.contains(scalar), scalar != "\n" {
-                result += String(format: "\\u%04X", scalar.value)
+                result += CFormat.string("\\u%04X", scalar.value)
             } else {
                 result.unicodeScalars.append(scalar)
             }
@@ -118,7 +118,7 @@ enum JSONLine {
             case "\t": result += "\\t"
             default:
                 if DisplayControl.contains(scalar) {
-                    result += String(format: "\\u%04X", scalar.value)
+                    result += CFormat.string("\\u%04X", scalar.value)
                 } else {
                     result.unicodeScalars.append(scalar)
                 }

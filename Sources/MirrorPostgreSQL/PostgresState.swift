@@ -1,4 +1,5 @@
 import Foundation
+import MirrorKit
 import Logging
 import PostgresNIO
 
@@ -89,11 +90,11 @@ package final class PostgresState: MirrorStore {
     private static let columns =
         "path, item, source, url, etag, last_modified, bytes, md5, version, updated, mirrored_at, checked_at"
 
-    func latestFile(of item: String) async throws(MirrorError) -> MirroredFile? {
+    package func latestFile(of item: String) async throws(MirrorError) -> MirroredFile? {
         try await files("SELECT \(unescaped: Self.columns) FROM files WHERE item = \(item) ORDER BY id DESC LIMIT 1").first
     }
 
-    func fate(of item: String, url: String) async throws(MirrorError) -> (latest: MirroredFile?, removed: Bool) {
+    package func fate(of item: String, url: String) async throws(MirrorError) -> (latest: MirroredFile?, removed: Bool) {
         let latest = try await latestFile(of: item)
         let removed = try await rows("SELECT 1 FROM removed WHERE url = \(url)")
         return (latest, !removed.isEmpty)
@@ -103,7 +104,7 @@ package final class PostgresState: MirrorStore {
         try await files("SELECT \(unescaped: Self.columns) FROM files WHERE item = \(item) ORDER BY id")
     }
 
-    func item(owning path: String) async throws(MirrorError) -> String? {
+    package func item(owning path: String) async throws(MirrorError) -> String? {
         guard let row = try await rows("SELECT item FROM files WHERE path = \(path)").first else { return nil }
         return try decode(row, String.self, column: "item")
     }
@@ -119,7 +120,7 @@ package final class PostgresState: MirrorStore {
         return try decode(row, String.self, column: "item")
     }
 
-    func record(_ file: MirroredFile) async throws(MirrorError) {
+    package func record(_ file: MirroredFile) async throws(MirrorError) {
         // Deleted and inserted anew, as SQLite's REPLACE: a row's id is its age.
         let now = Self.now()
         try await transaction { connection, logger in
@@ -133,7 +134,7 @@ package final class PostgresState: MirrorStore {
         }
     }
 
-    func confirm(
+    package func confirm(
         _ path: String, url: String, etag: String?, lastModified: String?, release: FeedRelease?,
         replacingValidators: Bool
     ) async throws(MirrorError) {
@@ -150,7 +151,7 @@ package final class PostgresState: MirrorStore {
             """)
     }
 
-    func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) async throws(MirrorError) {
+    package func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) async throws(MirrorError) {
         try await execute(
             """
             UPDATE files SET item = \(newItem), source = coalesce(source, \(source)), version = \(release.version),
@@ -158,7 +159,7 @@ package final class PostgresState: MirrorStore {
             """)
     }
 
-    func setMD5(_ md5: String, of path: String) async throws(MirrorError) {
+    package func setMD5(_ md5: String, of path: String) async throws(MirrorError) {
         try await execute("UPDATE files SET md5 = \(md5) WHERE path = \(path)")
     }
 
@@ -166,7 +167,7 @@ package final class PostgresState: MirrorStore {
     private static let newestNotRemoved = "id = (SELECT max(id) FROM files AS newer WHERE newer.item = files.item) "
         + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)"
 
-    func filesToRevalidate(
+    package func filesToRevalidate(
         source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
     ) async throws(MirrorError) -> SweepPage<(latest: MirroredFile, firstPath: String)> {
         if position == nil { try await claim(folders, for: source) }
@@ -203,7 +204,7 @@ package final class PostgresState: MirrorStore {
         return VersionFigures(items: items, files: files, itemsWithVersions: versions)
     }
 
-    func latestFiles(
+    package func latestFiles(
         source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
     ) async throws(MirrorError) -> SweepPage<RecordedFile> {
         if position == nil { try await claim(folders, for: source) }
@@ -229,7 +230,7 @@ package final class PostgresState: MirrorStore {
         }
     }
 
-    func hasFiles(fromHost host: String) async throws(MirrorError) -> Bool {
+    package func hasFiles(fromHost host: String) async throws(MirrorError) -> Bool {
         !(try await rows(
             // Case-blind, as SQLite's LIKE is: a host name has no case.
             "SELECT 1 FROM files WHERE starts_with(lower(url), \("http://" + host.lowercased() + "/")) OR starts_with(lower(url), \("https://" + host.lowercased() + "/")) LIMIT 1"
@@ -246,7 +247,7 @@ package final class PostgresState: MirrorStore {
         return SweepPage(files: paths, last: last, limit: limit)
     }
 
-    func recordRemoved(_ url: String) async throws(MirrorError) {
+    package func recordRemoved(_ url: String) async throws(MirrorError) {
         try await execute("INSERT INTO removed (url, seen_at) VALUES (\(url), \(Self.now())) ON CONFLICT DO NOTHING")
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorKit
 import PostgresNIO
 import Synchronization
 
@@ -123,7 +124,7 @@ package final class PostgresCoordinator: WorkCoordinator {
             """)
     }
 
-    func claimImages(limit: Int) async throws(MirrorError) -> [FoundImage] {
+    package func claimImages(limit: Int) async throws(MirrorError) -> [FoundImage] {
         let rows = try await state.rows(
             """
             UPDATE images SET claimed_by = \(workerID), lease_until = now() + make_interval(secs => \(leaseSeconds))

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import MirrorKit
 
@@ -158,7 +159,7 @@ enum SourceList {
     static func read(_ path: String) throws -> [(text: String, origin: String)] {
         let data: Data?
         if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            data = readStandardInput()
         } else {
             data = FileManager.default.contents(atPath: path)
         }
@@ -169,13 +170,13 @@ enum SourceList {
         // A byte-order mark that an editor put first is not part of the first source.
         let body = text.hasPrefix("\u{FEFF}") ? Substring(text.dropFirst()) : Substring(text)
         for (number, line) in body.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var entry = Substring(line.trimmingCharacters(in: .whitespacesAndNewlines))
+            var entry = Substring(line.trimming(.spacesAndNewlines))
             // `#cats` is a tag; `# a comment` or `cats # why` is a comment.
             if entry.hasPrefix("# ") || entry == "#" {
                 continue
             }
-            if let comment = entry.range(of: " #") { entry = entry[..<comment.lowerBound] }
-            let trimmed = entry.trimmingCharacters(in: .whitespacesAndNewlines)
+            if let comment = entry.firstRange(of: " #") { entry = entry[..<comment.lowerBound] }
+            let trimmed = entry.trimming(.spacesAndNewlines)
             guard !trimmed.isEmpty else { continue }
             lines.append((trimmed, "\(path == "-" ? "standard input" : path):\(number + 1)"))
         }
@@ -200,5 +201,18 @@ enum SourceList {
             }
         }
         return addresses
+    }
+}
+
+/// All of standard input; nil when it cannot be read.
+private func readStandardInput() -> Data? {
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count >= 0 else { return nil }
+        if count == 0 { return Data(bytes) }
+        bytes += chunk[..<count]
     }
 }

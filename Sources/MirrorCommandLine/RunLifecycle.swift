@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import MirrorKit
 
@@ -37,9 +38,11 @@ struct RunLifecycle {
             Console.use(flags.logFormat ?? .text)
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
+        // Before anything is set up here: `mirror` hands a shared state over to mirror-postgresql.
+        let connector = try settings.postgres.map(SharedStateAccess.connector(for:))
         let logger = LogSetup.bootstrap(quiet: common.quiet, verbose: common.verbose, format: settings.logFormat)
         do {
-            try await run(settings, logger: logger, try prepare(settings))
+            try await run(settings, connector: connector, logger: logger, try prepare(settings))
         } catch let error as MirrorError {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
@@ -65,7 +68,9 @@ struct RunLifecycle {
         }
     }
 
-    private func run(_ settings: RunSettings, logger: Logger, _ makeRun: MakeRun) async throws {
+    private func run(
+        _ settings: RunSettings, connector: (any SharedDatabaseConnector)?, logger: Logger, _ makeRun: MakeRun
+    ) async throws {
         var info = stat()
         let outExisted = lstat(common.out, &info) == 0
         // A dry run reads the mirror where it is and keeps its state in a scratch copy.
@@ -77,16 +82,15 @@ struct RunLifecycle {
         // With the state in PostgreSQL, workers share the directory by leases on their work; flock
         // over NFS is not to be trusted, and would keep all but one worker out.
         var lock: RunLock?
-        var shared: (state: PostgresState, coordinator: PostgresCoordinator)?
+        var shared: SharedDatabase?
         if dryRun != nil {
             // Its snapshot of the state was taken under the lock; it writes nothing the lock guards.
-        } else if let postgres = settings.postgres {
-            let state = try await PostgresState(postgres, logger: logger)
-            shared = (state, PostgresCoordinator(state: state, leaseDuration: settings.leaseDuration))
+        } else if let postgres = settings.postgres, let connector {
+            shared = try await connector.open(postgres, leaseDuration: settings.leaseDuration, logger: logger)
         } else {
             lock = try RunLock(directory: directory)
         }
-        let sharing = shared.map { Sharing(state: $0.state, coordinator: $0.coordinator, maxPerHost: settings.clusterMaxPerHost) }
+        let sharing = shared.map { Sharing($0, maxPerHost: settings.clusterMaxPerHost) }
         let engine = TransferEngine(configuration: settings.engine)
         let tracker = ProgressTracker()
         let driver: MirrorDriver
@@ -95,7 +99,7 @@ struct RunLifecycle {
             (driver, sources) = try makeRun(directory, engine, sharing, tracker, logger)
         } catch {
             await engine.shutDown()
-            await shared?.state.close()
+            await shared?.close()
             throw error
         }
         // The run as the metrics file names it: its sources together.
@@ -170,7 +174,7 @@ struct RunLifecycle {
         }
         if let shared {
             await shared.coordinator.finish(exitStatus: status)
-            await shared.state.close()
+            await shared.close()
         }
         if !outExisted, shared == nil, dryRun == nil, !results.isEmpty, results.allSatisfy({ $0.summary.stoppedBy?.namesNoSource == true }) {
             // A first run on a typo leaves nothing behind: nothing was mirrored, nor will be.

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Turns SIGINT and SIGTERM, and the `--max-duration` deadline, into cancellation, so a run

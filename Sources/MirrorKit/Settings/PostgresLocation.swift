@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A PostgreSQL database named by a URL, `postgresql://user[:password]@host[:port]/database`, as
 /// `--state` and the config's `state` take it. The password may instead come from `PGPASSWORD`;
@@ -38,9 +38,9 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         }
         self.host = host
         port = components.port ?? 5432
-        self.user = user.removingPercentEncoding ?? user
-        password = (components.password?.removingPercentEncoding) ?? environment["PGPASSWORD"]
-        self.database = database.removingPercentEncoding ?? database
+        self.user = user.percentDecoded ?? user
+        password = (components.password?.percentDecoded) ?? environment["PGPASSWORD"]
+        self.database = database.percentDecoded ?? database
     }
 
     package var description: String {
@@ -49,7 +49,7 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// `text` with any password in it replaced by `***`.
     static func redacted(_ text: String) -> String {
-        guard let at = text.lastIndex(of: "@"), let scheme = text.range(of: "://"), scheme.upperBound < at else { return text }
+        guard let at = text.lastIndex(of: "@"), let scheme = text.firstRange(of: "://"), scheme.upperBound < at else { return text }
         let credentials = text[scheme.upperBound..<at]
         guard let colon = credentials.firstIndex(of: ":") else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])

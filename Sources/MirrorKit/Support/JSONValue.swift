@@ -1,0 +1,56 @@
+import FoundationEssentials
+
+/// Any JSON document, read by `JSONDecoder`: for the few places that look at a document's shape
+/// rather than decode a type (a config file's keys, an error body's message), without Foundation's
+/// `JSONSerialization`.
+enum JSONValue: Decodable, Equatable {
+    case object([String: JSONValue])
+    case array([JSONValue])
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case null
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    /// `bytes` as JSON; nil when they are not.
+    static func parse(_ bytes: some Sequence<UInt8>) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    }
+
+    subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { members[key] } else { nil }
+    }
+
+    var object: [String: JSONValue]? {
+        if case .object(let members) = self { members } else { nil }
+    }
+
+    var array: [JSONValue]? {
+        if case .array(let elements) = self { elements } else { nil }
+    }
+
+    var string: String? {
+        if case .string(let text) = self { text } else { nil }
+    }
+
+    /// A number that is a whole one, as `JSONSerialization` gave it as an `Int`.
+    var integer: Int? {
+        if case .number(let value) = self, let whole = Int(exactly: value) { whole } else { nil }
+    }
+}

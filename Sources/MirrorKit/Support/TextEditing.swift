@@ -1,0 +1,68 @@
+/// What `FoundationEssentials` leaves out of Foundation's string editing, for the few places that
+/// need it: trimming and percent-encoding.
+package enum TrimmedCharacters {
+    /// Spaces and tabs: any Unicode space separator (what `CharacterSet.whitespaces` holds).
+    case spaces
+    /// Those and line breaks (`CharacterSet.whitespacesAndNewlines`).
+    case spacesAndNewlines
+
+    func contains(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator { return true }
+        guard self == .spacesAndNewlines else { return false }
+        return ("\n"..."\r").contains(scalar) || scalar == "\u{85}" || scalar == "\u{2028}" || scalar == "\u{2029}"
+    }
+}
+
+extension StringProtocol {
+    /// This text without `characters` at either end.
+    package func trimming(_ characters: TrimmedCharacters) -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !characters.contains($0) }),
+              let last = scalars.lastIndex(where: { !characters.contains($0) })
+        else { return "" }
+        var trimmed = String.UnicodeScalarView()
+        trimmed.append(contentsOf: scalars[first...last])
+        return String(trimmed)
+    }
+
+    /// This text with its `%XX` escapes decoded; nil when an escape is malformed or the bytes it
+    /// gives are not UTF-8 (as Foundation's `removingPercentEncoding`).
+    package var percentDecoded: String? {
+        var bytes: [UInt8] = []
+        var utf8 = self.utf8.makeIterator()
+        while let byte = utf8.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = utf8.next().flatMap(Self.hexValue), let low = utf8.next().flatMap(Self.hexValue) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// This text with every byte but RFC 3986's unreserved characters (ASCII letters and digits,
+    /// `-._~`) percent-encoded: one safe path segment.
+    package var percentEncodedSegment: String {
+        var result = ""
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                result += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+            }
+        }
+        return result
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,16 @@
+import Logging
+import MirrorKit
+
+/// Opens a PostgreSQL state and the coordinator of the workers that share it.
+package struct PostgresConnector: SharedDatabaseConnector {
+    package init() {}
+
+    package func open(
+        _ location: PostgresLocation, leaseDuration: Duration, logger: Logger
+    ) async throws(MirrorError) -> SharedDatabase {
+        let state = try await PostgresState(location, logger: logger)
+        return SharedDatabase(
+            state: state, coordinator: PostgresCoordinator(state: state, leaseDuration: leaseDuration),
+            close: { await state.close() })
+    }
+}
