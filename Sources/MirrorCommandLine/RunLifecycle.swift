@@ -18,9 +18,21 @@ struct RunLifecycle {
     typealias MakeRun = (MirrorDirectory, TransferEngine, Sharing?, any RunObserver, Logger) throws(MirrorError)
         -> (MirrorDriver, [any MirrorSource])
 
+    /// The settings of a run, and how it reaches a shared state.
+    struct Resolved {
+        var settings: RunSettings
+        var connector: (any SharedDatabaseConnector)?
+    }
+
     /// Runs the sources `prepare` makes. `prepare` checks what must be right before the directory
     /// is touched (the client id file), and returns how to make the run once it is.
     func run(_ prepare: (RunSettings) throws(MirrorError) -> MakeRun) async throws {
+        try await run(try resolve(), prepare)
+    }
+
+    /// The flags over the config file. In `mirror`, a shared state hands the process over to
+    /// mirror-postgresql here: call it before anything is read (standard input) or set up.
+    func resolve() throws -> Resolved {
         var settings: RunSettings
         do throws(MirrorError) {
             let path = common.config
@@ -38,11 +50,16 @@ struct RunLifecycle {
             Console.use(flags.logFormat ?? .text)
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }
-        // Before anything is set up here: `mirror` hands a shared state over to mirror-postgresql.
-        let connector = try settings.postgres.map(SharedStateAccess.connector(for:))
+        Console.use(settings.logFormat)
+        return Resolved(settings: settings, connector: try settings.postgres.map(SharedStateAccess.connector(for:)))
+    }
+
+    /// Runs the sources `prepare` makes with `resolved`'s settings.
+    func run(_ resolved: Resolved, _ prepare: (RunSettings) throws(MirrorError) -> MakeRun) async throws {
+        let settings = resolved.settings
         let logger = LogSetup.bootstrap(quiet: common.quiet, verbose: common.verbose, format: settings.logFormat)
         do {
-            try await run(settings, connector: connector, logger: logger, try prepare(settings))
+            try await run(settings, connector: resolved.connector, logger: logger, try prepare(settings))
         } catch let error as MirrorError {
             throw ExitStatus.fail(error.description, status: ExitStatus.of(error))
         }

@@ -20,29 +20,37 @@ package enum SharedStateAccess {
     static func connector(for location: PostgresLocation) throws -> any SharedDatabaseConnector {
         if let connector { return connector }
         let candidates = helperCandidates()
-        guard let helper = candidates.first(where: { access($0, X_OK) == 0 }) else {
+        guard let helper = candidates.first(where: isProgram) else {
+            let looked = candidates.isEmpty ? "cannot tell where mirror runs from: /proc/self/exe" : candidates.joined(separator: " and ")
             throw ExitStatus.fail(
-                "the shared state \(location) needs \(helperName), which is not installed (looked for \(candidates.joined(separator: " and ")))",
+                "the shared state \(location) needs \(helperName), which is not installed (looked for \(looked))",
                 status: ExitStatus.unavailable)
         }
         // What this process printed must not be printed again, or lost, by the one it becomes.
         fflush(nil)
-        var arguments = CommandLine.arguments.map { strdup($0) }
-        arguments[0] = strdup(helper)
-        arguments.append(nil)
+        // The same arguments, argv[0] too: ps and pidof show the command as it was given.
+        let arguments = CommandLine.arguments.map { strdup($0) } + [nil]
         execv(helper, arguments)
         let reason = String(cString: strerror(errno))
+        arguments.forEach { free($0) }
         throw ExitStatus.fail("cannot run \(helper) for the shared state: \(reason)", status: ExitStatus.unavailable)
     }
 
+    /// A regular file this user may run.
+    private static func isProgram(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && access(path, X_OK) == 0
+    }
+
     /// Beside this executable (a build directory, or one folder holding both), then where an
-    /// installation keeps helper programs: `<prefix>/libexec/mirror/`.
+    /// installation keeps helper programs: `<prefix>/libexec/mirror/`. Nothing when the kernel
+    /// will not say where this executable is: a name relative to the working directory could
+    /// run a program someone left there.
     private static func helperCandidates() -> [String] {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        let executable = length > 0
-            ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            : CommandLine.arguments[0]
+        guard length > 0 else { return [] }
+        let executable = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let folder = URL(fileURLWithPath: executable).deletingLastPathComponent()
         return [
             folder.appendingPathComponent(helperName).path,

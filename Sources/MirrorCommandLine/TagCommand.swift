@@ -117,6 +117,9 @@ struct TagCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let lifecycle = RunLifecycle(common: common, flags: flags)
+        // A hand-over to mirror-postgresql comes first: it reads the input file (standard input) itself.
+        let resolved = try lifecycle.resolve()
         // Every source is read before anything is created: a typo on line 40 costs no half run.
         var texts = sources.map { (text: $0, origin: nil as String?) }
         if let inputFile {
@@ -134,7 +137,7 @@ struct TagCommand: AsyncParsableCommand {
                 "the input file \(inputFile ?? "-") names no source; give \(ImgurAddress.acceptedForms)",
                 status: ExitCode.validationFailure.rawValue)
         }
-        try await RunLifecycle(common: common, flags: flags).run { settings throws(MirrorError) in
+        try await lifecycle.run(resolved) { settings throws(MirrorError) in
             if settings.postgres != nil, addresses.count != 1 || addresses.first.map({ if case .tag = $0 { false } else { true } }) == true {
                 throw .configuration("workers sharing the PostgreSQL state (--state or the config's 'state') mirror one tag per run; albums, posts and several sources keep their state in .mirror")
             }

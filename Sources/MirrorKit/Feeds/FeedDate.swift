@@ -30,7 +30,8 @@ enum FeedDate {
             if year > currentYear + 50 { year -= 100 }
         }
         let clock = parts[3].split(separator: ":", omittingEmptySubsequences: false)
-        guard (2...3).contains(clock.count), clock.allSatisfy({ $0.count == 2 }),
+        // The hour may have one digit (`9:05`), as date formatters have always read it.
+        guard (2...3).contains(clock.count), (1...2).contains(clock[0].count), clock.dropFirst().allSatisfy({ $0.count == 2 }),
               let hour = number(clock[0]), let minute = number(clock[1]), hour < 24, minute < 60,
               (1...31).contains(day), day <= CivilTime.days(inMonth: month, of: year)
         else { return nil }
@@ -65,9 +66,13 @@ enum FeedDate {
         return name.count >= 3 && weekdayNames.contains { $0 == name || $0.prefix(3) == name }
     }
 
-    /// Seconds east of UTC: `+hhmm`, `+hh:mm`, or a name of RFC 822's (UT, GMT, EST…) or one
-    /// feeds in Europe, Asia and Oceania write.
-    private static func zoneOffset(_ text: Substring) -> Int? {
+    /// Seconds east of UTC: `+hhmm`, `+hh:mm` (alone or after `GMT` or `UTC`), or a name of
+    /// RFC 822's (UT, GMT, EST…) or one feeds in Europe, Asia and Oceania write.
+    private static func zoneOffset(_ zone: Substring) -> Int? {
+        var text = zone
+        for prefix in ["GMT", "UTC"] where text.uppercased().hasPrefix(prefix) && text.count > prefix.count {
+            text = text.dropFirst(prefix.count)
+        }
         if let sign = text.first, sign == "+" || sign == "-" {
             let digits = text.dropFirst().filter { $0 != ":" }
             guard digits.count == 4, text.count == 5 || (text.count == 6 && text.dropFirst(3).first == ":"),

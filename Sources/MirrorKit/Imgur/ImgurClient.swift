@@ -219,44 +219,11 @@ package struct ImgurClient: Sendable {
     /// first: Foundation's JSONDecoder traps, instead of throwing, on one that ends just past its
     /// own limit of 512 levels, and the server chooses the body. Answers nest about six deep.
     static func decode<Payload: Decodable>(_ type: Payload.Type, from body: [UInt8]) throws -> Payload {
-        if isNested(body, deeperThan: maxNesting) {
-            let context = DecodingError.Context(codingPath: [], debugDescription: "nested deeper than \(maxNesting) levels")
+        if JSONValue.isNested(body, deeperThan: JSONValue.maxNesting) {
+            let context = DecodingError.Context(codingPath: [], debugDescription: "nested deeper than \(JSONValue.maxNesting) levels")
             throw DecodingError.dataCorrupted(context)
         }
         return try JSONDecoder().decode(Payload.self, from: Data(body))
-    }
-
-    static let maxNesting = 64
-
-    /// Whether arrays and objects in `body` open more than `limit` deep, brackets in strings aside.
-    static func isNested(_ body: [UInt8], deeperThan limit: Int) -> Bool {
-        var depth = 0
-        var inString = false
-        var escaped = false
-        for byte in body {
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""):
-                inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-                if depth > limit { return true }
-            case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                depth -= 1
-            default:
-                break
-            }
-        }
-        return false
     }
 
     /// A decoding error as one line naming the JSON path that was wrong.

@@ -28,9 +28,47 @@ enum JSONValue: Decodable, Equatable {
         }
     }
 
-    /// `bytes` as JSON; nil when they are not.
+    /// `bytes` as JSON; nil when they are not, or nest deeper than ``maxNesting``.
     static func parse(_ bytes: some Sequence<UInt8>) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        let bytes = Array(bytes)
+        guard !isNested(bytes, deeperThan: maxNesting) else { return nil }
+        return try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    }
+
+    /// Deeper than any document mirror reads (API answers nest about six deep). Foundation's
+    /// JSONDecoder traps, instead of throwing, on a document that ends just past its own limit of
+    /// 512 levels, and a server (or a config file) chooses the document: it is refused first.
+    static let maxNesting = 64
+
+    /// Whether arrays and objects in `body` open more than `limit` deep, brackets in strings aside.
+    static func isNested(_ body: [UInt8], deeperThan limit: Int) -> Bool {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in body {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""):
+                inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return true }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth -= 1
+            default:
+                break
+            }
+        }
+        return false
     }
 
     subscript(key: String) -> JSONValue? {

@@ -53,4 +53,24 @@ struct SharedStateHandoverTests {
             #expect(status.status != 0)
         }
     }
+
+    /// The hand-over comes before the input file is read: the helper reads standard input itself.
+    @Test func aRunWithItsSourcesOnStandardInputIsHandedOverWhole() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let bin = dir.appendingPathComponent("bin")
+            let libexec = dir.appendingPathComponent("libexec/mirror")
+            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: libexec, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: MirrorProcess.executable, to: bin.appendingPathComponent("mirror"))
+            try FileManager.default.copyItem(at: Self.helper, to: libexec.appendingPathComponent("mirror-postgresql"))
+            let run = try await MirrorProcess.run(
+                ["-i", "-", "--out", dir.appendingPathComponent("out").path, "--state", "postgresql://worker@127.0.0.1:1/mirror",
+                 "--client-id-file", "/dev/null"],
+                standardInput: Array("cats\n".utf8), binary: bin.appendingPathComponent("mirror"))
+            // The helper read the tag from standard input and went on to the client id file.
+            #expect(!run.stderr.contains("names no source"), "\(run.stderr)")
+            #expect(run.stderr.contains("client id file /dev/null"), "\(run.stderr)")
+            #expect(run.status == 78)
+        }
+    }
 }

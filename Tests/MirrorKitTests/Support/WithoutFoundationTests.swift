@@ -18,14 +18,15 @@ struct WithoutFoundationTests {
         let forms = [
             ("EEE, d MMM yyyy HH:mm:ss Z", "GMT"), ("EEE, dd MMM yyyy HH:mm:ss Z", "America/New_York"),
             ("d MMM yyyy HH:mm:ss Z", "Asia/Kolkata"), ("EEE, d MMM yyyy HH:mm Z", "Europe/Berlin"),
-            ("EEE, d MMM yyyy HH:mm:ss xxx", "Australia/Adelaide"),
+            ("EEE, d MMM yyyy HH:mm:ss xxx", "Australia/Adelaide"), ("EEE, d MMM yyyy H:mm:ss Z", "UTC"),
         ]
         var seconds = 631_152_000.0  // 1990
         while seconds < 2_524_608_000 {  // 2050
             for (format, zone) in forms {
                 let formatter = Self.formatter(format, zone: zone)
                 let text = formatter.string(from: Date(timeIntervalSince1970: seconds))
-                #expect(FeedDate.parse(text) == formatter.date(from: text), "\(text)")
+                let expected = formatter.date(from: text)
+                #expect(expected != nil && FeedDate.parse(text) == expected, "\(text)")
             }
             seconds += 3_777_777.7
         }
@@ -42,6 +43,8 @@ struct WithoutFoundationTests {
         #expect(FeedDate.parse("2026-11-01T09:00:00+01:00") == utc("2026-11-01T08:00:00Z"))
         #expect(FeedDate.parse("2026-11-01T09:00:00.250Z") == utc("2026-11-01T09:00:00Z")!.addingTimeInterval(0.25))
         #expect(FeedDate.parse("2026-11-01") == utc("2026-11-01T00:00:00Z"))
+        #expect(FeedDate.parse("Tue, 5 Mar 2024 9:05:00 GMT") == utc("2024-03-05T09:05:00Z"))
+        #expect(FeedDate.parse("Tue, 5 Mar 2024 09:05:00 GMT+02:00") == utc("2024-03-05T07:05:00Z"))
         for bad in ["Fri, 30 Feb 2026 12:31:23 GMT", "Fri, 14 Aug 2026 24:31:23 GMT", "Fri, 14 Aug 2026 12:31:23 XYZ",
                     "Fri, 14 Aug 2026 12:31:23 +2500", "Fri, 14 Aug 2026 12:31:23", "Fri 14 Aug 2026 12:31:23 GMT",
                     "Fri, 14 Foo 2026 12:31:23 GMT", "Fri, 14 Aug 20266 12:31:23 GMT", "Fri, 14 Aug 2026 12:3:23 GMT", ""] {
@@ -84,11 +87,15 @@ struct WithoutFoundationTests {
         for text in ["a%20b", "%E2%82%AC", "%e2%82%ac", "%", "%2", "%zz", "%FF", "plain", "100%25", "%C3%A9t%C3%A9"] {
             #expect(text.percentDecoded == text.removingPercentEncoding, "\(text)")
         }
-        var unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        unreserved.insert(charactersIn: "-._~")
-        for text in ["cats", "cats and dogs", "a/b?c#d", "café", "100%", "~user.name_x-y", "😀"] {
-            #expect(text.percentEncodedSegment == text.addingPercentEncoding(withAllowedCharacters: unreserved), "\(text)")
+        // What the tag's path segment was before (alphanumerics and -._~ kept), for ASCII text.
+        var kept = CharacterSet.alphanumerics
+        kept.insert(charactersIn: "-._~")
+        for text in ["cats", "cats and dogs", "a/b?c#d", "100%", "~user.name_x-y", "a+b&c=d"] {
+            #expect(text.percentEncodedSegment == text.addingPercentEncoding(withAllowedCharacters: kept), "\(text)")
         }
+        // Letters beyond ASCII are encoded now (RFC 3986), where Foundation left them raw.
+        #expect("café".percentEncodedSegment == "caf%C3%A9")
+        #expect("😀".percentEncodedSegment == "%F0%9F%98%80")
     }
 
     @Test func aTildeIsExpandedAsNSStringExpandsIt() {
@@ -111,5 +118,36 @@ struct WithoutFoundationTests {
         #expect(JSONValue.parse(Array("{not json".utf8)) == nil)
         #expect(ImgurError.bodyStatus(Array(text.utf8)) == 403)
         #expect(ImgurError.message(fromBody: Array(text.utf8)) == "Over capacity")
+    }
+
+    @Test func momentsAreRFC3339sAndNothingAfterOrAround() {
+        let utc = { (text: String) in ISO8601DateFormatter().date(from: text) }
+        #expect(DateBound.moment("2026-01-31") == utc("2026-01-31T00:00:00Z"))
+        #expect(DateBound.moment("2026-01-31T12:00:00Z") == utc("2026-01-31T12:00:00Z"))
+        #expect(DateBound.moment("2026-01-31t12:00:00z") == utc("2026-01-31T12:00:00Z"))
+        #expect(DateBound.moment("2026-01-31T12:00:00+01:00") == utc("2026-01-31T11:00:00Z"))
+        #expect(DateBound.moment("2026-01-31T12:00:00-0230") == utc("2026-01-31T14:30:00Z"))
+        #expect(DateBound.moment("2026-01-31T12:00:00.5Z") == utc("2026-01-31T12:00:00Z")!.addingTimeInterval(0.5))
+        for bad in ["2026-01-31T12:00:00Zjunk", "2026-01-31T12:00:00+01", "2026-01-31T24:00:00Z", "2026-02-30",
+                    "2026-13-01", "2026-01-31T12:00:00", "2026-01-31T12:00:00.Z", "2026-01-31 12:00:00Z", "2026-1-31",
+                    "+026-01-31", "2026-01-31T12:60:00Z"] {
+            #expect(DateBound.moment(bad) == nil, "\(bad)")
+        }
+    }
+
+    /// FoundationEssentials' JSONDecoder traps on a document that ends just past 512 levels; a
+    /// body or config file chooses its depth. In a child process, so that a trap fails this test
+    /// instead of ending the whole run.
+    @Test func aDocumentNestedDeeperThanAnyAnswerIsRefusedNotACrash() async {
+        await #expect(processExitsWith: .success) {
+            for depth in [65, 513, 600] {
+                let body = Array(String(repeating: "[", count: depth).utf8) + Array(String(repeating: "]", count: depth).utf8)
+                #expect(JSONValue.parse(body) == nil)
+                #expect(ImgurError.bodyStatus(body) == nil)
+                #expect(ImgurError.message(fromBody: body).hasPrefix("non-JSON body"))
+            }
+            let shallow = Array(String(repeating: "[", count: 64).utf8) + Array(String(repeating: "]", count: 64).utf8)
+            #expect(JSONValue.parse(shallow) != nil)
+        }
     }
 }
