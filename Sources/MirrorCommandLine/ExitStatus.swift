@@ -15,6 +15,7 @@ enum ExitStatus {
     static func of(_ error: MirrorError) -> Int32 {
         switch error {
         case .configuration, .clientIDFile: configuration
+        case .noMirrorState: noInput
         case .unsafePath, .fileSystem, .stateDatabase: cannotCreate
         case .digest: unavailable
         case .locked: tryLater

@@ -89,7 +89,7 @@ struct StatusCommand: AsyncParsableCommand {
     ) async throws -> StatusReport? {
         do {
             let shared = try await connector.open(
-                location, leaseDuration: .seconds(30),
+                location, leaseDuration: .seconds(30), readOnly: true,
                 logger: Logger(label: "mirror.status", factory: { _ in SwiftLogNoOpLogHandler() }))
             let report: Result<StatusReport?, any Error>
             do {

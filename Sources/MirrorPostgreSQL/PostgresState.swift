@@ -17,34 +17,42 @@ package final class PostgresState: MirrorStore {
     let hostName: String
     private let running: Task<Void, Never>
 
-    /// Connects to `database` and brings its schema to the latest version.
-    package init(_ database: PostgresLocation, logger: Logger) async throws(MirrorError) {
+    /// Connects to `database` and brings its schema to the latest version; `readOnly`, every
+    /// transaction is read-only and nothing is created: a database without the schema is refused
+    /// ("no mirror state here"), as is one this build cannot read.
+    package init(_ database: PostgresLocation, readOnly: Bool = false, logger: Logger) async throws(MirrorError) {
         location = database.description
         // PostgresNIO's own lines (connections opened and closed) are not the run's news.
         self.logger = Logger(label: "mirror.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
         hostName = ProcessInfo.processInfo.hostName
         var configuration = PostgresClient.Configuration(
             host: database.host, port: database.port, username: database.user, password: database.password,
-            database: database.database, tls: .disable)
+            database: database.database, tls: try database.tls.clientTLS())
         configuration.options.connectTimeout = .seconds(10)
         configuration.options.maximumConnections = 8
+        let startup = readOnly ? [("default_transaction_read_only", "on")] : []
+        configuration.options.additionalStartupParameters = startup
         // One connection first: the pool retries a server that is down for a minute before a
         // query fails, where a run should say at once that the database cannot be reached.
         do {
             var probe = PostgresConnection.Configuration(
                 host: database.host, port: database.port, username: database.user, password: database.password,
-                database: database.database, tls: .disable)
+                database: database.database, tls: try database.tls.connectionTLS())
             probe.options.connectTimeout = .seconds(10)
+            probe.options.additionalStartupParameters = startup
             let connection = try await PostgresConnection.connect(configuration: probe, id: 0, logger: logger)
             try await connection.close()
         } catch {
+            if let problem = database.tls.problem(with: error, host: database.host) {
+                throw .stateDatabase(path: database.description, problem: problem)
+            }
             throw Self.failure(error, location: database.description)
         }
         let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "mirror.postgres", factory: { _ in SwiftLogNoOpLogHandler() }))
         self.client = client
         running = Task { await client.run() }
         do {
-            try await migrate()
+            if readOnly { try await checkSchema() } else { try await migrate() }
         } catch {
             await close()
             throw error
@@ -76,6 +84,23 @@ package final class PostgresState: MirrorStore {
                 }
                 try await connection.query("INSERT INTO schema_migrations (version) VALUES (\(migration.version))", logger: logger)
             }
+        }
+    }
+
+    /// Refuses a database without the schema, or with one this build does not know, without
+    /// changing it.
+    private func checkSchema() async throws(MirrorError) {
+        let present = try await rows("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").first
+        guard let present, try decode(present, Bool.self, column: "present") else {
+            throw .noMirrorState(path: location, problem: "no mirror state here (the database has no mirror tables; a run with this --state creates them)")
+        }
+        let version = try await schemaVersion()
+        guard version == PostgresSchema.latest else {
+            throw .noMirrorState(
+                path: location,
+                problem: version > PostgresSchema.latest
+                    ? "schema version \(version), this mirror knows up to \(PostgresSchema.latest)"
+                    : "schema version \(version), older than this mirror's \(PostgresSchema.latest); the next run with this --state upgrades it")
         }
     }
 

@@ -21,6 +21,7 @@ package struct SharedDatabase: Sendable {
 /// linked only into the executable that uses it, `mirror-postgresql`, so the `mirror` most runs
 /// use carries none of it in memory.
 package protocol SharedDatabaseConnector: Sendable {
-    /// Connects to `location` and brings its schema to the latest version.
-    func open(_ location: PostgresLocation, leaseDuration: Duration, logger: Logger) async throws(MirrorError) -> SharedDatabase
+    /// Connects to `location` and brings its schema to the latest version; `readOnly` (for
+    /// `mirror status`), changes nothing and refuses a database without the schema.
+    func open(_ location: PostgresLocation, leaseDuration: Duration, readOnly: Bool, logger: Logger) async throws(MirrorError) -> SharedDatabase
 }

@@ -9,6 +9,9 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     package var user: String
     package var password: String?
     package var database: String
+    /// How the connection is encrypted and the server checked: libpq's `sslmode`, `sslrootcert`,
+    /// `sslcert` and `sslkey`, from the URL or `PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT`, `PGSSLKEY`.
+    package var tls: PostgresTLS
 
     /// Whether `text` names a PostgreSQL database rather than the default SQLite state.
     package static func isPostgres(_ text: String) -> Bool {
@@ -33,8 +36,17 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         if let port = components.port, !(1...65535).contains(port) {
             throw .configuration("state '\(Self.redacted(text))' has port \(port), not 1 to 65535")
         }
-        for item in components.queryItems ?? [] where !(item.name == "sslmode" && item.value == "disable") {
-            throw .configuration("state '\(Self.redacted(text))': the option '\(item.name)' is not supported (only sslmode=disable; use a local socket tunnel or a trusted network)")
+        var options: [String: String] = [:]
+        for item in components.queryItems ?? [] {
+            guard PostgresTLS.options.contains(item.name) else {
+                throw .configuration("state '\(Self.redacted(text))': the option '\(item.name)' is not supported (\(PostgresTLS.options.joined(separator: ", ")) are)")
+            }
+            options[item.name] = item.value ?? ""
+        }
+        do throws(MirrorError) {
+            tls = try PostgresTLS(options: options, environment: environment)
+        } catch {
+            throw .configuration("state '\(Self.redacted(text))': \(error.description)")
         }
         self.host = host
         port = components.port ?? 5432
@@ -44,11 +56,11 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     }
 
     package var description: String {
-        "postgresql://\(user)@\(host):\(port)/\(database)"
+        "postgresql://\(user)@\(host):\(port)/\(database)" + (tls.mode == .prefer ? "" : "?sslmode=\(tls.mode.rawValue)")
     }
 
     /// `text` with any password in it replaced by `***`.
-    static func redacted(_ text: String) -> String {
+    package static func redacted(_ text: String) -> String {
         guard let at = text.lastIndex(of: "@"), let scheme = text.firstRange(of: "://"), scheme.upperBound < at else { return text }
         let credentials = text[scheme.upperBound..<at]
         guard let colon = credentials.firstIndex(of: ":") else { return text }

@@ -9,6 +9,8 @@ package enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
     case fileSystem(FileSystemError)
     case locked(path: String)
     case stateDatabase(path: String, problem: String)
+    /// A state opened only to read (`mirror status`) that holds no mirror's state.
+    case noMirrorState(path: String, problem: String)
     /// OpenSSL will not compute MD5, which names partial downloads and checks files.
     case digest(String)
 
@@ -34,7 +36,7 @@ package enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
             return error.description
         case .locked(let path):
             return "another mirror run holds \(path); not starting a second one"
-        case .stateDatabase(let path, let problem):
+        case .stateDatabase(let path, let problem), .noMirrorState(let path, let problem):
             return "state database \(path): \(problem)"
         case .digest(let message):
             return message

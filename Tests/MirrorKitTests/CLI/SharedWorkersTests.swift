@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import MirrorKit
+@testable import MirrorPostgreSQL
 
 /// Several `mirror` processes on one directory and one PostgreSQL server, as cron jobs on several
 /// hosts would be: they divide the tag, a killed one's work passes to the others, and its
@@ -167,6 +168,28 @@ struct SharedWorkersTests {
                     let ids = server.generatedImageIDs("split")
                     #expect(files(in: out + "/full") == ids.map { "\($0).jpg" }.sorted())
                 }
+            }
+        }
+    }
+
+    /// Looking changes nothing: a database no run has used gets no tables from `mirror status`.
+    @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func statusOnADatabaseWithoutTheSchemaSaysSoAndCreatesNothing() async throws {
+        try await PostgresServer.with { postgres in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let out = dir.appendingPathComponent("out")
+                try FileManager.default.createDirectory(at: out.appendingPathComponent(".mirror"), withIntermediateDirectories: true)
+                for _ in 0..<2 {
+                    let status = try await MirrorProcess.run(["status", out.path, "--state", postgres.url])
+                    #expect(status.status == 66, "\(status.stderr)")
+                    #expect(status.stderr.contains("no mirror state here"), "\(status.stderr)")
+                }
+                let state = try await PostgresState(try PostgresLocation(postgres.url), logger: TestSupport.logger)
+                // The first open that may write is the run's: the schema's first migration is its own.
+                #expect(try await state.rows("SELECT version FROM schema_migrations ORDER BY version").count == PostgresSchema.latest)
+                await state.close()
+                let after = try await MirrorProcess.run(["status", out.path, "--state", postgres.url])
+                #expect(after.status == 0, "\(after.stderr)")
             }
         }
     }

@@ -117,11 +117,33 @@ struct PostgresStateTests {
         }
     }
 
+    @Test(.enabled(if: PostgresServer.isAvailable, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func aReadOnlyOpenChangesNothing() async throws {
+        try await PostgresServer.with { server in
+            let location = try PostgresLocation(server.url)
+            let empty = await #expect(throws: MirrorError.self) {
+                _ = try await PostgresState(location, readOnly: true, logger: TestSupport.logger)
+            }
+            #expect(empty == .noMirrorState(
+                path: location.description,
+                problem: "no mirror state here (the database has no mirror tables; a run with this --state creates them)"))
+            let writer = try await PostgresState(location, logger: TestSupport.logger)
+            await writer.close()
+            let reader = try await PostgresState(location, readOnly: true, logger: TestSupport.logger)
+            #expect(try await reader.schemaVersion() == PostgresSchema.latest)
+            let write = await #expect(throws: MirrorError.self) {
+                try await reader.record(MirroredFile(path: "full/a.jpg", item: "a", source: "tag t", url: "u", etag: nil, lastModified: nil, bytes: 1, md5: nil))
+            }
+            #expect(write?.description.contains("read-only") == true, "\(String(describing: write))")
+            await reader.close()
+        }
+    }
+
     @Test func aBadStateURLIsNamedWithoutItsPassword() throws {
         for (text, expected) in [
             ("postgresql://u:s3cret@/db", "names no host"),
             ("postgresql://u:s3cret@h", "names no database"),
-            ("postgresql://u:s3cret@h/db?sslmode=require", "'sslmode' is not supported"),
+            ("postgresql://u:s3cret@h/db?connect_timeout=3", "'connect_timeout' is not supported"),
             ("mysql://u:s3cret@h/db", "is not a postgresql://"),
         ] {
             let error = #expect(throws: MirrorError.self) { _ = try PostgresLocation(text, environment: [:]) }

@@ -23,7 +23,15 @@ final class PostgresServer: Sendable {
     /// A URL for `--state`, naming database `postgres`.
     var url: String { "postgresql://\(Self.user)@127.0.0.1:\(port)/postgres" }
 
-    init() throws {
+    /// TLS for a server: its certificate and key, and the CA whose client certificates it
+    /// demands (nil: it asks for none).
+    struct TLS {
+        var certificate: String
+        var key: String
+        var clientAuthority: String?
+    }
+
+    init(tls: TLS? = nil) throws {
         guard let binaries = Self.binaries else { throw EventuallyTimeout(description: "PostgreSQL is not installed") }
         work = FileManager.default.temporaryDirectory.appendingPathComponent("postgres-\(UUID().uuidString)")
         let data = work.appendingPathComponent("data")
@@ -34,6 +42,26 @@ final class PostgresServer: Sendable {
             "-D", data.path, "-A", "trust", "-U", Self.user, "--no-sync", "-E", "UTF8", "--locale", "C",
         ])
         try Self.run(initdb.executable, initdb.arguments)
+        var settings: [String] = []
+        if let tls {
+            // The server reads its key only when the key is its own and no one else's.
+            var copies: [String] = []
+            for (name, file) in [("server.crt", tls.certificate), ("server.key", tls.key)] + (tls.clientAuthority.map { [("client-ca.crt", $0)] } ?? []) {
+                let copy = work.appendingPathComponent(name).path
+                try FileManager.default.copyItem(atPath: file, toPath: copy)
+                chmod(copy, 0o600)
+                if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", copy]) }
+                copies.append(copy)
+            }
+            settings += ["-c", "ssl=on", "-c", "ssl_cert_file=\(copies[0])", "-c", "ssl_key_file=\(copies[1])"]
+            if copies.count > 2 {
+                settings += ["-c", "ssl_ca_file=\(copies[2])"]
+                let rules = "local all all trust\nhostssl all all 127.0.0.1/32 trust clientcert=verify-ca\n"
+                let hba = data.appendingPathComponent("pg_hba.conf")
+                try Data(rules.utf8).write(to: hba)
+                if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", hba.path]) }
+            }
+        }
         var attempt = 0
         while true {
             attempt += 1
@@ -41,7 +69,7 @@ final class PostgresServer: Sendable {
             let postgres = Self.asServer(binaries.appendingPathComponent("postgres").path, [
                 "-D", data.path, "-p", "\(port)", "-k", work.path, "-c", "listen_addresses=127.0.0.1",
                 "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=100",
-            ])
+            ] + settings)
             let log = try FileHandle(forWritingTo: Self.createFile(work.appendingPathComponent("log")))
             let process = try ChildProcess(
                 executable: postgres.executable, arguments: postgres.arguments,
@@ -70,8 +98,8 @@ final class PostgresServer: Sendable {
     }
 
     /// Runs `body` with a server of its own, stopped after, whatever `body` does.
-    static func with<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
-        let server = try PostgresServer()
+    static func with<T>(tls: TLS? = nil, _ body: (PostgresServer) async throws -> T) async throws -> T {
+        let server = try PostgresServer(tls: tls)
         do {
             let result = try await body(server)
             await server.stop()
