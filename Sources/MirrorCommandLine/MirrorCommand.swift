@@ -109,10 +109,16 @@ struct SharingOptions: ParsableArguments {
     @Option(help: "With --state postgresql://…: connections to one media host that all workers together may have (default \(RunSettings.Defaults.clusterMaxPerHost)).")
     var clusterMaxPerHost: Int?
 
+    @Option(help: ArgumentHelp(
+        "With --state postgresql://…: workers that reach the API from one address (behind one NAT) name the same group, and share one API budget, as Imgur counts calls by address (default: this host's name).",
+        valueName: "name"))
+    var budgetGroup: String?
+
     func apply(to flags: inout MirrorConfiguration) {
         flags.state = state
         flags.leaseSeconds = leaseSeconds
         flags.clusterMaxPerHost = clusterMaxPerHost
+        flags.budgetGroup = budgetGroup
     }
 }
 

@@ -103,7 +103,8 @@ struct RunLifecycle {
         if dryRun != nil {
             // Its snapshot of the state was taken under the lock; it writes nothing the lock guards.
         } else if let postgres = settings.postgres, let connector {
-            shared = try await connector.open(postgres, leaseDuration: settings.leaseDuration, readOnly: false, logger: logger)
+            shared = try await connector.open(
+                postgres, leaseDuration: settings.leaseDuration, budgetGroup: settings.budgetGroup, readOnly: false, logger: logger)
         } else {
             lock = try RunLock(directory: directory)
         }

@@ -39,6 +39,11 @@ struct StatusCommand: AsyncParsableCommand {
         valueName: "url"))
     var state: String?
 
+    @Option(help: ArgumentHelp(
+        "With --state: the budget group whose API budget to show, as the workers' --budget-group (default: this host's name).",
+        valueName: "name"))
+    var budgetGroup: String?
+
     func run() async throws {
         // Before anything is read here: `mirror` hands a shared state over to mirror-postgresql.
         let shared = try state.map { text in
@@ -89,7 +94,7 @@ struct StatusCommand: AsyncParsableCommand {
     ) async throws -> StatusReport? {
         do {
             let shared = try await connector.open(
-                location, leaseDuration: .seconds(30), readOnly: true,
+                location, leaseDuration: .seconds(30), budgetGroup: budgetGroup, readOnly: true,
                 logger: Logger(label: "mirror.status", factory: { _ in SwiftLogNoOpLogHandler() }))
             let report: Result<StatusReport?, any Error>
             do {

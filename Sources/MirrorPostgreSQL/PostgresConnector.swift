@@ -6,9 +6,9 @@ package struct PostgresConnector: SharedDatabaseConnector {
     package init() {}
 
     package func open(
-        _ location: PostgresLocation, leaseDuration: Duration, readOnly: Bool, logger: Logger
+        _ location: PostgresLocation, leaseDuration: Duration, budgetGroup: String?, readOnly: Bool, logger: Logger
     ) async throws(MirrorError) -> SharedDatabase {
-        let state = try await PostgresState(location, readOnly: readOnly, logger: logger)
+        let state = try await PostgresState(location, readOnly: readOnly, budgetGroup: budgetGroup, logger: logger)
         return SharedDatabase(
             state: state, coordinator: PostgresCoordinator(state: state, leaseDuration: leaseDuration),
             close: { await state.close() })

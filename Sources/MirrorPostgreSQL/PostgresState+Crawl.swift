@@ -144,7 +144,8 @@ extension PostgresState {
         try await execute("UPDATE images SET done = true, claimed_by = NULL, lease_until = NULL WHERE id = ANY(\(imageIDs))")
     }
 
-    /// Each host keeps its own budget: the API counts calls by the address they come from.
+    /// Each budget group (by default each host) keeps its own budget: the API counts calls by the
+    /// address they come from.
     package func budget(api: String) async throws(MirrorError) -> APIBudget? {
         guard let row = try await rows("SELECT budget FROM api_budgets WHERE api = \(budgetKey(api))").first else { return nil }
         let decoder = JSONDecoder()
@@ -164,7 +165,7 @@ extension PostgresState {
     }
 
     private func budgetKey(_ api: String) -> String {
-        "\(api) from \(hostName)"
+        "\(api) from \(budgetGroup)"
     }
 
     package func figures(source: String) async throws(MirrorError) -> CrawlFigures {

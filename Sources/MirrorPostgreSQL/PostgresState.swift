@@ -13,18 +13,24 @@ package final class PostgresState: MirrorStore {
     package let location: String
     let client: PostgresClient
     let logger: Logger
-    /// The host this process runs on: each host keeps its own API budget (its own IP's).
+    /// The host this process runs on.
     let hostName: String
+    /// Whose API budget this worker reads and saves: its budget group's (`--budget-group`), by
+    /// default its host's. Imgur counts calls by address: workers behind one address share one.
+    let budgetGroup: String
     private let running: Task<Void, Never>
 
     /// Connects to `database` and brings its schema to the latest version; `readOnly`, every
     /// transaction is read-only and nothing is created: a database without the schema is refused
     /// ("no mirror state here"), as is one this build cannot read.
-    package init(_ database: PostgresLocation, readOnly: Bool = false, logger: Logger) async throws(MirrorError) {
+    package init(
+        _ database: PostgresLocation, readOnly: Bool = false, budgetGroup: String? = nil, logger: Logger
+    ) async throws(MirrorError) {
         location = database.description
         // PostgresNIO's own lines (connections opened and closed) are not the run's news.
         self.logger = Logger(label: "mirror.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
         hostName = ProcessInfo.processInfo.hostName
+        self.budgetGroup = budgetGroup ?? hostName
         var configuration = PostgresClient.Configuration(
             host: database.host, port: database.port, username: database.user, password: database.password,
             database: database.database, tls: try database.tls.clientTLS())

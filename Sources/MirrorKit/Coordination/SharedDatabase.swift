@@ -22,6 +22,9 @@ package struct SharedDatabase: Sendable {
 /// use carries none of it in memory.
 package protocol SharedDatabaseConnector: Sendable {
     /// Connects to `location` and brings its schema to the latest version; `readOnly` (for
-    /// `mirror status`), changes nothing and refuses a database without the schema.
-    func open(_ location: PostgresLocation, leaseDuration: Duration, readOnly: Bool, logger: Logger) async throws(MirrorError) -> SharedDatabase
+    /// `mirror status`), changes nothing and refuses a database without the schema. The API
+    /// budget read and saved is `budgetGroup`'s (nil: this host's).
+    func open(
+        _ location: PostgresLocation, leaseDuration: Duration, budgetGroup: String?, readOnly: Bool, logger: Logger
+    ) async throws(MirrorError) -> SharedDatabase
 }

@@ -35,9 +35,11 @@ actor APIRateLimiter {
     /// The budget as last reported.
     var current: APIBudget { budget }
 
-    /// Starts from what an earlier run saw, unless this one has heard fresher figures.
+    /// Starts from what an earlier run (or another worker on the same address) saw, unless this
+    /// one has heard fresher figures.
     func adopt(_ known: APIBudget) {
-        guard budget.userRemaining == nil, budget.clientRemaining == nil else { return }
+        let unknown = budget.userRemaining == nil && budget.clientRemaining == nil
+        guard unknown || known.observedAt > budget.observedAt else { return }
         budget = known.stillValid(at: clock.now)
     }
 

@@ -65,8 +65,9 @@ package struct ImgurClient: Sendable {
         await limiter.current
     }
 
-    /// Starts from the budget an earlier run saw (kept while its reset has not passed), so that a
-    /// spent budget costs no call to find out.
+    /// Starts from the budget an earlier run or another worker of the budget group saw (kept
+    /// while its reset has not passed, taken when fresher than this run's), so that a spent
+    /// budget costs no call to find out.
     func adopt(_ budget: APIBudget) async {
         await limiter.adopt(budget)
     }

@@ -52,7 +52,11 @@ package struct TagSource: MirrorSource {
                 crawl = try await SharedTagWork(
                     coordinator: coordinator, source: name, jobs: sink.runner, session: sink.session, images: groups,
                     claims: claims, clock: clock, logger: logger
-                ).run(readListing: { found in await readListing(sink, images, found: found) }, submit: {
+                ).run(readListing: { found in
+                    // The budget as the group's last worker left it: it may have crawled since this one started.
+                    if let saved = try? await sink.store.budget(api: TagCrawler.budgetKey) { await client.adopt(saved) }
+                    return await readListing(sink, images, found: found)
+                }, submit: {
                     // Shared workers take no filters: every image is every worker's.
                     await images.submit($0, resumed: true)
                 })

@@ -51,6 +51,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     package var leaseSeconds: Int?
     /// Connections to one media host that all workers together may have (PostgreSQL state only).
     package var clusterMaxPerHost: Int?
+    /// Workers that share an address towards the API (one NAT) and so one API budget
+    /// (PostgreSQL state only); default the host's name.
+    package var budgetGroup: String?
     /// Conditions every file must meet (`type=animated`, `size<10M`); see ``MediaFilter``.
     package var filter: [String]?
     /// Only posts or entries dated at or after this: a day, a moment, or a span back such as `30d`.
@@ -109,6 +112,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         state = try text(.state)
         leaseSeconds = try container.decodeIfPresent(Int.self, forKey: .leaseSeconds)
         clusterMaxPerHost = try container.decodeIfPresent(Int.self, forKey: .clusterMaxPerHost)
+        budgetGroup = try text(.budgetGroup)
         if container.contains(.filter), try !container.decodeNil(forKey: .filter) {
             if let one = try? container.decode(String.self, forKey: .filter) {
                 filter = [one]
@@ -127,7 +131,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, prefer, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
         case progress, logFormat, metadata, keepDeleted, exec, execShell, metricsFile
-        case state, leaseSeconds, clusterMaxPerHost, filter, since, until, sources
+        case state, leaseSeconds, clusterMaxPerHost, budgetGroup, filter, since, until, sources
     }
 
     /// The keys a source's own settings may have: how it is listed, which of its files are taken,
@@ -277,6 +281,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         }
         if let leaseSeconds, !(2...3600).contains(leaseSeconds) { throw refuse(.leaseSeconds, "must be 2 to 3600") }
         if let clusterMaxPerHost, !(1...256).contains(clusterMaxPerHost) { throw refuse(.clusterMaxPerHost, "must be 1 to 256") }
+        if let budgetGroup, budgetGroup.isEmpty || budgetGroup.count > 64 || budgetGroup.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw refuse(.budgetGroup, "must be a name of 1 to 64 characters, got '\(budgetGroup.escapedForTerminal)'")
+        }
         var conditions = MediaFilter()
         for expression in filter ?? [] {
             do {
@@ -333,6 +340,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .state: pick(\.state)
         case .leaseSeconds: pick(\.leaseSeconds)
         case .clusterMaxPerHost: pick(\.clusterMaxPerHost)
+        case .budgetGroup: pick(\.budgetGroup)
         case .filter: pick(\.filter)
         case .since: pick(\.since)
         case .until: pick(\.until)

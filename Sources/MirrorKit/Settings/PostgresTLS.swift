@@ -41,15 +41,21 @@ package struct PostgresTLS: Sendable, Equatable {
     package var verifiesHostName: Bool { mode == .verifyFull }
 
     init(options: [String: String], environment: [String: String]) throws(MirrorError) {
+        // As libpq: an option given empty in the URL is an error (a script's unset variable must
+        // not quietly mean the default); an empty variable is unset.
+        if let empty = Self.options.first(where: { options[$0]?.isEmpty == true }) {
+            throw .configuration("\(empty) is empty")
+        }
         func setting(_ option: String, _ variable: String) -> String? {
-            (options[option] ?? environment[variable]).flatMap { $0.isEmpty ? nil : $0 }
+            options[option] ?? environment[variable].flatMap { $0.isEmpty ? nil : $0 }
         }
         let modeText = setting("sslmode", "PGSSLMODE")
         if let modeText, Mode(rawValue: modeText) == nil {
             throw .configuration("sslmode '\(modeText)' is not one of \(Mode.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         mode = modeText.flatMap(Mode.init(rawValue:)) ?? .prefer
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 + "/.postgresql/" }
+        let folder = HomeDirectory.expandingTilde(in: "~/.postgresql/", environment: environment)
+        let home = folder.hasPrefix("~") ? nil : folder
         func readable(_ path: String, _ what: String) throws(MirrorError) -> String {
             guard access(path, R_OK) == 0 else {
                 throw .configuration("\(what) \(path) cannot be read: \(String(cString: strerror(errno)))")
@@ -74,21 +80,35 @@ package struct PostgresTLS: Sendable, Equatable {
             throw .configuration(
                 "sslmode=\(mode.rawValue) needs the CA certificates to trust: give sslrootcert=FILE (or put them in ~/.postgresql/root.crt), or sslrootcert=system for the system's")
         }
-        // As libpq: `require` with a root certificate checks the server's certificate against it.
-        if mode == .require, roots != nil { mode = .verifyCA }
+        // As libpq, `require` with a root certificate checks the server's certificate against it
+        // (``verifiesCertificate``), though it stays `require` in what is printed.
 
         let certificateText = setting("sslcert", "PGSSLCERT")
         let keyText = setting("sslkey", "PGSSLKEY")
         switch (certificateText, keyText) {
         case (let certificate?, let key?):
             self.certificate = try readable(certificate, "sslcert")
-            self.key = try readable(key, "sslkey")
+            self.key = try Self.privateKey(try readable(key, "sslkey"))
         case (nil, nil):
             if let home, mode != .disable, access(home + "postgresql.crt", R_OK) == 0, access(home + "postgresql.key", R_OK) == 0 {
-                (certificate, key) = (home + "postgresql.crt", home + "postgresql.key")
+                (certificate, key) = (home + "postgresql.crt", try Self.privateKey(home + "postgresql.key"))
             }
         default:
             throw .configuration("sslcert and sslkey go together: give both, the client certificate and its key")
         }
+    }
+
+    /// `path`, when only its owner may read it, as libpq demands of a private key: 0600 or less,
+    /// or 0640 or less when root owns it.
+    private static func privateKey(_ path: String) throws(MirrorError) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return path }
+        let others = info.st_mode & (S_IRWXG | S_IRWXO)
+        let allowed = info.st_uid == 0 ? mode_t(S_IRGRP) : 0
+        guard others & ~allowed == 0 else {
+            throw .configuration(
+                "sslkey \(path) may be read by others (mode \(String(info.st_mode & 0o777, radix: 8))): give it 0600 (0640 when root owns it)")
+        }
+        return path
     }
 }

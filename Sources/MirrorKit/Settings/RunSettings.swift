@@ -70,6 +70,9 @@ package struct RunSettings: Sendable {
     package var postgres: PostgresLocation?
     package var leaseDuration: Duration
     package var clusterMaxPerHost: Int
+    /// The API budget's name in the shared state: workers that share an address towards the API
+    /// share it; nil for the host's name.
+    package var budgetGroup: String?
     /// Which found files the run takes.
     var filter: MediaFilter
     /// Set for a dry run (see ``DryRun``): hears each file a real run would fetch; nothing is
@@ -133,6 +136,10 @@ package struct RunSettings: Sendable {
         postgres = try given.state.map { text throws(MirrorError) in try PostgresLocation(text) }
         leaseDuration = .seconds(given.leaseSeconds ?? Defaults.leaseSeconds)
         clusterMaxPerHost = given.clusterMaxPerHost ?? Defaults.clusterMaxPerHost
+        budgetGroup = given.budgetGroup
+        if budgetGroup != nil, postgres == nil {
+            throw .configuration("--budget-group (the config's 'budgetGroup') shares an API budget through the PostgreSQL state; give --state postgresql://… too")
+        }
         filter = MediaFilter()
         do {
             for expression in given.filter ?? [] { try filter.add(expression) }

@@ -172,6 +172,35 @@ struct SharedWorkersTests {
         }
     }
 
+    /// Imgur counts calls by address: workers behind one NAT that name one budget group stop
+    /// where the group's budget stops, without a call to find out; another group asks.
+    @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func workersOfOneBudgetGroupShareOneAPIBudget() async throws {
+        try await PostgresServer.with { postgres in
+            try await TestSupport.withServer { server in
+                server.addGeneratedTag("many", pages: 12, perPage: 12, albumEvery: 2, imagesPerAlbum: 3, imageSize: 1024)
+                server.setRateLimit(userRemaining: 30, userReset: 1800, userLimit: 500)
+                try await MirrorProcess.withClientID { dir, idFile in
+                    let out = dir.appendingPathComponent("out").path
+                    let worker = workerArguments("many", out: out, idFile: idFile, server: server, postgres: postgres)
+                    let first = try await MirrorProcess.run(worker + ["--budget-group", "office"])
+                    #expect(first.status == 75, "\(first.stderr)")
+                    let spent = server.apiRequestCount
+                    #expect(spent > 0 && spent <= 30)
+                    let second = try await MirrorProcess.run(worker + ["--budget-group", "office"])
+                    #expect(second.status == 75, "\(second.stderr)")
+                    #expect(server.apiRequestCount == spent, "a worker of the same group called the API")
+                    let elsewhere = try await MirrorProcess.run(worker + ["--budget-group", "elsewhere"])
+                    #expect(elsewhere.status == 75, "\(elsewhere.stderr)")
+                    #expect(server.apiRequestCount > spent, "another group's worker has a budget of its own to find out")
+
+                    let alone = try await MirrorProcess.run(["many", "--out", out + "-alone", "--budget-group", "office", "--client-id-file", idFile])
+                    #expect(alone.status == 78 && alone.stderr.contains("--budget-group"), "\(alone.stderr)")
+                }
+            }
+        }
+    }
+
     /// Looking changes nothing: a database no run has used gets no tables from `mirror status`.
     @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
     func statusOnADatabaseWithoutTheSchemaSaysSoAndCreatesNothing() async throws {

@@ -93,7 +93,8 @@ struct PostgresTLSTests {
             let tls = PostgresServer.TLS(certificate: server.certificate, key: server.key, clientAuthority: authority.authority)
             try await PostgresServer.with(tls: tls) { postgres in
                 let base = "postgresql://\(PostgresServer.user)@127.0.0.1:\(postgres.port)/postgres?sslmode=verify-full&sslrootcert=\(authority.authority)"
-                #expect(await Self.failure(base) != "connected")
+                let refused = await Self.failure(base)
+                #expect(refused.contains("certificate"), "\(refused)")
                 let state = try await Self.open("\(base)&sslcert=\(client.certificate)&sslkey=\(client.key)")
                 #expect(try await Self.isEncrypted(state))
                 await state.close()
@@ -104,6 +105,7 @@ struct PostgresTLSTests {
     @Test func settingsAreReadAsLibpqReadsThemAndBadOnesAreNamed() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-tls-\(UUID().uuidString).crt")
         try Data("not checked here".utf8).write(to: root)
+        chmod(root.path, 0o644)
         defer { try? FileManager.default.removeItem(at: root) }
         let base = "postgresql://u:s3cret@db.example/mirror"
         func tls(_ url: String, _ environment: [String: String] = [:]) throws -> PostgresTLS {
@@ -111,7 +113,8 @@ struct PostgresTLSTests {
         }
         #expect(try tls(base).mode == .prefer)
         #expect(try tls(base).roots == nil)
-        #expect(try tls("\(base)?sslmode=require&sslrootcert=\(root.path)").mode == .verifyCA)
+        let required = try tls("\(base)?sslmode=require&sslrootcert=\(root.path)")
+        #expect(required.mode == .require && required.verifiesCertificate && !required.verifiesHostName)
         #expect(try tls("\(base)?sslmode=require").mode == .require)
         #expect(try tls("\(base)?sslrootcert=system").mode == .verifyFull)
         #expect(try tls(base, ["PGSSLMODE": "verify-full", "PGSSLROOTCERT": root.path]).roots == .file(root.path))
@@ -125,6 +128,8 @@ struct PostgresTLSTests {
             ("\(base)?sslmode=require&sslrootcert=system", "sslrootcert=system needs sslmode=verify-full"),
             ("\(base)?sslcert=\(root.path)", "sslcert and sslkey go together"),
             ("\(base)?sslpassword=x", "the option 'sslpassword' is not supported"),
+            ("\(base)?sslmode=", "sslmode is empty"),
+            ("\(base)?sslcert=\(root.path)&sslkey=\(root.path)", "may be read by others (mode 644)"),
         ] {
             let error = #expect(throws: MirrorError.self) { _ = try PostgresLocation(url, environment: [:]) }
             #expect(error?.description.contains(expected) == true, "\(String(describing: error))")
