@@ -145,27 +145,47 @@ extension PostgresState {
     }
 
     /// Each budget group (by default each host) keeps its own budget: the API counts calls by the
-    /// address they come from.
+    /// address they come from. Its times are kept on the database's clock, since the workers of a
+    /// group run on hosts whose clocks differ, and read back on this host's.
     package func budget(api: String) async throws(MirrorError) -> APIBudget? {
-        guard let row = try await rows("SELECT budget FROM api_budgets WHERE api = \(budgetKey(api))").first else { return nil }
+        let sent = Date()
+        guard let row = try await rows("SELECT budget, now() AS now FROM api_budgets WHERE api = \(budgetKey(api))").first else {
+            return nil
+        }
+        let skew = try Self.skew(databaseNow: try decode(row, Date.self, column: "now"), sent: sent)
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        return try? decoder.decode(APIBudget.self, from: Data(try decode(row, String.self, column: "budget").utf8))
+        let stored = try? decoder.decode(APIBudget.self, from: Data(try decode(row, String.self, column: "budget").utf8))
+        return stored?.shifted(by: -skew)
     }
 
+    /// Keeps `budget` unless the row holds figures observed later (by another worker of the group).
     package func saveBudget(_ budget: APIBudget, api: String) async throws(MirrorError) {
+        let sent = Date()
+        guard let row = try await rows("SELECT now() AS now").first else { return }
+        let skew = try Self.skew(databaseNow: try decode(row, Date.self, column: "now"), sent: sent)
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
-        guard let data = try? encoder.encode(budget) else { return }
+        guard let data = try? encoder.encode(budget.shifted(by: skew)) else { return }
         try await execute(
             """
             INSERT INTO api_budgets (api, budget) VALUES (\(budgetKey(api)), \(String(decoding: data, as: UTF8.self)))
             ON CONFLICT (api) DO UPDATE SET budget = excluded.budget
+            WHERE (excluded.budget::jsonb ->> 'observedAt')::float8 >= coalesce((api_budgets.budget::jsonb ->> 'observedAt')::float8, 0)
             """)
     }
 
+    /// Seconds the database's clock is ahead of this host's, from its `now()` in an answer to a
+    /// query sent at `sent` (the middle of the round trip taken as the moment it was read), in
+    /// whole seconds: finer would be noise, and clocks that agree give exactly 0.
+    private static func skew(databaseNow: Date, sent: Date) throws(MirrorError) -> Double {
+        let received = Date()
+        return databaseNow.timeIntervalSince(sent.addingTimeInterval(received.timeIntervalSince(sent) / 2)).rounded()
+    }
+
+    /// A named group's key is apart from every host's.
     private func budgetKey(_ api: String) -> String {
-        "\(api) from \(budgetGroup)"
+        budgetGroup.map { "\(api) from group \($0)" } ?? "\(api) from \(hostName)"
     }
 
     package func figures(source: String) async throws(MirrorError) -> CrawlFigures {

@@ -15,9 +15,9 @@ package final class PostgresState: MirrorStore {
     let logger: Logger
     /// The host this process runs on.
     let hostName: String
-    /// Whose API budget this worker reads and saves: its budget group's (`--budget-group`), by
-    /// default its host's. Imgur counts calls by address: workers behind one address share one.
-    let budgetGroup: String
+    /// Whose API budget this worker reads and saves: its budget group's (`--budget-group`), else
+    /// (nil) its host's. Imgur counts calls by address: workers behind one address share one.
+    let budgetGroup: String?
     private let running: Task<Void, Never>
 
     /// Connects to `database` and brings its schema to the latest version; `readOnly`, every
@@ -30,7 +30,7 @@ package final class PostgresState: MirrorStore {
         // PostgresNIO's own lines (connections opened and closed) are not the run's news.
         self.logger = Logger(label: "mirror.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
         hostName = ProcessInfo.processInfo.hostName
-        self.budgetGroup = budgetGroup ?? hostName
+        self.budgetGroup = budgetGroup
         var configuration = PostgresClient.Configuration(
             host: database.host, port: database.port, username: database.user, password: database.password,
             database: database.database, tls: try database.tls.clientTLS())

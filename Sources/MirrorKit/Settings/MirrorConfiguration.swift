@@ -281,8 +281,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         }
         if let leaseSeconds, !(2...3600).contains(leaseSeconds) { throw refuse(.leaseSeconds, "must be 2 to 3600") }
         if let clusterMaxPerHost, !(1...256).contains(clusterMaxPerHost) { throw refuse(.clusterMaxPerHost, "must be 1 to 256") }
-        if let budgetGroup, budgetGroup.isEmpty || budgetGroup.count > 64 || budgetGroup.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            throw refuse(.budgetGroup, "must be a name of 1 to 64 characters, got '\(budgetGroup.escapedForTerminal)'")
+        if let budgetGroup, budgetGroup.isEmpty || budgetGroup.count > 64 || budgetGroup != budgetGroup.trimming(.spacesAndNewlines)
+            || budgetGroup.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw refuse(.budgetGroup, "must be a name of 1 to 64 characters without spaces at either end, got '\(budgetGroup.escapedForTerminal)'")
         }
         var conditions = MediaFilter()
         for expression in filter ?? [] {

@@ -41,13 +41,11 @@ package struct PostgresTLS: Sendable, Equatable {
     package var verifiesHostName: Bool { mode == .verifyFull }
 
     init(options: [String: String], environment: [String: String]) throws(MirrorError) {
-        // As libpq: an option given empty in the URL is an error (a script's unset variable must
-        // not quietly mean the default); an empty variable is unset.
-        if let empty = Self.options.first(where: { options[$0]?.isEmpty == true }) {
-            throw .configuration("\(empty) is empty")
-        }
+        // As libpq: an empty sslmode in the URL is an error (a script's unset variable must not
+        // quietly mean the default); an empty file option, or an empty variable, means the default.
+        if options["sslmode"]?.isEmpty == true { throw .configuration("sslmode is empty") }
         func setting(_ option: String, _ variable: String) -> String? {
-            options[option] ?? environment[variable].flatMap { $0.isEmpty ? nil : $0 }
+            (options[option] ?? environment[variable]).flatMap { $0.isEmpty ? nil : $0 }
         }
         let modeText = setting("sslmode", "PGSSLMODE")
         if let modeText, Mode(rawValue: modeText) == nil {
@@ -98,16 +96,20 @@ package struct PostgresTLS: Sendable, Equatable {
         }
     }
 
-    /// `path`, when only its owner may read it, as libpq demands of a private key: 0600 or less,
-    /// or 0640 or less when root owns it.
+    /// `path`, when it is a regular file of this user's (or root's) that no one else may use, as
+    /// libpq demands of a private key: 0600 or less, or 0640 or less when root owns it.
     private static func privateKey(_ path: String) throws(MirrorError) -> String {
         var info = stat()
-        guard stat(path, &info) == 0 else { return path }
+        guard stat(path, &info) == 0 else { throw .configuration("sslkey \(path) cannot be read: \(String(cString: strerror(errno)))") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw .configuration("sslkey \(path) is not a file") }
+        guard info.st_uid == getuid() || info.st_uid == 0 else {
+            throw .configuration("sslkey \(path) belongs to another user: it must be this user's or root's")
+        }
         let others = info.st_mode & (S_IRWXG | S_IRWXO)
         let allowed = info.st_uid == 0 ? mode_t(S_IRGRP) : 0
         guard others & ~allowed == 0 else {
             throw .configuration(
-                "sslkey \(path) may be read by others (mode \(String(info.st_mode & 0o777, radix: 8))): give it 0600 (0640 when root owns it)")
+                "sslkey \(path) is open to others (mode \(String(info.st_mode & 0o777, radix: 8))): give it 0600 (0640 when root owns it)")
         }
         return path
     }

@@ -44,4 +44,14 @@ package struct APIBudget: Sendable, Equatable, Codable {
         }
         return budget
     }
+
+    /// The same figures with every time moved by `seconds`: from one host's clock to another's
+    /// (workers of a budget group keep them on the database's).
+    package func shifted(by seconds: Double) -> APIBudget {
+        var budget = self
+        budget.userResetAt = userResetAt?.addingTimeInterval(seconds)
+        budget.clientResetAt = clientResetAt?.addingTimeInterval(seconds)
+        budget.observedAt = observedAt.addingTimeInterval(seconds)
+        return budget
+    }
 }

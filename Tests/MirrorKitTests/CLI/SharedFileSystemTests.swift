@@ -1,3 +1,4 @@
+import CMirrorSystem
 import FixtureServer
 import Foundation
 import Testing
@@ -21,13 +22,21 @@ struct SharedFileSystemTests {
             try FileManager.default.createDirectory(at: mount, withIntermediateDirectories: true)
             let status = try ChildProcess(executable: Self.bindfs!, arguments: ["--xattr-none", backing.path, mount.path]).runBlocking()
             try #require(status == 0, "bindfs could not mount")
-            defer { _ = try? ChildProcess(executable: "/bin/umount", arguments: [mount.path]).runBlocking() }
-            // What the mount answers is what this test is about: check it.
+            defer {
+                // A process still in the mount (a failed test's) must not keep it: lazily then.
+                if (try? ChildProcess(executable: "/bin/umount", arguments: [mount.path]).runBlocking()) != 0 {
+                    _ = try? ChildProcess(executable: "/bin/umount", arguments: ["-l", mount.path]).runBlocking()
+                }
+            }
+            // What the mount answers is what this test is about: NFS's answers, checked.
             let probe = mount.appendingPathComponent("probe")
             try Data("x".utf8).write(to: probe)
             let fd = open(probe.path, O_RDWR)
+            try #require(fd >= 0)
             defer { close(fd) }
-            #expect(!Directory.setAttribute("user.mirror.probe", Array("1".utf8), onFile: fd))
+            try #require(!Directory.setAttribute("user.mirror.probe", Array("1".utf8), onFile: fd), "the mount keeps attributes")
+            let renamed = mirror_renameat_noreplace(AT_FDCWD, probe.path, AT_FDCWD, mount.appendingPathComponent("probe2").path)
+            try #require(renamed == -1 && errno == EINVAL, "the mount renames with RENAME_NOREPLACE")
             return try await body(mount)
         }
     }
@@ -85,6 +94,7 @@ struct SharedFileSystemTests {
                         standardError: handle.fileDescriptor
                     ).start()
                     try? handle.close()
+                    defer { if first.isRunning { first.signal(SIGKILL) } }
                     try await eventually("a third of the file is in its partial", within: .seconds(60)) {
                         names(under: partials).contains { name in
                             name.hasSuffix(".part")

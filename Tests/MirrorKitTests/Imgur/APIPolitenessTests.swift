@@ -87,6 +87,19 @@ struct APIPolitenessTests {
         #expect(budget.clientResetAt.map { $0 <= now.addingTimeInterval(86_400) } == true)
     }
 
+    /// A worker of a budget group takes the group's figures when another worker saw them later
+    /// than it saw its own, and keeps its own when they are fresher.
+    @Test func aSavedBudgetIsTakenOnlyWhenFresherThanTheLimitersOwn() async {
+        let clock = TestClock()
+        let limiter = APIRateLimiter(settings: .init(), clock: clock)
+        let now = clock.now
+        await limiter.record(HTTPHeaders([("X-RateLimit-UserRemaining", "200"), ("X-RateLimit-UserReset", "1800")]))
+        await limiter.adopt(APIBudget(userRemaining: 3, userResetAt: now.addingTimeInterval(1800), observedAt: now.addingTimeInterval(-60)))
+        #expect(await limiter.current.userRemaining == 200)
+        await limiter.adopt(APIBudget(userRemaining: 3, userResetAt: now.addingTimeInterval(1800), observedAt: now.addingTimeInterval(60)))
+        #expect(await limiter.current.userRemaining == 3)
+    }
+
     @Test func readsAUserResetGivenAsAnEpochTime() {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         #expect(APIRateLimiter.secondsUntilReset(1_700_000_600, now: now) == 600)

@@ -16,8 +16,12 @@ struct PostgresTLSTests {
         return try rows.first?.decode(Bool.self) ?? false
     }
 
+    /// A home without ~/.postgresql: the defaults of the machine running the tests stay out.
+    private static let noHome = ["HOME": "/nonexistent-mirror-home"]
+
     private static func open(_ url: String, environment: [String: String] = [:]) async throws -> PostgresState {
-        try await PostgresState(try PostgresLocation(url, environment: environment), logger: TestSupport.logger)
+        try await PostgresState(
+            try PostgresLocation(url, environment: environment.merging(noHome) { given, _ in given }), logger: TestSupport.logger)
     }
 
     /// The one-line error of opening `url`.
@@ -108,8 +112,9 @@ struct PostgresTLSTests {
         chmod(root.path, 0o644)
         defer { try? FileManager.default.removeItem(at: root) }
         let base = "postgresql://u:s3cret@db.example/mirror"
+        let noHome = Self.noHome
         func tls(_ url: String, _ environment: [String: String] = [:]) throws -> PostgresTLS {
-            try PostgresLocation(url, environment: environment).tls
+            try PostgresLocation(url, environment: environment.merging(noHome) { given, _ in given }).tls
         }
         #expect(try tls(base).mode == .prefer)
         #expect(try tls(base).roots == nil)
@@ -119,7 +124,7 @@ struct PostgresTLSTests {
         #expect(try tls("\(base)?sslrootcert=system").mode == .verifyFull)
         #expect(try tls(base, ["PGSSLMODE": "verify-full", "PGSSLROOTCERT": root.path]).roots == .file(root.path))
         #expect(try tls("\(base)?sslmode=disable", ["PGSSLMODE": "verify-full"]).mode == .disable)
-        #expect(try PostgresLocation("\(base)?sslmode=verify-full&sslrootcert=\(root.path)", environment: [:]).description
+        #expect(try PostgresLocation("\(base)?sslmode=verify-full&sslrootcert=\(root.path)", environment: noHome).description
             == "postgresql://u@db.example:5432/mirror?sslmode=verify-full")
         for (url, expected) in [
             ("\(base)?sslmode=verify-full", "needs the CA certificates to trust"),
@@ -129,9 +134,9 @@ struct PostgresTLSTests {
             ("\(base)?sslcert=\(root.path)", "sslcert and sslkey go together"),
             ("\(base)?sslpassword=x", "the option 'sslpassword' is not supported"),
             ("\(base)?sslmode=", "sslmode is empty"),
-            ("\(base)?sslcert=\(root.path)&sslkey=\(root.path)", "may be read by others (mode 644)"),
+            ("\(base)?sslcert=\(root.path)&sslkey=\(root.path)", "is open to others (mode 644)"),
         ] {
-            let error = #expect(throws: MirrorError.self) { _ = try PostgresLocation(url, environment: [:]) }
+            let error = #expect(throws: MirrorError.self) { _ = try PostgresLocation(url, environment: noHome) }
             #expect(error?.description.contains(expected) == true, "\(String(describing: error))")
             #expect(error?.description.contains("s3cret") == false)
         }
