@@ -173,6 +173,10 @@ struct JobRunner: Sendable {
             keepingAtMost: configuration.suspendedCountBudget,
             bytes: max(configuration.suspendedBytesBudget, maxFileSize))
         if !dropped.isEmpty { logger.info("dropped \(dropped.count) partial downloads of earlier runs, over the budget") }
+        // A dry run writes nothing, not even a removal.
+        guard plan == nil else { return }
+        let stale = directory.rootFolder.removeTemporariesOfOtherProcesses()
+        if !stale.isEmpty { logger.info("removed \(stale.count) temporary files that killed runs left") }
     }
 
     /// The same runner (its scheduler, state and flights), recording files as `source`'s.

@@ -181,18 +181,43 @@ final class Directory: Sendable {
     /// The names in the directory, `.` and `..` left out. Read through a description of its own
     /// (a `dup` would share the read position with every other listing of this directory).
     func names() -> [String] {
+        entries().map(\.name)
+    }
+
+    /// The names in the directory with the kind readdir gives (DT_DIR, DT_REG, DT_LNK…;
+    /// DT_UNKNOWN where the file system does not say), `.` and `..` left out.
+    func entries() -> [(name: String, kind: UInt8)] {
         let own = openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard own >= 0, let stream = fdopendir(own) else {
             if own >= 0 { close(own) }
             return []
         }
         defer { closedir(stream) }
-        var names: [String] = []
+        var entries: [(name: String, kind: UInt8)] = []
         while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            if name != ".", name != ".." { names.append(name) }
+            if name != ".", name != ".." { entries.append((name, entry.pointee.d_type)) }
         }
-        return names
+        return entries
+    }
+
+    /// Removes the temporary files (``temporaryName()``) that another process left in this folder
+    /// and the folders below it, `levels` deep, never through a link: what a write or a copy
+    /// across file systems that was killed leaves. For a folder no other process writes to (the
+    /// mirror, under its lock). Returns the paths removed.
+    func removeTemporariesOfOtherProcesses(levels: Int = 16) -> [String] {
+        let own = ".mirror-tmp.\(getpid())."
+        var removed: [String] = []
+        for (name, kind) in entries() {
+            let isFolder = kind == UInt8(DT_DIR) || (kind == UInt8(DT_UNKNOWN) && status(of: name).map { $0.st_mode & S_IFMT == S_IFDIR } == true)
+            if name.hasPrefix(".mirror-tmp."), !name.hasPrefix(own), !isFolder {
+                remove(name)
+                removed.append(path(of: name))
+            } else if isFolder, levels > 0, let folder = try? folderForReading(name) {
+                removed += folder.removeTemporariesOfOtherProcesses(levels: levels - 1)
+            }
+        }
+        return removed
     }
 
     /// A name for a temporary file no other writer of this process or another uses at once.

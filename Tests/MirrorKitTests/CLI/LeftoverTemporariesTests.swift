@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+/// A run killed while it wrote a file by way of a temporary name (a copy across file systems, a
+/// sidecar, the status file) leaves `.mirror-tmp.PID.N` behind: the next run, under the lock,
+/// removes those of other processes, anywhere in the mirror, never through a link; a dry run
+/// removes nothing.
+@Suite("Temporary files that killed runs left")
+struct LeftoverTemporariesTests {
+    @Test func theNextRunRemovesThemAndNothingElse() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out")
+                let outside = dir.appendingPathComponent("outside.txt")
+                try Data("not the mirror's".utf8).write(to: outside)
+                let first = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out.path, server: server, idFile: idFile) + ["--no-config"])
+                #expect(first.status == 0, "\(first.stderr)")
+
+                let manager = FileManager.default
+                try manager.createDirectory(at: out.appendingPathComponent("meta/deep/er"), withIntermediateDirectories: true)
+                let planted = ["full/.mirror-tmp.999999.1", "meta/deep/er/.mirror-tmp.999999.2", ".mirror/.mirror-tmp.999999.3"]
+                for name in planted { try Data("half a copy".utf8).write(to: out.appendingPathComponent(name)) }
+                let link = out.appendingPathComponent("preview/.mirror-tmp.999999.4")
+                try manager.createSymbolicLink(at: link, withDestinationURL: outside)
+                let kept = ["full/.mirror-tmpx", "full/mine.mirror-tmp.999999.5"]
+                for name in kept { try Data("the user's".utf8).write(to: out.appendingPathComponent(name)) }
+
+                let dryRun = try await MirrorProcess.run(
+                    MirrorProcess.fixtureArguments("cats", out: out.path, server: server, idFile: idFile) + ["--no-config", "--dry-run"])
+                #expect(dryRun.status == 0, "\(dryRun.stderr)")
+                for name in planted { #expect(manager.fileExists(atPath: out.appendingPathComponent(name).path), "\(name)") }
+
+                let next = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out.path, server: server, idFile: idFile) + ["--no-config"])
+                #expect(next.status == 0, "\(next.stderr)")
+                for name in planted { #expect(!manager.fileExists(atPath: out.appendingPathComponent(name).path), "\(name)") }
+                #expect((try? manager.destinationOfSymbolicLink(atPath: link.path)) == nil, "the link itself is removed")
+                #expect(try String(contentsOf: outside, encoding: .utf8) == "not the mirror's")
+                for name in kept { #expect(manager.fileExists(atPath: out.appendingPathComponent(name).path), "\(name)") }
+            }
+        }
+    }
+}
