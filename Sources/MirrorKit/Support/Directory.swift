@@ -202,18 +202,17 @@ final class Directory: Sendable {
     }
 
     /// Removes the temporary files (``temporaryName()``) that another process left in this folder
-    /// and the folders below it, `levels` deep, never through a link: what a write or a copy
-    /// across file systems that was killed leaves. For a folder no other process writes to (the
-    /// mirror, under its lock). Returns the paths removed.
+    /// and the folders below it, `levels` deep, never through a link and never into another
+    /// mirror (a folder with a `.mirror` of its own): what a write or a copy across file systems
+    /// that was killed leaves. For a folder no other process writes to (the mirror, under its
+    /// lock). Returns the paths removed.
     func removeTemporariesOfOtherProcesses(levels: Int = 16) -> [String] {
-        let own = ".mirror-tmp.\(getpid())."
         var removed: [String] = []
         for (name, kind) in entries() {
             let isFolder = kind == UInt8(DT_DIR) || (kind == UInt8(DT_UNKNOWN) && status(of: name).map { $0.st_mode & S_IFMT == S_IFDIR } == true)
-            if name.hasPrefix(".mirror-tmp."), !name.hasPrefix(own), !isFolder {
-                remove(name)
-                removed.append(path(of: name))
-            } else if isFolder, levels > 0, let folder = try? folderForReading(name) {
+            if name.hasPrefix(".mirror-tmp."), !name.hasPrefix(Self.ownTemporaryPrefix), !isFolder {
+                if unlinkat(descriptor, name, 0) == 0 { removed.append(path(of: name)) }
+            } else if isFolder, levels > 0, let folder = try? folderForReading(name), !folder.contains(".mirror") {
                 removed += folder.removeTemporariesOfOtherProcesses(levels: levels - 1)
             }
         }
@@ -222,8 +221,12 @@ final class Directory: Sendable {
 
     /// A name for a temporary file no other writer of this process or another uses at once.
     static func temporaryName() -> String {
-        ".mirror-tmp.\(getpid()).\(temporaryCounter.add(1, ordering: .relaxed).newValue)"
+        ownTemporaryPrefix + "\(temporaryCounter.add(1, ordering: .relaxed).newValue)"
     }
+
+    /// This process's temporary names: its pid and a nonce, since in a container every run may
+    /// get the same pid.
+    private static let ownTemporaryPrefix = ".mirror-tmp.\(getpid()).\(String(UInt32.random(in: 0...UInt32.max), radix: 16))."
 
     private static let temporaryCounter = Atomic<Int>(0)
 

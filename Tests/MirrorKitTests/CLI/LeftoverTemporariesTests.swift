@@ -22,7 +22,13 @@ struct LeftoverTemporariesTests {
                 for name in planted { try Data("half a copy".utf8).write(to: out.appendingPathComponent(name)) }
                 let link = out.appendingPathComponent("preview/.mirror-tmp.999999.4")
                 try manager.createSymbolicLink(at: link, withDestinationURL: outside)
-                let kept = ["full/.mirror-tmpx", "full/mine.mirror-tmp.999999.5"]
+                // Through a link to a folder, and in a mirror nested in this one: not this mirror's.
+                let elsewhere = dir.appendingPathComponent("elsewhere")
+                try manager.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+                try Data("another's".utf8).write(to: elsewhere.appendingPathComponent(".mirror-tmp.999999.6"))
+                try manager.createSymbolicLink(at: out.appendingPathComponent("meta/linked"), withDestinationURL: elsewhere)
+                try manager.createDirectory(at: out.appendingPathComponent("meta/nested/.mirror"), withIntermediateDirectories: true)
+                let kept = ["full/.mirror-tmpx", "full/mine.mirror-tmp.999999.5", "meta/nested/.mirror-tmp.999999.7"]
                 for name in kept { try Data("the user's".utf8).write(to: out.appendingPathComponent(name)) }
 
                 let dryRun = try await MirrorProcess.run(
@@ -36,6 +42,7 @@ struct LeftoverTemporariesTests {
                 #expect((try? manager.destinationOfSymbolicLink(atPath: link.path)) == nil, "the link itself is removed")
                 #expect(try String(contentsOf: outside, encoding: .utf8) == "not the mirror's")
                 for name in kept { #expect(manager.fileExists(atPath: out.appendingPathComponent(name).path), "\(name)") }
+                #expect(manager.fileExists(atPath: elsewhere.appendingPathComponent(".mirror-tmp.999999.6").path))
             }
         }
     }
