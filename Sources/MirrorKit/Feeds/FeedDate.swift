@@ -20,33 +20,24 @@ enum FeedDate {
             guard weekday(first.dropLast()) else { return nil }
             parts.removeFirst()
         }
-        guard parts.count == 5, (1...2).contains(parts[0].count), let day = number(parts[0]),
-              let month = month(parts[1]), parts[2].count == 4 || parts[2].count == 2, var year = number(parts[2]),
+        guard parts.count == 5, (1...2).contains(parts[0].count), let day = HTTPDate.number(parts[0]),
+              let month = month(parts[1]), parts[2].count == 4 || parts[2].count == 2, let written = HTTPDate.number(parts[2]),
               let offset = zoneOffset(parts[4])
         else { return nil }
-        if parts[2].count == 2 {
-            // As RFC 9110 reads a two-digit year: the most recent such year not 50 past this one.
-            year += currentYear - currentYear % 100
-            if year > currentYear + 50 { year -= 100 }
-        }
+        let year = parts[2].count == 2 ? HTTPDate.year(twoDigits: written, currentYear: currentYear) : written
         let clock = parts[3].split(separator: ":", omittingEmptySubsequences: false)
         // The hour may have one digit (`9:05`), as date formatters have always read it.
         guard (2...3).contains(clock.count), (1...2).contains(clock[0].count), clock.dropFirst().allSatisfy({ $0.count == 2 }),
-              let hour = number(clock[0]), let minute = number(clock[1]), hour < 24, minute < 60,
+              let hour = HTTPDate.number(clock[0]), let minute = HTTPDate.number(clock[1]), hour < 24, minute < 60,
               (1...31).contains(day), day <= CivilTime.days(inMonth: month, of: year)
         else { return nil }
         var second = 0
         if clock.count == 3 {
-            guard let value = number(clock[2]), value < 60 else { return nil }
+            guard let value = HTTPDate.number(clock[2]), value < 60 else { return nil }
             second = value
         }
         let local = HTTPDate.daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
         return Date(timeIntervalSince1970: TimeInterval(local - offset))
-    }
-
-    private static func number(_ part: Substring) -> Int? {
-        guard !part.isEmpty, part.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
-        return Int(part)
     }
 
     private static let monthNames = [
@@ -76,7 +67,7 @@ enum FeedDate {
         if let sign = text.first, sign == "+" || sign == "-" {
             let digits = text.dropFirst().filter { $0 != ":" }
             guard digits.count == 4, text.count == 5 || (text.count == 6 && text.dropFirst(3).first == ":"),
-                  let hours = number(Substring(digits.prefix(2))), let minutes = number(Substring(digits.suffix(2))),
+                  let hours = HTTPDate.number(Substring(digits.prefix(2))), let minutes = HTTPDate.number(Substring(digits.suffix(2))),
                   hours < 24, minutes < 60
             else { return nil }
             return (sign == "-" ? -1 : 1) * (hours * 3600 + minutes * 60)

@@ -18,9 +18,7 @@ enum HTTPDate {
             guard date.count == 3, date[0].count == 2, date[2].count == 2,
                   let day = number(date[0]), let month = months.firstIndex(of: String(date[1])), let shortYear = number(date[2])
             else { return nil }
-            var year = currentYear - currentYear % 100 + shortYear
-            if year > currentYear + 50 { year -= 100 }
-            return moment(year: year, month: month + 1, day: day, clock: parts[2])
+            return moment(year: year(twoDigits: shortYear, currentYear: currentYear), month: month + 1, day: day, clock: parts[2])
         }
         if parts.count == 5, weekdays.contains(String(parts[0])) {
             // asctime: "Sun Nov  6 08:49:37 1994"
@@ -48,8 +46,15 @@ enum HTTPDate {
         return moment(year: year, month: month + 1, day: day, clock: parts[4])
     }
 
+    /// A two-digit year as RFC 9110 reads it: the most recent such year not more than 50 years
+    /// after `currentYear`.
+    static func year(twoDigits: Int, currentYear: Int) -> Int {
+        let year = currentYear - currentYear % 100 + twoDigits
+        return year > currentYear + 50 ? year - 100 : year
+    }
+
     /// Decimal digits alone (no sign, no space) as a number.
-    private static func number(_ part: Substring) -> Int? {
+    static func number(_ part: Substring) -> Int? {
         guard !part.isEmpty, part.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
         return Int(part)
     }
