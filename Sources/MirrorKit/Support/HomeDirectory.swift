@@ -12,9 +12,9 @@ package enum HomeDirectory {
         let user = path[path.index(after: path.startIndex)..<end]
         let home: String?
         if user.isEmpty {
-            home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? getpwuid(getuid()).map { String(cString: $0.pointee.pw_dir) }
+            home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? UserAccounts.homeDirectory()
         } else {
-            home = getpwnam(String(user)).map { String(cString: $0.pointee.pw_dir) }
+            home = UserAccounts.homeDirectory(ofUser: String(user))
         }
         guard var home else { return path }
         // "~/x" under a home of "/" is "/x", not "//x".

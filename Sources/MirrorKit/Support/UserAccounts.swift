@@ -1,9 +1,9 @@
 import FoundationEssentials
 import Glibc
 
-/// Who else may write where the user's group may: read from the account databases with the
-/// reentrant calls (`getpwuid` and `getgrgid` share one buffer per process, and the test runner
-/// and Foundation call them from other threads).
+/// What the account databases say (who else may write where the user's group may, and where
+/// accounts' homes are), read with the reentrant calls: `getpwuid`, `getpwnam` and `getgrgid`
+/// share one buffer per process, and the test runner and other threads call them too.
 enum UserAccounts {
     /// Whether `gid` is the user's own private group (Debian's and Ubuntu's user-private groups,
     /// where umask 002 makes every `mkdir` group-writable without letting anyone else write): the
@@ -18,11 +18,32 @@ enum UserAccounts {
     }
 
     private static func userName(_ uid: uid_t) -> String? {
+        account(lookup: { getpwuid_r(uid, $0, $1, $2, $3) }) { $0.pw_name }
+    }
+
+    /// The home directory of the account `uid` (by default this process's user).
+    static func homeDirectory(of uid: uid_t = getuid()) -> String? {
+        account(lookup: { getpwuid_r(uid, $0, $1, $2, $3) }) { $0.pw_dir }
+    }
+
+    /// The home directory of the account named `name`.
+    static func homeDirectory(ofUser name: String) -> String? {
+        account(lookup: { getpwnam_r(name, $0, $1, $2, $3) }) { $0.pw_dir }
+    }
+
+    /// A string of the password database's entry that `lookup` (a `getpw…_r` call) finds, read
+    /// while the buffer holding it lives.
+    private static func account(
+        lookup: (UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int, UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>) -> Int32,
+        field: (passwd) -> UnsafeMutablePointer<CChar>?
+    ) -> String? {
         var entry = passwd()
         var found: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 16 << 10)
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &found) == 0, found != nil, let name = entry.pw_name else { return nil }
-        return String(cString: name)
+        return buffer.withUnsafeMutableBufferPointer { storage in
+            guard lookup(&entry, storage.baseAddress!, storage.count, &found) == 0, found != nil, let text = field(entry) else { return nil }
+            return String(cString: text)
+        }
     }
 
     private static func groupEntry(_ gid: gid_t) -> (name: String, members: [String])? {
