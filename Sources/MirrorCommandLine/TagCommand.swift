@@ -162,7 +162,8 @@ enum SourceList {
     static func read(_ path: String) throws -> [(text: String, origin: String)] {
         let data: Data?
         if path == "-" {
-            data = readStandardInput()
+            // No bound but memory's, as the file given by name has none.
+            if case .bytes(let bytes) = DescriptorReading.readToEnd(STDIN_FILENO, limit: .max) { data = Data(bytes) } else { data = nil }
         } else {
             data = FileManager.default.contents(atPath: path)
         }
@@ -204,18 +205,5 @@ enum SourceList {
             }
         }
         return addresses
-    }
-}
-
-/// All of standard input; nil when it cannot be read.
-private func readStandardInput() -> Data? {
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count >= 0 else { return nil }
-        if count == 0 { return Data(bytes) }
-        bytes += chunk[..<count]
     }
 }

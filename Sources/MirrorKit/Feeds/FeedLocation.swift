@@ -42,19 +42,13 @@ package enum FeedLocation: Sendable, Equatable, CustomStringConvertible {
                 throw FeedError(url: label, problem: "cannot be read: \(String(cString: strerror(errno)))", isFetchFailure: true)
             }
             defer { if path != nil { close(fd) } }
-            var bytes: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 1 << 16)
-            while true {
-                let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count >= 0 else {
-                    throw FeedError(url: label, problem: "cannot be read: \(String(cString: strerror(errno)))", isFetchFailure: true)
-                }
-                if count == 0 { return bytes }
-                bytes += chunk[..<count]
-                if bytes.count > limit {
-                    throw FeedError(url: label, problem: "is larger than \(MirrorSummary.formatBytes(Int64(limit))); no feed is that large")
-                }
+            switch DescriptorReading.readToEnd(fd, limit: limit) {
+            case .bytes(let bytes):
+                return bytes
+            case .tooLarge:
+                throw FeedError(url: label, problem: "is larger than \(MirrorSummary.formatBytes(Int64(limit))); no feed is that large")
+            case .failed(let code):
+                throw FeedError(url: label, problem: "cannot be read: \(String(cString: strerror(code)))", isFetchFailure: true)
             }
         }
     }

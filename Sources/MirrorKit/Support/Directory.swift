@@ -234,17 +234,9 @@ final class Directory: Sendable {
     func contents(of name: String, limit: Int = 1 << 20) -> [UInt8]? {
         guard let fd = try? openFile(name, .read) else { return nil }
         defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: limit + 1)
-        var count = 0
-        while count < bytes.count {
-            let result = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if result < 0, Glibc.errno == EINTR { continue }
-            // A read that fails part way is no file's contents, not a shorter file.
-            guard result >= 0 else { return nil }
-            guard result > 0 else { break }
-            count += result
-        }
-        return count <= limit ? Array(bytes[..<count]) : nil
+        // A read that fails part way is no file's contents, not a shorter file.
+        guard case .bytes(let bytes) = DescriptorReading.readToEnd(fd, limit: limit) else { return nil }
+        return bytes
     }
 
     /// Replaces the file `name` with `bytes` in one step: written to a new file, synced, then
