@@ -216,15 +216,10 @@ package struct ImgurClient: Sendable {
         text.percentEncodedSegment
     }
 
-    /// An API body decoded as `Payload`. A body nested deeper than any API answer is refused
-    /// first: Foundation's JSONDecoder traps, instead of throwing, on one that ends just past its
-    /// own limit of 512 levels, and the server chooses the body. Answers nest about six deep.
+    /// An API body decoded as `Payload`, its depth checked first (``JSONDocument``): the server
+    /// chooses the body. Answers nest about six deep.
     static func decode<Payload: Decodable>(_ type: Payload.Type, from body: [UInt8]) throws -> Payload {
-        if JSONValue.isNested(body, deeperThan: JSONValue.maxNesting) {
-            let context = DecodingError.Context(codingPath: [], debugDescription: "nested deeper than \(JSONValue.maxNesting) levels")
-            throw DecodingError.dataCorrupted(context)
-        }
-        return try JSONDecoder().decode(Payload.self, from: Data(body))
+        try JSONDocument.decode(Payload.self, from: body)
     }
 
     /// A decoding error as one line naming the JSON path that was wrong.

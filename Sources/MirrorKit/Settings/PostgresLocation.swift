@@ -60,7 +60,7 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `text` with any password in it replaced by `***`.
-    package static func redacted(_ text: String) -> String {
+    static func redacted(_ text: String) -> String {
         guard let at = text.lastIndex(of: "@"), let scheme = text.firstRange(of: "://"), scheme.upperBound < at else { return text }
         let credentials = text[scheme.upperBound..<at]
         guard let colon = credentials.firstIndex(of: ":") else { return text }

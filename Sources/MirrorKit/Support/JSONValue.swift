@@ -28,13 +28,35 @@ enum JSONValue: Decodable, Equatable {
         }
     }
 
-    /// `bytes` as JSON; nil when they are not, or nest deeper than ``maxNesting``.
+    /// `bytes` as JSON; nil when they are not, or nest deeper than ``JSONDocument/maxNesting``.
     static func parse(_ bytes: some Sequence<UInt8>) -> JSONValue? {
-        let bytes = Array(bytes)
-        guard !isNested(bytes, deeperThan: maxNesting) else { return nil }
-        return try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        try? JSONDocument.decode(JSONValue.self, from: Array(bytes))
     }
 
+    subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { members[key] } else { nil }
+    }
+
+    var object: [String: JSONValue]? {
+        if case .object(let members) = self { members } else { nil }
+    }
+
+    var array: [JSONValue]? {
+        if case .array(let elements) = self { elements } else { nil }
+    }
+
+    var string: String? {
+        if case .string(let text) = self { text } else { nil }
+    }
+
+    /// A number that is a whole one, as `JSONSerialization` gave it as an `Int`.
+    var integer: Int? {
+        if case .number(let value) = self, let whole = Int(exactly: value) { whole } else { nil }
+    }
+}
+
+/// JSON a server (or a config file) chooses, decoded with its depth checked first.
+enum JSONDocument {
     /// Deeper than any document mirror reads (API answers nest about six deep). Foundation's
     /// JSONDecoder traps, instead of throwing, on a document that ends just past its own limit of
     /// 512 levels, and a server (or a config file) chooses the document: it is refused first.
@@ -71,24 +93,11 @@ enum JSONValue: Decodable, Equatable {
         return false
     }
 
-    subscript(key: String) -> JSONValue? {
-        if case .object(let members) = self { members[key] } else { nil }
-    }
-
-    var object: [String: JSONValue]? {
-        if case .object(let members) = self { members } else { nil }
-    }
-
-    var array: [JSONValue]? {
-        if case .array(let elements) = self { elements } else { nil }
-    }
-
-    var string: String? {
-        if case .string(let text) = self { text } else { nil }
-    }
-
-    /// A number that is a whole one, as `JSONSerialization` gave it as an `Int`.
-    var integer: Int? {
-        if case .number(let value) = self, let whole = Int(exactly: value) { whole } else { nil }
+    /// `body` decoded as `T`, refused first when it nests deeper than ``maxNesting``.
+    static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8]) throws -> T {
+        if isNested(body, deeperThan: maxNesting) {
+            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: "nested deeper than \(maxNesting) levels"))
+        }
+        return try JSONDecoder().decode(T.self, from: Data(body))
     }
 }
