@@ -86,14 +86,8 @@ struct SharedFileSystemTests {
                 try await MirrorProcess.withClientID { dir, idFile in
                     let out = mount.appendingPathComponent("out").path
                     let partials = out + "/.mirror/partials"
-                    let log = dir.appendingPathComponent("first.log")
-                    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-                    let handle = try FileHandle(forWritingTo: log)
-                    let first = try ChildProcess(
-                        executable: MirrorProcess.executable.path, arguments: arguments("large", out: out, idFile: idFile, server: server),
-                        standardError: handle.fileDescriptor
-                    ).start()
-                    try? handle.close()
+                    let first = try MirrorProcess.start(
+                        arguments("large", out: out, idFile: idFile, server: server), log: dir.appendingPathComponent("first.log"))
                     defer { if first.isRunning { first.signal(SIGKILL) } }
                     try await eventually("a third of the file is in its partial", within: .seconds(60)) {
                         names(under: partials).contains { name in

@@ -8,12 +8,23 @@ import Testing
 struct SharedStateHandoverTests {
     static let helper = MirrorProcess.executable.deletingLastPathComponent().appendingPathComponent("mirror-postgresql")
 
+    /// `mirror` copied to `prefix/bin/` (and the helper to `prefix/libexec/mirror/`), as an
+    /// installation lays them out: the copy's path.
+    private static func install(in prefix: URL, withHelper: Bool) throws -> URL {
+        let bin = prefix.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: MirrorProcess.executable, to: bin.appendingPathComponent("mirror"))
+        if withHelper {
+            let libexec = prefix.appendingPathComponent("libexec/mirror")
+            try FileManager.default.createDirectory(at: libexec, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: helper, to: libexec.appendingPathComponent("mirror-postgresql"))
+        }
+        return bin.appendingPathComponent("mirror")
+    }
+
     @Test func withoutTheHelperARunEndsWithOneLineSayingWhereItLooked() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
-            let bin = dir.appendingPathComponent("bin")
-            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-            let alone = bin.appendingPathComponent("mirror")
-            try FileManager.default.copyItem(at: MirrorProcess.executable, to: alone)
+            let alone = try Self.install(in: dir, withHelper: false)
             let out = dir.appendingPathComponent("out").path
             let state = "postgresql://worker:s3cret@127.0.0.1:1/mirror"
             let run = try await MirrorProcess.run(["cats", "--out", out, "--state", state], binary: alone)
@@ -34,19 +45,14 @@ struct SharedStateHandoverTests {
 
     @Test func theHelperIsFoundWhereAnInstallationKeepsItAndGetsTheSameArguments() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
-            let bin = dir.appendingPathComponent("bin")
-            let libexec = dir.appendingPathComponent("libexec/mirror")
-            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(at: libexec, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: MirrorProcess.executable, to: bin.appendingPathComponent("mirror"))
-            try FileManager.default.copyItem(at: Self.helper, to: libexec.appendingPathComponent("mirror-postgresql"))
+            let mirror = try Self.install(in: dir, withHelper: true)
             let out = dir.appendingPathComponent("out")
             try FileManager.default.createDirectory(at: out.appendingPathComponent(".mirror"), withIntermediateDirectories: true)
             // Nothing listens on port 1: the helper's own error, naming the database, shows it ran
             // with the arguments given to mirror.
             let status = try await MirrorProcess.run(
                 ["status", out.path, "--state", "postgresql://worker:s3cret@127.0.0.1:1/mirror"],
-                binary: bin.appendingPathComponent("mirror"))
+                binary: mirror)
             #expect(!status.stderr.contains("not installed"), "\(status.stderr)")
             #expect(status.stderr.contains("postgresql://worker@127.0.0.1:1/mirror"), "\(status.stderr)")
             #expect(!status.stderr.contains("s3cret"))
@@ -57,16 +63,11 @@ struct SharedStateHandoverTests {
     /// The hand-over comes before the input file is read: the helper reads standard input itself.
     @Test func aRunWithItsSourcesOnStandardInputIsHandedOverWhole() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
-            let bin = dir.appendingPathComponent("bin")
-            let libexec = dir.appendingPathComponent("libexec/mirror")
-            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(at: libexec, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: MirrorProcess.executable, to: bin.appendingPathComponent("mirror"))
-            try FileManager.default.copyItem(at: Self.helper, to: libexec.appendingPathComponent("mirror-postgresql"))
+            let mirror = try Self.install(in: dir, withHelper: true)
             let run = try await MirrorProcess.run(
                 ["-i", "-", "--out", dir.appendingPathComponent("out").path, "--state", "postgresql://worker@127.0.0.1:1/mirror",
                  "--client-id-file", "/dev/null"],
-                standardInput: Array("cats\n".utf8), binary: bin.appendingPathComponent("mirror"))
+                standardInput: Array("cats\n".utf8), binary: mirror)
             // The helper read the tag from standard input and went on to the client id file.
             #expect(!run.stderr.contains("names no source"), "\(run.stderr)")
             #expect(run.stderr.contains("client id file /dev/null"), "\(run.stderr)")

@@ -12,14 +12,6 @@ import Testing
 struct SharedWorkersTests {
     static let requirement = PostgresServer.isAvailable
 
-    private func launch(_ arguments: [String], log: URL) throws -> ChildProcess.Started {
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        defer { try? handle.close() }
-        return try ChildProcess(
-            executable: MirrorProcess.executable.path, arguments: arguments, standardError: handle.fileDescriptor
-        ).start()
-    }
 
     private func workerArguments(_ tag: String, out: String, idFile: String, server: FixtureServer, postgres: PostgresServer) -> [String] {
         [
@@ -63,7 +55,7 @@ struct SharedWorkersTests {
                 try await MirrorProcess.withClientID { dir, idFile in
                     let out = dir.appendingPathComponent("out").path
                     let arguments = workerArguments("shared", out: out, idFile: idFile, server: server, postgres: postgres)
-                    let workers = try (0..<3).map { try launch(arguments, log: dir.appendingPathComponent("worker-\($0).log")) }
+                    let workers = try (0..<3).map { try MirrorProcess.start(arguments, log: dir.appendingPathComponent("worker-\($0).log")) }
                     // Every small full-size file lands, and one worker is a third into the large one.
                     let pids = workers.map(\.pid)
                     let holder = Mutex<Int32?>(nil)
@@ -234,7 +226,7 @@ struct SharedWorkersTests {
                 try await MirrorProcess.withClientID { dir, idFile in
                     let out = dir.appendingPathComponent("out").path
                     let arguments = workerArguments("watched", out: out, idFile: idFile, server: server, postgres: postgres)
-                    let workers = try (0..<2).map { try launch(arguments, log: dir.appendingPathComponent("w\($0).log")) }
+                    let workers = try (0..<2).map { try MirrorProcess.start(arguments, log: dir.appendingPathComponent("w\($0).log")) }
                     let live = Mutex("")
                     let url = postgres.url
                     try await eventually("both workers are live, with claims and a rate", within: .seconds(30)) {
