@@ -221,7 +221,9 @@ struct SharedWorkersTests {
             try await TestSupport.withServer { server in
                 server.addGeneratedTag("watched", pages: 1, perPage: 6, albumEvery: 0, imageSize: 4 << 20)
                 for id in server.generatedImageIDs("watched") {
-                    server.inject(.throttle(bytesPerSecond: 1 << 20), path: "/\(id).jpg")
+                    // Slow enough that both workers are still at it when a status on a loaded machine
+                    // gets round to them (at 1 MiB/s, a full run on CI once saw them finish first).
+                    server.inject(.throttle(bytesPerSecond: 512 << 10), path: "/\(id).jpg")
                 }
                 try await MirrorProcess.withClientID { dir, idFile in
                     let out = dir.appendingPathComponent("out").path
@@ -229,7 +231,7 @@ struct SharedWorkersTests {
                     let workers = try (0..<2).map { try MirrorProcess.start(arguments, log: dir.appendingPathComponent("w\($0).log")) }
                     let live = Mutex("")
                     let url = postgres.url
-                    try await eventually("both workers are live, with claims and a rate", within: .seconds(30)) {
+                    try await eventually("both workers are live, with claims and a rate", within: .seconds(60)) {
                         guard let status = try? await MirrorProcess.run(["status", "--out", out, "--state", url, "--json"]),
                               status.status == 0,
                               let report = try? JSONDecoder.snakeCase.decode(StatusReport.self, from: Data(status.stdout.utf8)),
