@@ -18,7 +18,7 @@ enum ExitStatus {
         case .noMirrorState: noInput
         case .unsafePath, .fileSystem, .stateDatabase: cannotCreate
         case .digest: unavailable
-        case .locked: tryLater
+        case .locked, .claimTaken: tryLater
         }
     }
 }

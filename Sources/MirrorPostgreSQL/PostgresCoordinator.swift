@@ -124,21 +124,29 @@ package final class PostgresCoordinator: WorkCoordinator {
             """)
     }
 
-    package func claimImages(limit: Int) async throws(MirrorError) -> [FoundImage] {
+    package func claimImages(limit: Int) async throws(MirrorError) -> [ClaimedImage] {
+        // `taken` reads each row as it was before the update: who held it, if anyone, and let
+        // its lease run out.
         let rows = try await state.rows(
             """
-            UPDATE images SET claimed_by = \(workerID), lease_until = now() + make_interval(secs => \(leaseSeconds))
-            WHERE id IN (
-                SELECT id FROM images WHERE NOT done AND (lease_until IS NULL OR lease_until < now())
-                ORDER BY seq LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            RETURNING seq, id, image, album_id
+            UPDATE images SET claimed_by = \(workerID), lease_until = now() + make_interval(secs => \(leaseSeconds)),
+                fence = nextval('claim_fences')
+            FROM (
+                SELECT id, claimed_by FROM images WHERE NOT done AND (lease_until IS NULL OR lease_until < now())
+                ORDER BY seq LIMIT \(limit) FOR UPDATE SKIP LOCKED) AS taken
+            WHERE images.id = taken.id
+            RETURNING images.seq, images.id, images.image, images.album_id, images.fence, taken.claimed_by AS previous
             """)
-        var claimed: [(Int64, FoundImage)] = []
+        var claimed: [(Int64, ClaimedImage)] = []
         for row in rows {
             let seq = try state.decode(row, Int64.self, column: "seq")
             let (id, payload) = (try state.decode(row, String.self, column: "id"), try state.decode(row, String.self, column: "image"))
             let albumID = try state.decode(row, String?.self, column: "album_id")
-            claimed.append((seq, FoundImage(id: id, payload: payload, albumID: albumID)))
+            let previous = try state.decode(row, String?.self, column: "previous")
+            // A claim left with a holder ran out on it: that worker (this one too) may still
+            // be writing the image's partials.
+            let fence = CommitFence(claim: id, token: try state.decode(row, Int64.self, column: "fence"), takenOver: previous != nil)
+            claimed.append((seq, ClaimedImage(image: FoundImage(id: id, payload: payload, albumID: albumID), fence: fence)))
         }
         // RETURNING keeps no order: the oldest found go first, as in one worker's run.
         return claimed.sorted { $0.0 < $1.0 }.map(\.1)

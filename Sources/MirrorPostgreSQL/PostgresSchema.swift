@@ -82,6 +82,12 @@ enum PostgresSchema {
             "CREATE INDEX IF NOT EXISTS files_by_source_checked ON files (source, checked_at, id)",
             "CREATE INDEX IF NOT EXISTS files_by_source_id ON files (source, id)",
         ]),
+        // Fencing: every take of a claim gets the next token, and a commit names its file only
+        // while the image's row still carries the token its worker took it with.
+        (5, [
+            "CREATE SEQUENCE IF NOT EXISTS claim_fences",
+            "ALTER TABLE images ADD COLUMN IF NOT EXISTS fence BIGINT NOT NULL DEFAULT 0",
+        ]),
     ]
 
     static var latest: Int { migrations.last!.version }

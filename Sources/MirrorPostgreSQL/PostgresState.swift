@@ -152,17 +152,43 @@ package final class PostgresState: MirrorStore {
     }
 
     package func record(_ file: MirroredFile) async throws(MirrorError) {
-        // Deleted and inserted anew, as SQLite's REPLACE: a row's id is its age.
-        let now = Self.now()
-        try await transaction { connection, logger in
-            try await connection.query("DELETE FROM files WHERE path = \(file.path)", logger: logger)
-            try await connection.query(
-                """
-                INSERT INTO files (\(unescaped: Self.columns)) VALUES (\(file.path), \(file.item), \(file.source),
-                    \(file.url), \(file.etag), \(file.lastModified), \(file.bytes), \(file.md5), \(file.version),
-                    \(file.updated), \(now), \(now))
-                """, logger: logger)
+        try await transaction { connection, logger in try await Self.insert(file, on: connection, logger: logger) }
+    }
+
+    package func recordNamed(
+        fencedBy fence: CommitFence?, _ naming: @escaping @Sendable () async throws(MirrorError) -> MirroredFile?
+    ) async throws(MirrorError) -> MirroredFile? {
+        guard let fence else {
+            guard let file = try await naming() else { return nil }
+            try await record(file)
+            return file
         }
+        let (claim, token) = (fence.claim, fence.token)
+        return try await transaction { connection, logger -> MirroredFile? in
+            // The claim's row stays locked until the record is written: a worker that would take
+            // the claim over skips it (SKIP LOCKED) rather than take it between check and name.
+            let holding = try await connection.query(
+                "SELECT 1 FROM images WHERE id = \(claim) AND fence = \(token) AND claimed_by IS NOT NULL FOR UPDATE",
+                logger: logger
+            ).collect()
+            guard !holding.isEmpty else { throw MirrorError.claimTaken("image \(claim)") }
+            guard let file = try await naming() else { return nil }
+            try await Self.insert(file, on: connection, logger: logger)
+            return file
+        }
+    }
+
+    /// Records `file` as its item's newest version: deleted and inserted anew, as SQLite's
+    /// REPLACE (a row's id is its age).
+    private static func insert(_ file: MirroredFile, on connection: PostgresConnection, logger: Logger) async throws {
+        let now = now()
+        try await connection.query("DELETE FROM files WHERE path = \(file.path)", logger: logger)
+        try await connection.query(
+            """
+            INSERT INTO files (\(unescaped: columns)) VALUES (\(file.path), \(file.item), \(file.source),
+                \(file.url), \(file.etag), \(file.lastModified), \(file.bytes), \(file.md5), \(file.version),
+                \(file.updated), \(now), \(now))
+            """, logger: logger)
     }
 
     package func confirm(

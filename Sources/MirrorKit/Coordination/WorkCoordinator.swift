@@ -32,8 +32,8 @@ package protocol WorkCoordinator: Sendable {
     func endCrawl(of source: String, completed: Bool) async throws(MirrorError)
 
     /// Claims up to `limit` images found and not yet mirrored, oldest first, that no live claim
-    /// holds: unclaimed ones, and those whose claim ran out.
-    func claimImages(limit: Int) async throws(MirrorError) -> [FoundImage]
+    /// holds: unclaimed ones, and those whose claim ran out. Each take has a new fencing token.
+    func claimImages(limit: Int) async throws(MirrorError) -> [ClaimedImage]
     /// Lets go of claimed images not mirrored; `park` keeps any worker from claiming them again
     /// for a while (they failed: a later run tries them).
     func release(_ imageIDs: [String], park: Bool) async throws(MirrorError)

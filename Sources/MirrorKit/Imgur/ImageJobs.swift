@@ -78,7 +78,7 @@ struct ImageJobs: Sendable {
             }
             guard describe(image, replacing: !resumed) else { break }
             groups.expect(item.id, files: item.previewURL == nil ? 1 : 2)
-            claims?.insert(image.id, urls: [item.previewURL, item.fullURL].compactMap { $0 })
+            let fence = claims?.insert(image.id, urls: [item.previewURL, item.fullURL].compactMap { $0 })
             let groups = groups
             // Alone, thumbnails wait while full-size files take the bandwidth. Shared, they do
             // not: a thumbnail held behind this worker's large file would strand its claim (and,
@@ -93,13 +93,13 @@ struct ImageJobs: Sendable {
                 await groups.settle(item.id, outcome)
             }
             if let previewURL = item.previewURL, let previewName = item.previewFileName {
-                await sink.submit(
-                    MirrorJob(url: previewURL, relativePath: "preview/\(previewName)", expectedSize: nil),
-                    forced: shared, then: { await settle("preview", $0) })
+                var preview = MirrorJob(url: previewURL, relativePath: "preview/\(previewName)", expectedSize: nil)
+                preview.fence = fence
+                await sink.submit(preview, forced: shared, then: { await settle("preview", $0) })
             }
-            await sink.submit(
-                MirrorJob(url: item.fullURL, relativePath: "full/\(item.fullFileName)", expectedSize: item.expectedSize),
-                forced: true, then: { await settle("full", $0) })
+            var full = MirrorJob(url: item.fullURL, relativePath: "full/\(item.fullFileName)", expectedSize: item.expectedSize)
+            full.fence = fence
+            await sink.submit(full, forced: true, then: { await settle("full", $0) })
         }
         // An id that makes no safe file name will not make one next run either.
         guard !unusable.isEmpty else { return }

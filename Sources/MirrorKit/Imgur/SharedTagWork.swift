@@ -120,7 +120,11 @@ final class SharedTagWork: Sendable {
             let room = maxHeld - images.inFlight
             var claimed: [ImgurImage] = []
             if room > 0 {
-                claimed = try await coordinator.claimImages(limit: room).compactMap(ImgurCrawlStore.image)
+                for taken in try await coordinator.claimImages(limit: room) {
+                    guard let image = ImgurCrawlStore.image(taken.image) else { continue }
+                    claims.hold(image.id, fence: taken.fence)
+                    claimed.append(image)
+                }
                 if !claimed.isEmpty {
                     logger.debug("claimed \(claimed.count) images: \(claimed.map(\.id).joined(separator: " "))")
                     idle = false
@@ -161,7 +165,7 @@ final class SharedTagWork: Sendable {
                 // An image marked done since the beat began is not lost.
                 for id in lost.intersection(claims.ids) {
                     logger.warning("the claim on image \(id) ran out and another worker took it; stopping its downloads here")
-                    for url in claims.remove(id) { await jobs.scheduler.cancel(url) }
+                    for url in claims.lose(id) { await jobs.scheduler.cancel(url) }
                 }
             } catch {
                 // The next beat tries again; leases last three beats. Near the end of the last,
@@ -177,18 +181,42 @@ final class SharedTagWork: Sendable {
     }
 }
 
-/// The images this worker holds claims on, with their files' URLs.
+/// The images this worker holds claims on, with the fence each was taken under and their
+/// files' URLs.
 final class ClaimedImages: Sendable {
-    private let held = Mutex<[String: [String]]>([:])
+    private struct Claim {
+        var fence: CommitFence?
+        var urls: [String] = []
+    }
 
-    func insert(_ id: String, urls: [String]) {
-        held.withLock { $0[id] = urls }
+    private let held = Mutex<[String: Claim]>([:])
+
+    /// Notes the claim on `id` as taken under `fence`, before its files are known.
+    func hold(_ id: String, fence: CommitFence) {
+        held.withLock { $0[id] = Claim(fence: fence) }
+    }
+
+    /// Notes the files of `id`; returns the fence they commit under.
+    @discardableResult
+    func insert(_ id: String, urls: [String]) -> CommitFence? {
+        held.withLock { held in
+            held[id, default: Claim()].urls = urls
+            return held[id]?.fence
+        }
     }
 
     /// Forgets `id`; returns its URLs.
     @discardableResult
     func remove(_ id: String) -> [String] {
-        held.withLock { $0.removeValue(forKey: id) } ?? []
+        held.withLock { $0.removeValue(forKey: id) }?.urls ?? []
+    }
+
+    /// Forgets `id`, whose claim another worker has taken over: its jobs end as handed over.
+    /// Returns its URLs, whose downloads are to stop.
+    func lose(_ id: String) -> [String] {
+        let claim = held.withLock { $0.removeValue(forKey: id) }
+        claim?.fence?.markLost()
+        return claim?.urls ?? []
     }
 
     var ids: Set<String> { held.withLock { Set($0.keys) } }
@@ -202,7 +230,8 @@ extension JobRunner.Outcome {
         // A host that did not answer or throttled this worker (its link, its address) may serve
         // another: only the file's own failures (a 404, a body too large) wait.
         case .failed(let error): !JobRunner.isUnansweredOrThrottled(error)
-        case .deferred, .downloaded, .alreadyPresent, .unchanged, .removed, .interrupted, .halted, .planned, .plannedRecheck: false
+        case .deferred, .downloaded, .alreadyPresent, .unchanged, .removed, .interrupted, .halted, .planned, .plannedRecheck,
+             .handedOver: false
         }
     }
 }

@@ -18,6 +18,8 @@ struct MirrorJob: Sendable {
     let sources: [String]
     /// Asked after by a `new-file` run's sweep, not listed by its source this run.
     var isSweep = false
+    /// The claim the file is committed under, when workers share the mirror.
+    var fence: CommitFence?
 
     /// A tag's media: the item is its URL, and a URL the host removed stays removed. A feed's
     /// entry is what the feed lists now, whatever its URL once answered.
@@ -80,12 +82,15 @@ struct JobRunner: Sendable {
         /// The mirror as a whole cannot go on (a full disk, a database that takes no writes, a
         /// folder that is a planted link): the run stops, keeping what it has.
         case halted(MirrorError)
+        /// Another worker took the file's claim over while this one was stopped past its lease:
+        /// the file is that worker's to mirror.
+        case handedOver
 
         /// The file is in the mirror, or known gone: no later run needs to try it.
         var isSettled: Bool {
             switch self {
             case .downloaded, .alreadyPresent, .unchanged, .removed, .planned, .plannedRecheck: true
-            case .interrupted, .deferred, .failed, .halted: false
+            case .interrupted, .deferred, .failed, .halted, .handedOver: false
             }
         }
     }
@@ -225,6 +230,8 @@ struct JobRunner: Sendable {
             summary.removed.append(url)
         case .interrupted:
             summary.interrupted = true
+        case .handedOver:
+            summary.handedOver += 1
         case .planned(let file):
             summary.plan.add(file)
         case .plannedRecheck:
@@ -351,6 +358,14 @@ struct JobRunner: Sendable {
                 guard job.sources.contains(held.url), let etag = held.etag else { return nil }
                 return HeldVersion(etag: etag, lastModified: nil)
             }
+            if let fence = job.fence, fence.takenOver {
+                // The worker whose claim ran out may be alive, only stopped, with this partial
+                // open: once let go, it must write into a file no name leads to.
+                let (partials, url) = (partials, job.url)
+                try await BlockingIO.run { () throws(MirrorError) in
+                    do throws(FileSystemError) { try partials.detach(url) } catch { throw .fileSystem(error) }
+                }
+            }
             let file = try await scheduler.schedule(job.url, forced: forced, expectedSize: job.expectedSize, held: condition)
             if let held {
                 if file.isNotModified {
@@ -404,7 +419,8 @@ struct JobRunner: Sendable {
                 return .deferred(url: job.url)
             default:
                 if let halting = Self.halting(error) { return .halted(halting) }
-                return error.isCancellation ? .interrupted : .failed(error)
+                guard error.isCancellation else { return .failed(error) }
+                return job.fence?.isLost == true ? .handedOver : .interrupted
             }
         } catch {
             return .failed(DownloadError(url: job.url, reason: .storage("\(error)")))
@@ -426,24 +442,38 @@ struct JobRunner: Sendable {
         // Carried by the named file until its state row is written: a kill in between leaves
         // what the next run needs to record it without a request (see ``adoptUnrecorded(_:)``).
         let record = PartialRecord(url: job.url, etag: file.etag, lastModified: file.lastModified, totalLength: file.length)
-        let name: String
         let opened: OpenFile
         do {
-            let committed = try await BlockingIO.run { () throws(MirrorError) in
-                try directory.commitKeepingOpen(
-                    partName, from: partials.folder, as: job.relativePath, mode: mode,
-                    beforeSync: { PartialStore.attach(record, toFile: $0) })
+            opened = try await BlockingIO.run { () throws(MirrorError) in
+                try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attach(record, toFile: $0) })
             }
-            guard let committed else { return .alreadyPresent }
-            (name, opened) = committed
         } catch {
             return halting(error, job)
         }
+        let (source, relativePath) = (source, job.relativePath)
+        let named = Mutex<String?>(nil)
+        let recorded: MirroredFile?
         do {
-            try await state.record(MirroredFile(
-                path: name, item: job.item, source: source, url: job.url, etag: file.etag, lastModified: file.lastModified,
-                bytes: file.length, md5: file.md5, version: job.release?.version, updated: job.release?.updated))
+            recorded = try await state.recordNamed(fencedBy: job.fence) { () async throws(MirrorError) -> MirroredFile? in
+                let name = try await BlockingIO.run { () throws(MirrorError) in
+                    try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
+                }
+                guard let name else { return nil }
+                named.withLock { $0 = name }
+                return MirroredFile(
+                    path: name, item: job.item, source: source, url: job.url, etag: file.etag, lastModified: file.lastModified,
+                    bytes: file.length, md5: file.md5, version: job.release?.version, updated: job.release?.updated)
+            }
         } catch {
+            guard let name = named.withLock({ $0 }) else {
+                if case .claimTaken = error, let fence = job.fence {
+                    // The partial is left as it is: it may be the other worker's by now.
+                    fence.markLost()
+                    logger.warning("\(error); leaving \(job.url) to it", metadata: ["url": "\(job.url)"])
+                    return .handedOver
+                }
+                return halting(error, job)
+            }
             // Unrecorded, the file would be fetched again under a second name by a new-file
             // run: it goes back to being a partial, whole, for the next run to commit.
             do {
@@ -453,6 +483,7 @@ struct JobRunner: Sendable {
             }
             return .halted(error)
         }
+        guard let name = recorded?.path else { return .alreadyPresent }
         partials.detachRecord(for: job.url, fromFile: opened.descriptor)
         // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
         if let lastModified { Directory.setModificationDate(lastModified, ofFile: opened.descriptor) }

@@ -184,6 +184,7 @@ extension MirrorSummary {
         deferredByHost.merge(other.deferredByHost, uniquingKeysWith: +)
         failures += other.failures
         interrupted = interrupted || other.interrupted
+        handedOver += other.handedOver
         stoppedBy = stoppedBy ?? other.stoppedBy
     }
 }

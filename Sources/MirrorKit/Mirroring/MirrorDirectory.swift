@@ -266,15 +266,32 @@ package struct MirrorDirectory: Sendable {
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
         beforeSync: (Int32) -> Void = { _ in }, afterRename: (Directory, String) -> Void = { _, _ in }
     ) throws(MirrorError) -> (path: String, file: OpenFile)? {
-        let (folderPath, name) = try split(relativePath)
-        let file: OpenFile
+        let file = try synced(partName, in: partials, beforeSync: beforeSync)
+        guard let path = try name(partName, from: partials, as: relativePath, mode: mode, afterRename: afterRename) else { return nil }
+        return (path, file)
+    }
+
+    /// The first half of a commit: the finished download `partName`, opened and its data synced,
+    /// so that the name it gets next is never a name for bytes not yet on disk.
+    func synced(_ partName: String, in partials: Directory, beforeSync: (Int32) -> Void = { _ in }) throws(MirrorError) -> OpenFile {
         do throws(FileSystemError) {
-            file = OpenFile(try partials.openFile(partName, .read))
+            let file = OpenFile(try partials.openFile(partName, .read))
             beforeSync(file.descriptor)
             guard fdatasync(file.descriptor) == 0 else { throw FileSystemError.last(path: partials.path(of: partName)) }
+            return file
         } catch {
             throw .fileSystem(error)
         }
+    }
+
+    /// The second half of a commit: moves the synced download `partName` into place under
+    /// `relativePath` and returns the name it got; nil when `mode` is
+    /// ``DownloadMode/skipIfExists`` and the name was taken (the download is then discarded).
+    func name(
+        _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
+        afterRename: (Directory, String) -> Void = { _, _ in }
+    ) throws(MirrorError) -> String? {
+        let (folderPath, name) = try split(relativePath)
         var target = try folder(folderPath, create: true)!
         // In new-file mode the names run on, name(1), name(2)…, to the first one free.
         let candidates = (0...).lazy.map { $0 == 0 ? name : Self.numbered(name, $0) }.prefix(mode == .skipIfExists ? 1 : Int.max)
@@ -298,7 +315,7 @@ package struct MirrorDirectory: Sendable {
             }
             noteNewName(in: target, key: String(folderPath))
             afterRename(target, taken)
-            return (folderPath.isEmpty ? taken : folderPath + "/" + taken, file)
+            return folderPath.isEmpty ? taken : folderPath + "/" + taken
         }
     }
 

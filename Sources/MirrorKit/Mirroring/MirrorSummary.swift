@@ -36,6 +36,9 @@ package struct MirrorSummary: Sendable {
     package var stoppedBy: RunStopReason?
     /// The run was cancelled (a signal, a deadline) before it finished; partial downloads are kept.
     package var interrupted = false
+    /// Files another worker took over while this one was stopped past its lease (a shared mirror):
+    /// that worker mirrors them.
+    package var handedOver = 0
     /// Where the listing's crawl stands after this run, for tag mirrors.
     package var listing: ListingProgress?
     /// Files found this run that the filters left out.
@@ -86,6 +89,7 @@ package struct MirrorSummary: Sendable {
         }
         if removed.count + removedBefore > 0 { parts.append("\(removed.count + removedBefore) removed upstream") }
         if deferred > 0 { parts.append("\(deferred) left for the next run") }
+        if handedOver > 0 { parts.append("\(handedOver) taken over by another worker") }
         parts += leftOutPart
         parts.append("\(failures.count) failed")
         if interrupted { parts.append("interrupted (partial downloads kept)") }

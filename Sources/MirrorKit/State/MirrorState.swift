@@ -39,6 +39,19 @@ extension MirrorState {
     package func close() async {}
 }
 
+extension MirrorStore {
+    /// Without a fence: a store no other worker shares (SQLite, under the mirror's lock) has no
+    /// claims to check.
+    package func recordNamed(
+        fencedBy fence: CommitFence?, _ naming: @escaping @Sendable () async throws(MirrorError) -> MirroredFile?
+    ) async throws(MirrorError) -> MirroredFile? {
+        precondition(fence == nil, "a fenced commit in a state no worker shares")
+        guard let file = try await naming() else { return nil }
+        try await record(file)
+        return file
+    }
+}
+
 /// Everything a run reads and writes: the records of ``MirrorState``, a tag's crawl
 /// (``CrawlStore``), and the files' versions as jobs look them up and commit them.
 package protocol MirrorStore: MirrorState, CrawlStore {
@@ -51,6 +64,15 @@ package protocol MirrorStore: MirrorState, CrawlStore {
     func item(owning path: String) async throws(MirrorError) -> String?
     /// Records `file` as its item's newest version (replacing whatever was recorded for its path).
     func record(_ file: MirroredFile) async throws(MirrorError)
+    /// Names a finished file and records it: `naming` gives the file its name and returns what
+    /// to record (nil: the file got none, and nothing is recorded). With a `fence`, both happen
+    /// in one transaction that first checks that the fence's claim still carries its token and
+    /// holds the claim until the record is written; when it does not, nothing is named and
+    /// ``MirrorError/claimTaken(_:)`` is thrown. An error after `naming` leaves the file named:
+    /// the caller takes the name back.
+    func recordNamed(
+        fencedBy fence: CommitFence?, _ naming: @escaping @Sendable () async throws(MirrorError) -> MirroredFile?
+    ) async throws(MirrorError) -> MirroredFile?
     /// Notes that the server confirmed `path` as its item's current content: the release the
     /// feed now names for it, and the validators the server sent, which replace the stored ones
     /// when `replacingValidators`, else only fill in what a 304 repeated.

@@ -61,6 +61,17 @@ extension Directory {
         throw FileSystemError(path: target.path(of: newName), errno: code)
     }
 
+    /// Puts a copy of the file `name` (its bytes and `user.` attributes, synced) in its place, on
+    /// a new inode: whoever holds the old one open writes where no name leads.
+    func replaceWithCopy(_ name: String) throws(FileSystemError) {
+        let copy = try copyAcross(name, to: self)
+        guard renameat(descriptor, copy, descriptor, name) == 0 else {
+            let failure = FileSystemError.last(path: path(of: name))
+            remove(copy)
+            throw failure
+        }
+    }
+
     /// The cross-file-system half of a move: a hidden new file in `target` with the bytes and the
     /// `user.` attributes of `name`, synced; its name is returned.
     private func copyAcross(_ name: String, to target: Directory) throws(FileSystemError) -> String {

@@ -13,12 +13,15 @@ package enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
     case noMirrorState(path: String, problem: String)
     /// OpenSSL will not compute MD5, which names partial downloads and checks files.
     case digest(String)
+    /// Another worker holds the claim (on an image) that a commit was fenced by: this worker
+    /// was stopped past its lease, and its download is that worker's to finish.
+    case claimTaken(String)
 
     /// Whether the failure is the mirror's as a whole (see ``FileSystemError/stopsTheRun``),
     /// not one file name's: an unsafe name, or a name the file system refuses, fails one file.
     var stopsTheRun: Bool {
         switch self {
-        case .unsafePath: false
+        case .unsafePath, .claimTaken: false
         case .fileSystem(let error): error.stopsTheRun
         default: true
         }
@@ -40,6 +43,8 @@ package enum MirrorError: Error, Sendable, CustomStringConvertible, Equatable {
             return "state database \(path): \(problem)"
         case .digest(let message):
             return message
+        case .claimTaken(let claim):
+            return "the claim on \(claim) went to another worker while this one was stopped"
         }
     }
 }

@@ -280,6 +280,15 @@ package struct PartialStore: Sendable {
         return try Digest.md5Hex(ofFile: fd)
     }
 
+    /// Gives `url`'s partial a new inode with the same bytes and record, under the same name: a
+    /// writer that still holds the old one open (a worker stopped past its lease, whose claim
+    /// another took over) writes, once let go, into a file no name leads to. Nothing to do when
+    /// nothing is held.
+    func detach(_ url: String) throws(FileSystemError) {
+        guard let part = heldPart(for: url), Directory.problem(withFile: part.info) == nil else { return }
+        try folder.replaceWithCopy(part.name)
+    }
+
     /// Deletes what is held for `url`.
     func remove(_ url: String) {
         guard let part = try? partName(for: url) else { return }

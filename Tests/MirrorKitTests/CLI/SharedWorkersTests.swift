@@ -110,6 +110,70 @@ struct SharedWorkersTests {
         }
     }
 
+    /// A worker stopped (SIGSTOP: a paused VM, a frozen NFS client) for twice its lease in the
+    /// middle of a large file, whose image another worker takes over and finishes, and which is
+    /// then let go: it names nothing, writes nothing into the other's file, and exits 0.
+    @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func aWorkerStoppedPastItsLeaseAndLetGoCommitsNothingAndTheFileTakenOverStaysIntact() async throws {
+        try await PostgresServer.with { postgres in
+            try await TestSupport.withServer { server in
+                server.addGeneratedTag("frozen", pages: 1, perPage: 6, albumEvery: 0, imageSize: 8 << 10)
+                let size = 48 << 20
+                let big = try #require(server.prependToGeneratedTag("frozen", count: 1, albumEvery: 0, imageSize: size).first)
+                server.inject(.throttle(bytesPerSecond: 4 << 20), path: "/\(big).jpg")
+                let ids = server.generatedImageIDs("frozen")
+                try await MirrorProcess.withClientID { dir, idFile in
+                    let out = dir.appendingPathComponent("out").path
+                    let arguments = workerArguments("frozen", out: out, idFile: idFile, server: server, postgres: postgres)
+                    let logs = (0..<2).map { dir.appendingPathComponent("worker-\($0).log") }
+                    let workers = try (0..<2).map { try MirrorProcess.start(arguments, log: logs[$0]) }
+                    func log(of worker: ChildProcess.Started) -> String {
+                        let index = workers.firstIndex { $0.pid == worker.pid }!
+                        return (try? String(contentsOf: logs[index], encoding: .utf8)) ?? ""
+                    }
+                    let holder = Mutex<Int32?>(nil)
+                    try await eventually("a worker is a third into the large file", within: .seconds(60)) {
+                        let pid = workers.map(\.pid).first { (openPartial(of: $0)?.length ?? 0) >= Int64(size / 3) }
+                        holder.withLock { $0 = pid }
+                        return pid != nil
+                    }
+                    let stopped = try #require(workers.first { $0.pid == holder.withLock { $0 } })
+                    let other = try #require(workers.first { $0.pid != stopped.pid })
+                    stopped.signal(SIGSTOP)
+                    let stoppedAt = ContinuousClock.now
+                    // The file changes on the server meanwhile: the worker that takes over cannot
+                    // resume the stopped one's bytes and fetches the new file whole.
+                    server.changeContent(path: "/\(big).jpg")
+                    try? await eventually("the other worker takes the large file over and finishes", within: .seconds(60)) {
+                        !other.isRunning
+                    }
+                    if other.isRunning { other.signal(SIGKILL) }
+                    #expect(await other.wait() == .exited(0), "\(log(of: other))")
+                    let path = out + "/full/\(big).jpg"
+                    #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(server.content(of: "/\(big).jpg")))
+
+                    // Stopped for twice its lease, then let go.
+                    try await Task.sleep(until: stoppedAt + .seconds(6))
+                    stopped.signal(SIGCONT)
+                    try? await eventually("the stopped worker ends", within: .seconds(60)) { !stopped.isRunning }
+                    if stopped.isRunning { stopped.signal(SIGKILL) }
+                    let status = await stopped.wait()
+                    let stoppedLog = log(of: stopped)
+                    #expect(status == .exited(0), "\(stoppedLog)")
+                    #expect(stoppedLog.contains("another worker"), "\(stoppedLog)")
+
+                    // One commit: one record, one name, the taker's bytes.
+                    #expect(files(in: out + "/full") == ids.map { "\($0).jpg" }.sorted())
+                    #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(server.content(of: "/\(big).jpg")))
+                    let state = try await PostgresState(try PostgresLocation(postgres.url), logger: TestSupport.logger)
+                    let versions = try await state.versions(of: server.baseURL + "/\(big).jpg")
+                    await state.close()
+                    #expect(versions.map(\.path) == ["full/\(big).jpg"])
+                }
+            }
+        }
+    }
+
     @Test(.enabled(if: requirement, "PostgreSQL is not installed (scripts/setup installs it)"))
     func aDeadlineStopsAWorkerWithZeroRecordsWhatItDidAndTheNextRunFinishes() async throws {
         try await PostgresServer.with { postgres in

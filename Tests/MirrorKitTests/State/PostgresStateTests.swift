@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 @testable import MirrorKit
 @testable import MirrorPostgreSQL
@@ -68,27 +69,75 @@ struct PostgresStateTests {
             async let b = second.claimImages(limit: 4)
             let (claimedA, claimedB) = try await (a, b)
             #expect(claimedA.count == 4 && claimedB.count == 4)
-            #expect(Set(claimedA.map(\.id)).isDisjoint(with: claimedB.map(\.id)))
+            #expect(Set(claimedA.map(\.image.id)).isDisjoint(with: claimedB.map(\.image.id)))
             #expect(try await second.othersHoldClaims())
             // The first stops renewing (killed): its claims run out (the database's clock passes their
             // lease) and go to the second.
             try await expireLeases(of: first, in: state)
             let taken = try await second.claimImages(limit: 10)
-            #expect(Set(taken.map(\.id)) == Set(claimedA.map(\.id)).union(["i8", "i9"]))
+            #expect(Set(taken.map(\.image.id)) == Set(claimedA.map(\.image.id)).union(["i8", "i9"]))
             #expect(try await !second.othersHoldClaims())
             // The first, back, hears that its claims are gone.
             let lost = try await first.heartbeat(
-                WorkerFigures(filesDone: 0, bytes: 0, bytesPerSecond: 0), holding: Set(claimedA.map(\.id)))
-            #expect(lost == Set(claimedA.map(\.id)))
+                WorkerFigures(filesDone: 0, bytes: 0, bytesPerSecond: 0), holding: Set(claimedA.map(\.image.id)))
+            #expect(lost == Set(claimedA.map(\.image.id)))
             // A failure is parked: no one claims it again this round; a cancel is anyone's at once.
             try await second.release(["i8"], park: true)
             try await second.release(["i9"], park: false)
-            #expect(try await first.claimImages(limit: 10).map(\.id) == ["i9"])
+            #expect(try await first.claimImages(limit: 10).map(\.image.id) == ["i9"])
             // Done images are nobody's.
-            try await state.markImagesDone(claimedB.map(\.id))
+            try await state.markImagesDone(claimedB.map(\.image.id))
             let workers = try await second.workers()
             #expect(workers.count == 2)
             #expect(workers.first { $0.id == second.workerID }?.claims == 4)
+        }
+    }
+
+    @Test(.enabled(if: PostgresServer.isAvailable, "PostgreSQL is not installed (scripts/setup installs it)"))
+    func aCommitNamesItsFileOnlyUnderTheTokenItsClaimWasTakenWith() async throws {
+        try await withState { _, state in
+            _ = try await state.recordPage(
+                ListedPage(newEntryIDs: [], images: [found("i0")], pendingAlbumIDs: [], cursor: CrawlCursor(source: "s"), lister: Lister(listing: "s", owner: "s", wants: [])),
+                source: "s")
+            let first = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
+            let second = PostgresCoordinator(state: state, leaseDuration: .seconds(30))
+            let file = MirroredFile(path: "full/i0.jpg", item: "u", source: "tag s", url: "u", etag: nil, lastModified: nil, bytes: 1, md5: nil)
+            let named = Mutex(0)
+            let naming = { @Sendable () async throws(MirrorError) -> MirroredFile? in
+                named.withLock { $0 += 1 }
+                return file
+            }
+            let old = try #require(try await first.claimImages(limit: 1).first?.fence)
+            #expect(!old.takenOver)
+            // The first is stopped past its lease; the second takes the claim over, with a new token.
+            try await expireLeases(of: first, in: state)
+            let current = try #require(try await second.claimImages(limit: 1).first?.fence)
+            #expect(current.takenOver && current.token > old.token)
+            // The first, let go, names nothing.
+            let refused = await #expect(throws: MirrorError.self) { try await state.recordNamed(fencedBy: old, naming) }
+            #expect(refused == .claimTaken("image i0"))
+            #expect(named.withLock { $0 } == 0)
+            #expect(try await state.latestFile(of: "u") == nil)
+            // The claim comes back to the first (the second stopped in its turn): the first's old
+            // token is no better than the second's.
+            try await expireLeases(of: second, in: state)
+            let again = try #require(try await first.claimImages(limit: 1).first?.fence)
+            for stale in [old, current] {
+                let error = await #expect(throws: MirrorError.self) { try await state.recordNamed(fencedBy: stale, naming) }
+                #expect(error == .claimTaken("image i0"))
+            }
+            // The holder's commit names and records its file; while it does, the claim is not
+            // taken over even though its lease has run out.
+            try await expireLeases(of: first, in: state)
+            let committed = try await state.recordNamed(fencedBy: again) { () async throws(MirrorError) -> MirroredFile? in
+                named.withLock { $0 += 1 }
+                let taken = (try? await second.claimImages(limit: 1)) ?? []
+                #expect(taken.isEmpty, "\(taken.map(\.image.id))")
+                return file
+            }
+            #expect(committed?.path == "full/i0.jpg")
+            #expect(named.withLock { $0 } == 1)
+            #expect(try await state.latestFile(of: "u")?.path == "full/i0.jpg")
         }
     }
 

@@ -36,6 +36,33 @@ struct PartialStoreTests {
         }
     }
 
+    @Test func aPartialTakenOverGetsANewInodeAndItsOldWriterWritesWhereNoNameLeads() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let folder = dir.appendingPathComponent("partials")
+            let partials = try PartialStore(directory: folder)
+            let url = "https://i.test/big.jpg"
+            let part = partials.partPath(for: url)
+            try TestSupport.write(Array(repeating: 1, count: 1000), to: part)
+            let record = PartialRecord(url: url, etag: "\"e\"", totalLength: 4000)
+            try partials.save(record)
+            // A worker stopped past its lease holds the partial open; another takes it over.
+            let stale = open(part, O_WRONLY)
+            try #require(stale >= 0)
+            defer { close(stale) }
+            try partials.detach(url)
+            // Let go, the stopped worker writes on (other bytes: the server's file changed since).
+            let later = [UInt8](repeating: 9, count: 3000)
+            #expect(later.withUnsafeBytes { pwrite(stale, $0.baseAddress, $0.count, 500) } == 3000)
+            // What the taker resumes from is what was there when it took over, record and all.
+            #expect(partials.resumePoint(for: url)?.offset == 1000)
+            #expect(partials.record(for: url) == record)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: part)) == Data(repeating: 1, count: 1000))
+            #expect(names(in: folder).allSatisfy { !$0.hasPrefix(".mirror-tmp") }, "\(names(in: folder))")
+            // Nothing held, nothing to do.
+            try partials.detach("https://i.test/other.jpg")
+        }
+    }
+
     @Test func aRecordAnOlderBuildLeftBesideThePartIsStillRead() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let folder = dir.appendingPathComponent("partials")
