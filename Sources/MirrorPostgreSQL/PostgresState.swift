@@ -93,20 +93,21 @@ package final class PostgresState: MirrorStore {
         }
     }
 
-    /// Refuses a database without the schema, or with one this build does not know, without
-    /// changing it.
+    /// Refuses a database without the schema, or with one newer than this build knows, without
+    /// changing it. An older schema is read as it is: what `mirror status` reads has been there
+    /// since the first (later ones add indexes and the claims' fencing tokens), so an upgraded
+    /// `mirror` shows a mirror its workers have not yet migrated.
     private func checkSchema() async throws(MirrorError) {
         let present = try await rows("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").first
         guard let present, try decode(present, Bool.self, column: "present") else {
             throw .noMirrorState(path: location, problem: "no mirror state here (the database has no mirror tables; a run with this --state creates them)")
         }
         let version = try await schemaVersion()
-        guard version == PostgresSchema.latest else {
-            throw .noMirrorState(
-                path: location,
-                problem: version > PostgresSchema.latest
-                    ? "schema version \(version), this mirror knows up to \(PostgresSchema.latest)"
-                    : "schema version \(version), older than this mirror's \(PostgresSchema.latest); the next run with this --state upgrades it")
+        guard version >= 1 else {
+            throw .noMirrorState(path: location, problem: "no mirror state here (no migration of the mirror's tables is recorded)")
+        }
+        guard version <= PostgresSchema.latest else {
+            throw .noMirrorState(path: location, problem: "schema version \(version), this mirror knows up to \(PostgresSchema.latest)")
         }
     }
 

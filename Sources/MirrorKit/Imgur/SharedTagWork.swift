@@ -141,6 +141,12 @@ final class SharedTagWork: Sendable {
                 if !idle { logger.debug("waiting for other workers' claims to finish or run out") }
                 idle = true
             }
+            if room <= 0 {
+                // Full: the next image to settle makes room, and this worker claims at once
+                // (polling here held a worker of small files to a few images a beat).
+                await images.waitForRoom(below: maxHeld)
+                continue
+            }
             try? await clock.sleep(for: .milliseconds(250))
         }
     }

@@ -9,6 +9,9 @@ final class ImageCompletion: Sendable {
         var unsettled: [String: JobRunner.Outcome] = [:]
         var done: [String] = []
         var failure: MirrorError?
+        /// Who waits for fewer images in flight than a limit (a shared worker with no room to
+        /// claim more).
+        var roomWaiter: (limit: Int, continuation: CheckedContinuation<Void, Never>)?
     }
 
     private let store: any CrawlStore
@@ -41,19 +44,40 @@ final class ImageCompletion: Sendable {
     }
 
     func settle(_ id: String, _ outcome: JobRunner.Outcome) async {
-        let (batch, left): ([String]?, JobRunner.Outcome?) = state.withLock { state in
+        let (batch, left, roomy): ([String]?, JobRunner.Outcome?, CheckedContinuation<Void, Never>?) = state.withLock { state in
             if !outcome.isSettled, state.unsettled[id] == nil { state.unsettled[id] = outcome }
             state.remaining[id, default: 1] -= 1
-            guard state.remaining[id] == 0 else { return (nil, nil) }
+            guard state.remaining[id] == 0 else { return (nil, nil, nil) }
             state.remaining[id] = nil
-            if let left = state.unsettled.removeValue(forKey: id) { return (nil, left) }
+            let roomy = state.roomWaiter.flatMap { state.remaining.count < $0.limit ? state.roomWaiter.take()?.continuation : nil }
+            if let left = state.unsettled.removeValue(forKey: id) { return (nil, left, roomy) }
             state.done.append(id)
-            guard state.done.count >= batchSize else { return (nil, nil) }
+            guard state.done.count >= batchSize else { return (nil, nil, roomy) }
             defer { state.done = [] }
-            return (state.done, nil)
+            return (state.done, nil, roomy)
         }
         if let left { await unsettled(id, left) }
         if let batch { await write(batch) }
+        // After the image's claim is let go or marked done: what wakes may claim again.
+        roomy?.resume()
+    }
+
+    /// Returns once fewer than `limit` images are in flight, or the caller is cancelled.
+    func waitForRoom(below limit: Int) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Bool in
+                    // The flag is set before the handler runs, and the handler takes this lock:
+                    // a cancel either is seen here or finds the waiter stored.
+                    guard state.remaining.count >= limit, !Task.isCancelled else { return true }
+                    state.roomWaiter = (limit, continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.roomWaiter.take() }?.continuation.resume()
+        }
     }
 
     /// The first write that failed: it stopped the run.

@@ -18,6 +18,12 @@ final class JobSession: Sendable {
 
     private struct State {
         var running: [Int: Task<Void, Never>] = [:]
+        /// Places in the window granted to submitters whose jobs have not started yet: a grant
+        /// and the job's start are two steps, and a second submitter must not be granted the
+        /// same place in between.
+        var reserved = 0
+        /// The most jobs under way at once so far.
+        var peakUnderWay = 0
         var submitted = 0
         var settled = 0
         var tally = MirrorSummary()
@@ -61,6 +67,8 @@ final class JobSession: Sendable {
             }
             if state.cancelled { task.cancel() }
             state.running[number] = task
+            state.reserved = max(state.reserved - 1, 0)
+            state.peakUnderWay = max(state.peakUnderWay, state.running.count)
             return true
         }
         assert(taken, "a job submitted to a finished session: \(job.url)")
@@ -74,7 +82,11 @@ final class JobSession: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let roomy = state.withLock { state -> Bool in
-                    guard state.running.count >= window, !state.cancelled else { return true }
+                    if state.cancelled { return true }
+                    guard state.running.count + state.reserved >= window else {
+                        state.reserved += 1
+                        return true
+                    }
                     state.roomWaiters[key] = continuation
                     return false
                 }
@@ -88,6 +100,9 @@ final class JobSession: Sendable {
 
     /// Submitters waiting for room in the window.
     var waitingForRoom: Int { state.withLock { $0.roomWaiters.count } }
+
+    /// The most jobs that were under way at once: never more than the window.
+    var peakUnderWay: Int { state.withLock { $0.peakUnderWay } }
 
     /// Jobs that have ended, whatever their outcome.
     var settled: Int { state.withLock { $0.settled } }
@@ -121,7 +136,9 @@ final class JobSession: Sendable {
                 tally.downloaded > before.downloaded ? .downloaded
                     : tally.failures.count > before.failures.count ? .failed
                     : tally.removed.count > before.removed.count ? .removed : .other))
+            // The place the job leaves goes to the submitter waiting longest, reserved for it.
             let waiter = state.roomWaiters.isEmpty ? nil : state.roomWaiters.removeValue(forKey: state.roomWaiters.keys.min()!)
+            if waiter != nil { state.reserved += 1 }
             let drained = state.finished && state.running.isEmpty ? state.drained.take() : nil
             return (waiter, drained)
         }

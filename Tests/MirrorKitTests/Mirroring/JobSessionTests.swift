@@ -52,6 +52,35 @@ struct JobSessionTests {
         }
     }
 
+    /// Several sources in one run submit at once: the window holds for all of them together.
+    @Test func threeSourcesSubmittingAtOnceNeverHaveMoreThanTheWindowUnderWay() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            // Files the mirror holds: each job ends at once, so places in the window come free
+            // while the other sources ask for one.
+            let count = 3000
+            for index in 0..<count {
+                try TestSupport.write([1], to: dir.appendingPathComponent("present-\(index).bin").path)
+            }
+            let runner = try runner(in: dir)
+            let session = runner.start(window: 4)
+            await withTaskGroup(of: Void.self) { group in
+                for source in 0..<3 {
+                    group.addTask {
+                        for index in stride(from: source, to: count, by: 3) {
+                            await session.submit(
+                                MirrorJob(url: "http://127.0.0.1:9/present-\(index).bin", relativePath: "present-\(index).bin"),
+                                forced: false)
+                        }
+                    }
+                }
+            }
+            var summary = MirrorSummary()
+            await session.finish(into: &summary)
+            #expect(summary.alreadyPresent == count)
+            #expect(session.peakUnderWay <= 4)
+        }
+    }
+
     @Test func cancellingASourceThatWaitsForRoomStopsTheJobsPromptly() async throws {
         try await TestSupport.withServer { server in
             for index in 0..<8 {

@@ -185,6 +185,20 @@ struct PostgresStateTests {
             }
             #expect(write?.description.contains("read-only") == true, "\(String(describing: write))")
             await reader.close()
+
+            // A database its workers have not yet migrated (the schema before fencing) is read as
+            // it is, and left as it is.
+            let downgrade = try await PostgresState(location, logger: TestSupport.logger)
+            try await downgrade.execute("DELETE FROM schema_migrations WHERE version = 5")
+            try await downgrade.execute("ALTER TABLE images DROP COLUMN fence")
+            try await downgrade.execute("DROP SEQUENCE claim_fences")
+            await downgrade.close()
+            let older = try await PostgresState(location, readOnly: true, logger: TestSupport.logger)
+            #expect(try await older.schemaVersion() == 4)
+            _ = try await older.lastRuns()
+            _ = try await older.versionFigures()
+            _ = try await PostgresCoordinator(state: older).workers()
+            await older.close()
         }
     }
 
