@@ -114,7 +114,7 @@ struct SchedulerBench {
 /// Finishes every fetch at once: what remains is the scheduler's own work.
 struct InstantTransport: DownloadTransport {
     func fetch(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?, progress: @escaping @Sendable (TransferProgress) -> Void,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?, progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {
         FetchedFile(url: url, path: "/dev/null", length: 0, bytesReceived: 0)

@@ -18,7 +18,7 @@ struct ClusterHostGate: DownloadTransport {
     }
 
     func fetch(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {

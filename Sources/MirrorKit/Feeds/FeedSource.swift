@@ -60,7 +60,6 @@ package struct FeedSource: MirrorSource {
                 sink.halt(error)
                 break
             }
-            if let length = enclosure.length { logger.debug("\(enclosure.url): the feed says \(length) bytes") }
             guard let job else { continue }
             if let sidecars = sink.sidecars {
                 do throws(MirrorError) {
@@ -107,8 +106,11 @@ package struct FeedSource: MirrorSource {
             name = MirrorDirectory.tagged(name, try Self.digest(item).prefix(8))
             _ = names.claim(name, for: item)
         }
-        return MirrorJob(
+        var job = MirrorJob(
             url: enclosure.url, relativePath: "enclosures/\(name)", mirrors: enclosure.mirrors, item: item, release: release)
+        // Feeds write 0 (or nothing) for a length they do not know.
+        job.declaredSize = enclosure.length.flatMap { $0 > 0 ? $0 : nil }
+        return job
     }
 
     /// The newest file recorded for `item`; one an earlier version of mirror recorded under the

@@ -8,6 +8,8 @@ struct MirrorJob: Sendable {
     /// Where the file goes; a new version of it goes beside it (`name(1).ext`).
     var relativePath: String
     var expectedSize: Int64?
+    /// The size a feed declares for the file: what it must have when the server states none.
+    var declaredSize: Int64?
     /// Other URLs of the same file, tried in turn when `url` fails.
     var mirrors: [String] = []
     /// What the file is a version of (see ``MirroredFile/item``): the URL, unless a feed entry.
@@ -339,7 +341,7 @@ struct JobRunner: Sendable {
         if let plan {
             guard held == nil else { return .plannedRecheck }
             guard planned.inserted(job.item) else { return .alreadyPresent }
-            let file = PlannedFile(url: job.url, path: job.relativePath, bytes: job.expectedSize, missing: missing, source: source)
+            let file = PlannedFile(url: job.url, path: job.relativePath, bytes: job.expectedSize ?? job.declaredSize, missing: missing, source: source)
             plan(file)
             return .planned(file)
         }
@@ -366,7 +368,8 @@ struct JobRunner: Sendable {
                     do throws(FileSystemError) { try partials.detach(url) } catch { throw .fileSystem(error) }
                 }
             }
-            let file = try await scheduler.schedule(job.url, forced: forced, expectedSize: job.expectedSize, held: condition)
+            let file = try await scheduler.schedule(
+                job.url, forced: forced, expectedSize: ExpectedSize(exact: job.expectedSize, declared: job.declaredSize), held: condition)
             if let held {
                 if file.isNotModified {
                     try await state.confirm(

@@ -110,7 +110,7 @@ package actor DownloadScheduler {
     ///     changed, else ``FetchedFile/isNotModified`` comes back.
     /// - Throws: ``DownloadError``; a cancelled item or caller gets `.transfer(.cancelled)`.
     package nonisolated func schedule(
-        _ url: String, forced: Bool = false, expectedSize: Int64? = nil, held: HeldVersion? = nil
+        _ url: String, forced: Bool = false, expectedSize: ExpectedSize? = nil, held: HeldVersion? = nil
     ) async throws(DownloadError) -> FetchedFile {
         let caller = CallerTicket(id: callerNumbers.add(1, ordering: .relaxed).newValue)
         do {
@@ -252,9 +252,9 @@ package actor DownloadScheduler {
         }
     }
 
-    private func start(_ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?, forced: Bool) {
+    private func start(_ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?, forced: Bool) {
         let offset = transport.partialLength(of: url)
-        let report = TransferReport(TransferProgress(completed: offset, total: expectedSize))
+        let report = TransferReport(TransferProgress(completed: offset, total: expectedSize?.shown))
         reports[url] = (id, report)
         hub.emit(.started(url: url, forced: forced, offset: offset))
         let hub = hub

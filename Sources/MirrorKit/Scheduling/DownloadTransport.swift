@@ -11,7 +11,7 @@ package protocol DownloadTransport: Sendable {
     /// With `held`, the fetch is conditional on the server's file not being that copy, and may
     /// return ``FetchedFile/isNotModified``.
     func fetch(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile
@@ -22,7 +22,7 @@ package protocol DownloadTransport: Sendable {
     /// for free; a scripted one implements it to hand the result over synchronously, so a test
     /// knows when the scheduler has heard it.
     func launch(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void,
         finished: @escaping @Sendable (Result<FetchedFile, DownloadError>) -> Void
@@ -45,7 +45,7 @@ extension DownloadTransport {
     package func concurrencyLimit(forHost host: String) -> Int? { nil }
 
     package func launch(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void,
         finished: @escaping @Sendable (Result<FetchedFile, DownloadError>) -> Void
@@ -95,7 +95,7 @@ package struct EngineTransport: DownloadTransport {
     }
 
     package func fetch(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {

@@ -179,7 +179,7 @@ extension SchedulerCore {
             let current = progress(item.url) ?? TransferProgress(completed: partialLength(item.url), total: nil)
             list.append(SchedulerStatus.Item(
                 url: item.url, state: Self.state(of: item.phase), isForced: item.forced,
-                completedBytes: current.completed, totalBytes: current.total ?? item.expectedSize,
+                completedBytes: current.completed, totalBytes: current.total ?? item.expectedSize?.shown,
                 receivedBytes: max(current.completed - resumedFrom(item.url), 0)))
         }
         list.sort { ($0.isForced ? 0 : 1, $0.state.rawValue, $0.url) < ($1.isForced ? 0 : 1, $1.state.rawValue, $1.url) }

@@ -13,7 +13,7 @@ struct SchedulerCore {
         /// A caller wants `url`: a new item, or a join of the one already known.
         /// `held`: the validators of the copy the caller holds (a conditional request); the
         /// latest caller's count.
-        case schedule(url: String, forced: Bool, expectedSize: Int64?, held: HeldVersion? = nil, caller: CallerID)
+        case schedule(url: String, forced: Bool, expectedSize: ExpectedSize?, held: HeldVersion? = nil, caller: CallerID)
         /// One caller gave up; the item is suspended when nobody else waits for it.
         case leave(url: String, caller: CallerID)
         /// Every caller of `url` is answered with a cancellation; the partial is kept.
@@ -26,7 +26,7 @@ struct SchedulerCore {
     }
 
     enum Action: Equatable {
-        case start(url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?, forced: Bool)
+        case start(url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?, forced: Bool)
         /// Hold the transfer; after the grace, send `.pauseExpired` with `number`.
         case pause(url: String, id: TransferID, number: UInt64)
         case resume(url: String, id: TransferID)
@@ -67,7 +67,7 @@ struct SchedulerCore {
     struct Item {
         let url: String
         let host: String
-        let expectedSize: Int64?
+        let expectedSize: ExpectedSize?
         /// Kept for the item's life, as its expected size is: a stopped transfer restarts with it.
         var held: HeldVersion?
         var forced: Bool
@@ -137,7 +137,7 @@ struct SchedulerCore {
     // MARK: - Events
 
     private mutating func schedule(
-        _ url: String, forced: Bool, expectedSize: Int64?, held: HeldVersion?, caller: CallerID, into actions: inout [Action]
+        _ url: String, forced: Bool, expectedSize: ExpectedSize?, held: HeldVersion?, caller: CallerID, into actions: inout [Action]
     ) {
         guard let handle = handles[url] else {
             let handle = insert(Item(

@@ -3,7 +3,7 @@ import Synchronization
 /// What reaches the scheduler from outside its actor: callers arriving and leaving, and what
 /// transfers and timers report. Posted synchronously, from any thread, in the order it happened.
 enum SchedulerMail: Sendable {
-    case schedule(url: String, forced: Bool, expectedSize: Int64?, held: HeldVersion?, caller: CallerTicket)
+    case schedule(url: String, forced: Bool, expectedSize: ExpectedSize?, held: HeldVersion?, caller: CallerTicket)
     case leave(url: String, caller: CallerTicket)
     /// Transfer `id` of `url` started or stopped receiving; its ``TransferReport`` holds which.
     case receivingChanged(url: String, id: TransferID)

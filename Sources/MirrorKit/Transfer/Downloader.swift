@@ -91,10 +91,10 @@ struct Downloader: Sendable {
     /// returns ``FetchedFile/notModified(_:etag:lastModified:)`` at once, and a new file comes
     /// with its MD5 (to tell a new version from the same bytes re-tagged).
     func fetch(
-        _ url: String, id: TransferID = .next(), expectedSize: Int64? = nil, held: HeldVersion? = nil,
+        _ url: String, id: TransferID = .next(), expectedSize: ExpectedSize? = nil, held: HeldVersion? = nil,
         progress: (@Sendable (TransferProgress) -> Void)? = nil, receiving: (@Sendable (Bool) -> Void)? = nil
     ) async throws(DownloadError) -> FetchedFile {
-        if let expectedSize, expectedSize > maxFileSize {
+        if let exact = expectedSize?.exact, exact > maxFileSize {
             // Refused before asking: a server that states no length would send the cap's worth first.
             throw DownloadError(url: url, reason: .transfer(.fileTooLarge(limit: maxFileSize)))
         }
@@ -115,7 +115,7 @@ struct Downloader: Sendable {
 
     /// One request: the file, a failure worth another try, or a failure that ends it.
     private func attempt(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?, progress: (@Sendable (TransferProgress) -> Void)?,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?, progress: (@Sendable (TransferProgress) -> Void)?,
         receiving: (@Sendable (Bool) -> Void)?, received: inout Int64
     ) async throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
         let location: FileLocation
@@ -125,13 +125,19 @@ struct Downloader: Sendable {
             throw DownloadError(url: url, reason: .transfer(.digest(error.description)))
         }
         let resume = partials.resumePoint(for: url)
+        if let resume, resume.offset > maxFileSize, expectedSize?.exact == nil {
+            // Held from a run with a larger --max-file-size: past this run's cap whatever the
+            // server answers (its 416 would pass the bytes held off as the whole file). They stay
+            // for a run that takes the file.
+            throw DownloadError(url: url, reason: .transfer(.fileTooLarge(limit: maxFileSize)))
+        }
         var request = TransferRequest(
             url: url,
             headers: held?.requestHeaders ?? [],
             destination: .file(location, offset: resume?.offset ?? 0),
             ifRange: resume?.validator,
             expectedEntityLength: resume?.record.totalLength,
-            maxLength: expectedSize ?? maxFileSize)
+            maxLength: expectedSize?.exact ?? maxFileSize)
         request.hashesBody = held != nil
         request.beforeFirstPartialWrite = { head in recordValidators(of: head, url: url) }
         let response: TransferResponse
@@ -227,7 +233,7 @@ struct Downloader: Sendable {
     /// The verified file, or a retry from scratch when the bytes are wrong however they were put
     /// together.
     private func verifiedOrRetry(
-        _ url: String, _ response: TransferResponse, expectedSize: Int64?, received: Int64
+        _ url: String, _ response: TransferResponse, expectedSize: ExpectedSize?, received: Int64
     ) throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
         do throws(DownloadError) {
             return .success(try verified(url, response, expectedSize: expectedSize, received: received))
@@ -270,7 +276,7 @@ struct Downloader: Sendable {
 
     /// Checks size and checksum of a complete partial.
     private func verified(
-        _ url: String, _ response: TransferResponse, expectedSize: Int64?, received: Int64
+        _ url: String, _ response: TransferResponse, expectedSize: ExpectedSize?, received: Int64
     ) throws(DownloadError) -> FetchedFile {
         let path = partials.partPath(for: url)
         let length = response.fileLength
@@ -279,7 +285,8 @@ struct Downloader: Sendable {
         // no look at the record.
         let saysItAll = response.entityLength != nil && response.etag != nil && response.lastModified != nil
         let record = response.status == 200 || saysItAll ? nil : partials.record(for: url)
-        if let expected = expectedSize ?? response.entityLength ?? record?.totalLength {
+        // A size a feed declared is the last resort: a body no length delimits must have it.
+        if let expected = expectedSize?.exact ?? response.entityLength ?? record?.totalLength ?? expectedSize?.declared {
             guard expected == length else {
                 throw DownloadError(url: url, reason: .sizeMismatch(expected: expected, actual: length))
             }

@@ -80,6 +80,36 @@ struct FeedRunTests {
         }
     }
 
+    /// A server that states no length (a chunked body) leaves the feed's `length` as the only
+    /// word on the size: a body that ends cleanly but short of it is refused, not saved.
+    @Test func anEnclosureWithoutAContentLengthMustHaveTheLengthTheFeedDeclares() async throws {
+        try await TestSupport.withServer { server in
+            let size = 5000
+            var items = ""
+            for (name, declared) in [("right", size), ("short", size + 1000), ("stale", size + 4999)] {
+                server.addMedia(path: "/files/declared-\(name).bin", size: size)
+                items += """
+                    <item><title>\(name)</title><guid>\(name)</guid>
+                    <enclosure url="{{base}}/files/declared-\(name).bin" length="\(declared)" type="application/octet-stream"/></item>
+                    """
+            }
+            server.setFeed(path: "/feeds/declared.rss", text: """
+                <?xml version="1.0"?><rss version="2.0"><channel><title>declared</title>\(items)</channel></rss>
+                """)
+            // Chunked, cleanly ended, no Content-Length: only the stale one says its own length.
+            for name in ["right", "short"] {
+                server.inject(.chunkedDrop(afterBytes: .max), path: "/files/declared-\(name).bin", times: 4)
+            }
+            try await TestSupport.withTemporaryDirectory { dir in
+                let summary = try await run(server, feed: "declared.rss", into: dir)
+                let saved = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("enclosures").path)
+                #expect(Set(saved) == ["declared-right.bin", "declared-stale.bin"])
+                #expect(summary.failures.map(\.reason) == [.sizeMismatch(expected: Int64(size + 1000), actual: Int64(size))])
+                #expect(server.requests.last { $0.path == "/files/declared-right.bin" }?.header("Range") == nil)
+            }
+        }
+    }
+
     @Test func aDashArchiveComesFromTheNextMirrorWhenTheFirstFails() async throws {
         try await TestSupport.withServer { server in
             server.inject(.respond(status: 404), path: "/files/Python.tgz")

@@ -232,7 +232,7 @@ struct PostgresStateTests {
 /// A transport whose fetches wait until cancelled.
 private struct HangingTransport: DownloadTransport {
     func fetch(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void, receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {
         // Suspended, not polling: the cancel handler ends the wait.

@@ -37,7 +37,7 @@ final class FakeTransport: DownloadTransport {
     }
 
     func launch(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void,
         finished: @escaping Finish
@@ -57,7 +57,7 @@ final class FakeTransport: DownloadTransport {
 
     /// The scheduler launches; nothing calls this, but a transport must offer it.
     func fetch(
-        _ url: String, id: TransferID, expectedSize: Int64?, held: HeldVersion?,
+        _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?,
         progress: @escaping @Sendable (TransferProgress) -> Void,
         receiving: @escaping @Sendable (Bool) -> Void
     ) async throws(DownloadError) -> FetchedFile {

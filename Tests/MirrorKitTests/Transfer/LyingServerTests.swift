@@ -147,11 +147,27 @@ struct LyingServerTests {
             server.addMedia(path: "/claimed.bin", size: 3 << 20)
             server.inject(.closeDelimited(afterBytes: nil), path: "/claimed.bin")
             let url = server.baseURL + "/claimed.bin"
-            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url, expectedSize: 3 << 20) }
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url, expectedSize: ExpectedSize(exact: 3 << 20)) }
             #expect(error?.reason == .transfer(.fileTooLarge(limit: 100_000)))
             #expect(partials.length(for: url) == 0)
             // Refused before asking: with no length stated, the server would send the cap's worth first.
             #expect(server.requestCount(path: "/claimed.bin") == 0)
+        }
+    }
+
+    /// A run with a lower --max-file-size finds a whole file held as a partial by an earlier run:
+    /// the server's 416 ("you have it all") would pass it off as fetched.
+    @Test func aPartialPastALoweredCapIsRefusedAsTooLargeAndKept() async throws {
+        try await withDownloader(maxFileSize: 100_000) { server, downloader, partials in
+            server.addMedia(path: "/held.bin", size: 300_000)
+            let url = server.baseURL + "/held.bin"
+            let bytes = try #require(server.content(of: "/held.bin"))
+            try TestSupport.write(bytes, to: partials.partPath(for: url))
+            try partials.save(PartialRecord(url: url, etag: server.etag(of: "/held.bin"), totalLength: 300_000))
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .transfer(.fileTooLarge(limit: 100_000)))
+            #expect(server.requestCount(path: "/held.bin") == 0)
+            #expect(partials.length(for: url) == 300_000)
         }
     }
 
