@@ -36,20 +36,37 @@ package enum FeedLocation: Sendable, Equatable, CustomStringConvertible {
         case .file(let file): path = file
         case .standardInput: path = nil
         }
-        return try await BlockingIO.run { () throws(FeedError) -> [UInt8] in
-            let fd = path.map { open($0, O_RDONLY | O_CLOEXEC) } ?? STDIN_FILENO
-            guard fd >= 0 else {
-                throw FeedError(url: label, problem: "cannot be read: \(String(cString: strerror(errno)))", isFetchFailure: true)
+        // A pipe or FIFO whose writer is silent would hold the read (and the run) until it ends:
+        // the read looks for a cancel (--max-duration, SIGINT) while it waits.
+        let cancelled = CancellationFlag()
+        let read = await withTaskCancellationHandler { () async -> Result<[UInt8], FeedError> in
+            await BlockingIO.result { () throws(FeedError) -> [UInt8] in
+                let fd: Int32
+                if let path {
+                    // Without O_NONBLOCK, opening a FIFO waits for its writer, where no cancel is heard.
+                    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                    if fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
+                } else {
+                    fd = STDIN_FILENO
+                }
+                guard fd >= 0 else {
+                    throw FeedError(url: label, problem: "cannot be read: \(String(cString: strerror(errno)))", isFetchFailure: true)
+                }
+                defer { if path != nil { close(fd) } }
+                switch DescriptorReading.readToEnd(fd, limit: limit, stopped: { cancelled.isSet }) {
+                case .bytes(let bytes):
+                    return bytes
+                case .tooLarge:
+                    throw FeedError(url: label, problem: "is larger than \(MirrorSummary.formatBytes(Int64(limit))); no feed is that large")
+                case .failed(let code):
+                    throw FeedError(url: label, problem: "cannot be read: \(String(cString: strerror(code)))", isFetchFailure: true)
+                case .stopped:
+                    throw FeedError(url: label, problem: "reading stopped: the run was cancelled", isFetchFailure: true)
+                }
             }
-            defer { if path != nil { close(fd) } }
-            switch DescriptorReading.readToEnd(fd, limit: limit) {
-            case .bytes(let bytes):
-                return bytes
-            case .tooLarge:
-                throw FeedError(url: label, problem: "is larger than \(MirrorSummary.formatBytes(Int64(limit))); no feed is that large")
-            case .failed(let code):
-                throw FeedError(url: label, problem: "cannot be read: \(String(cString: strerror(code)))", isFetchFailure: true)
-            }
+        } onCancel: {
+            cancelled.set()
         }
+        return try read.get()
     }
 }

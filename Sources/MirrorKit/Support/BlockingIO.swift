@@ -13,6 +13,15 @@ enum BlockingIO {
     private static let queues = (0..<16).map { DispatchQueue(label: "mirror.blocking-io.\($0)") }
     private static let next = Atomic<Int>(0)
 
+    /// ``run(_:)``'s outcome as a value, for callers whose wrappers take no typed throws.
+    static func result<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async -> Result<T, E> {
+        do throws(E) {
+            return .success(try await run(work))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     static func run<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let queue = queues[next.add(1, ordering: .relaxed).oldValue % queues.count]
         let result: Result<T, E> = await withCheckedContinuation { continuation in

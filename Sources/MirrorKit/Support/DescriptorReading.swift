@@ -8,15 +8,31 @@ package enum DescriptorReading {
         case tooLarge
         /// A read failed with this errno.
         case failed(Int32)
+        /// The caller stopped it (see ``readToEnd(_:limit:pollInterval:stopped:)``).
+        case stopped
     }
 
     /// The bytes of `fd` up to its end, read a chunk at a time (an interrupted read is tried again).
-    package static func readToEnd(_ fd: Int32, limit: Int) -> Outcome {
+    /// `stopped` is asked between reads and while nothing comes (a pipe or FIFO whose writer is
+    /// silent, a terminal), at least every `pollInterval`: when it says so, the read ends with
+    /// ``Outcome/stopped``.
+    package static func readToEnd(
+        _ fd: Int32, limit: Int, pollInterval: Duration = .milliseconds(100), stopped: () -> Bool = { false }
+    ) -> Outcome {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: min(limit, (1 << 16) - 1) + 1)
+        let timeout = Int32(max(pollInterval.inSeconds * 1000, 1))
         while true {
+            if stopped() { return .stopped }
+            // Wait for bytes (or the end) a while at a time, so that a stop is heard; a regular
+            // file is always ready.
+            var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&waiting, 1, timeout)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready >= 0 else { return .failed(errno) }
+            if ready == 0 { continue }
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             guard count >= 0 else { return .failed(errno) }
             if count == 0 { return .bytes(bytes) }
             bytes += chunk[..<count]

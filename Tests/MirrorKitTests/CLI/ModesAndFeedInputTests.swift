@@ -67,6 +67,40 @@ struct ModesAndFeedInputTests {
         }
     }
 
+    /// A feed read from a FIFO nobody writes, or from a pipe whose writer stays silent, would
+    /// hold the run past its deadline and past Ctrl-C: both stop it at once.
+    @Test func aFeedReadFromASilentFIFOOrPipeStopsAtTheDeadlineAndAtSIGINT() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let fifo = dir.appendingPathComponent("feed.fifo").path
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let deadline = try await MirrorProcess.run(["feed", fifo, "--out", dir.appendingPathComponent("a").path, "--max-duration", "1s"])
+            #expect(deadline.status == 0, "\(deadline.stderr)")
+            #expect(deadline.elapsed < .seconds(15), "\(deadline.elapsed)")
+
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            defer { close(ends[1]) }
+            let log = dir.appendingPathComponent("stderr")
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: log)
+            let child = try ChildProcess(
+                executable: MirrorProcess.executable.path, arguments: ["feed", "-", "--out", dir.appendingPathComponent("b").path],
+                standardInput: ends[0], standardError: handle.fileDescriptor
+            ).start()
+            try? handle.close()
+            close(ends[0])
+            // Running, and reading: the writer's end is open and says nothing.
+            try await Task.sleep(for: .seconds(1))
+            #expect(child.isRunning)
+            let interrupted = ContinuousClock.now
+            child.signal(SIGINT)
+            try? await eventually("mirror ends after SIGINT", within: .seconds(15)) { !child.isRunning }
+            if child.isRunning { child.signal(SIGKILL) }
+            #expect(await child.wait() == .exited(130), "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+            #expect(ContinuousClock.now - interrupted < .seconds(15))
+        }
+    }
+
     @Test func aFeedIsReadFromStandardInputWithRelativeLinksResolvedAgainstTheBaseURL() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
