@@ -130,22 +130,24 @@ package final class PostgresCoordinator: WorkCoordinator {
         let rows = try await state.rows(
             """
             UPDATE images SET claimed_by = \(workerID), lease_until = now() + make_interval(secs => \(leaseSeconds)),
-                fence = nextval('claim_fences')
+                fence = nextval('claim_fences'), taken_over = images.taken_over OR taken.claimed_by IS NOT NULL
             FROM (
                 SELECT id, claimed_by FROM images WHERE NOT done AND (lease_until IS NULL OR lease_until < now())
                 ORDER BY seq LIMIT \(limit) FOR UPDATE SKIP LOCKED) AS taken
             WHERE images.id = taken.id
-            RETURNING images.seq, images.id, images.image, images.album_id, images.fence, taken.claimed_by AS previous
+            RETURNING images.seq, images.id, images.image, images.album_id, images.fence, images.taken_over
             """)
         var claimed: [(Int64, ClaimedImage)] = []
         for row in rows {
             let seq = try state.decode(row, Int64.self, column: "seq")
             let (id, payload) = (try state.decode(row, String.self, column: "id"), try state.decode(row, String.self, column: "image"))
             let albumID = try state.decode(row, String?.self, column: "album_id")
-            let previous = try state.decode(row, String?.self, column: "previous")
-            // A claim left with a holder ran out on it: that worker (this one too) may still
-            // be writing the image's partials.
-            let fence = CommitFence(claim: id, token: try state.decode(row, Int64.self, column: "fence"), takenOver: previous != nil)
+            // A claim of the image ran out on its holder once (this worker too): that worker may
+            // still be writing the image's partials. Released since, it is still so: the one who
+            // took it over may have let it go before its download began.
+            let fence = CommitFence(
+                claim: id, token: try state.decode(row, Int64.self, column: "fence"), holder: workerID,
+                takenOver: try state.decode(row, Bool.self, column: "taken_over"))
             claimed.append((seq, ClaimedImage(image: FoundImage(id: id, payload: payload, albumID: albumID), fence: fence)))
         }
         // RETURNING keeps no order: the oldest found go first, as in one worker's run.

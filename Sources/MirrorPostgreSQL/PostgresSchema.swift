@@ -83,10 +83,13 @@ enum PostgresSchema {
             "CREATE INDEX IF NOT EXISTS files_by_source_id ON files (source, id)",
         ]),
         // Fencing: every take of a claim gets the next token, and a commit names its file only
-        // while the image's row still carries the token its worker took it with.
+        // while the image's row still carries the token its worker took it with. taken_over: a
+        // claim of the image once ran out on a worker that may live on (only stopped) with its
+        // partial open; every later taker resumes from a copy of its own.
         (5, [
             "CREATE SEQUENCE IF NOT EXISTS claim_fences",
             "ALTER TABLE images ADD COLUMN IF NOT EXISTS fence BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE images ADD COLUMN IF NOT EXISTS taken_over BOOLEAN NOT NULL DEFAULT false",
         ]),
     ]
 

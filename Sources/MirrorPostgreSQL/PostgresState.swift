@@ -164,12 +164,12 @@ package final class PostgresState: MirrorStore {
             try await record(file)
             return file
         }
-        let (claim, token) = (fence.claim, fence.token)
+        let (claim, token, holder) = (fence.claim, fence.token, fence.holder)
         return try await transaction { connection, logger -> MirroredFile? in
             // The claim's row stays locked until the record is written: a worker that would take
             // the claim over skips it (SKIP LOCKED) rather than take it between check and name.
             let holding = try await connection.query(
-                "SELECT 1 FROM images WHERE id = \(claim) AND fence = \(token) AND claimed_by IS NOT NULL FOR UPDATE",
+                "SELECT 1 FROM images WHERE id = \(claim) AND fence = \(token) AND claimed_by = \(holder) FOR UPDATE",
                 logger: logger
             ).collect()
             guard !holding.isEmpty else { throw MirrorError.claimTaken("image \(claim)") }

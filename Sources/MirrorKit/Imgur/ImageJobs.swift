@@ -66,6 +66,8 @@ struct ImageJobs: Sendable {
         var unusable: [String] = []
         let shared = claims != nil
         for image in found {
+            // A claim another worker took before its jobs began (this one was stopped meanwhile).
+            if let claims, claims.fence(of: image.id)?.isLost != false { continue }
             guard let item = urls.item(for: image) else {
                 sink.report("skipped image with unusable id '\(image.id)'")
                 unusable.append(image.id)
@@ -103,6 +105,7 @@ struct ImageJobs: Sendable {
         }
         // An id that makes no safe file name will not make one next run either.
         guard !unusable.isEmpty else { return }
+        unusable.forEach { claims?.remove($0) }
         do throws(MirrorError) {
             try await sink.store.markImagesDone(unusable)
         } catch {

@@ -165,14 +165,20 @@ final class SharedTagWork: Sendable {
             let rate = seconds > 0 ? Double(bytes - last.bytes) / seconds : 0
             last = (now, bytes)
             let figures = WorkerFigures(filesDone: session.settled, bytes: bytes, bytesPerSecond: max(rate, 0))
+            let began = clock.elapsed
             do throws(MirrorError) {
                 let lost = try await coordinator.heartbeat(figures, holding: claims.ids)
                 renewed = clock.elapsed
                 // An image marked done since the beat began is not lost.
+                var lostURLs: [String] = []
                 for id in lost.intersection(claims.ids) {
                     logger.warning("the claim on image \(id) ran out and another worker took it; stopping its downloads here")
-                    for url in claims.lose(id) { await jobs.scheduler.cancel(url) }
+                    lostURLs += claims.lose(id)
                 }
+                // Before the downloads waiting to touch their partials go on: those of lost
+                // claims hear it first.
+                jobs.leases?.renewed(began: began, lost: lostURLs)
+                for url in lostURLs { await jobs.scheduler.cancel(url) }
             } catch {
                 // The next beat tries again; leases last three beats. Near the end of the last,
                 // this worker stops its downloads: once its claims run out, another worker may
@@ -209,6 +215,11 @@ final class ClaimedImages: Sendable {
             held[id, default: Claim()].urls = urls
             return held[id]?.fence
         }
+    }
+
+    /// The fence the claim on `id` was taken under; nil when this worker does not hold it.
+    func fence(of id: String) -> CommitFence? {
+        held.withLock { $0[id]?.fence }
     }
 
     /// Forgets `id`; returns its URLs.

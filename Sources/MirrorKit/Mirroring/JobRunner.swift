@@ -47,11 +47,14 @@ package struct Sharing: Sendable {
     var state: any MirrorStore
     var coordinator: any WorkCoordinator
     var maxPerHost: Int
+    /// Whether this worker's leases are known to hold: partials are touched only then.
+    let leases: LeaseFreshness
 
-    init(state: any MirrorStore, coordinator: any WorkCoordinator, maxPerHost: Int) {
+    init(state: any MirrorStore, coordinator: any WorkCoordinator, maxPerHost: Int, clock: any RunClock = SystemClock()) {
         self.state = state
         self.coordinator = coordinator
         self.maxPerHost = maxPerHost
+        leases = LeaseFreshness(leaseDuration: coordinator.leaseDuration, clock: clock)
     }
 
     /// Workers sharing the mirror through `database`.
@@ -99,6 +102,8 @@ struct JobRunner: Sendable {
 
     let directory: MirrorDirectory
     let partials: PartialStore
+    /// Whether this worker's leases hold, when workers share the mirror.
+    let leases: LeaseFreshness?
     let state: any MirrorStore
     /// How this worker shares the mirror with others; nil when it has the directory to itself.
     let coordinator: (any WorkCoordinator)?
@@ -163,9 +168,13 @@ struct JobRunner: Sendable {
             coordinator = nil
         }
         health = HostHealth(settings: .init(maxPerHost: concurrency))
+        leases = sharing?.leases
+        var mayTouchPartial: (@Sendable (String) async -> Bool)?
+        if let leases = sharing?.leases { mayTouchPartial = { url in await leases.mayTouch(url) } }
         var transport: any DownloadTransport = EngineTransport(
             engine: engine, partials: partials, retry: retry, health: health,
-            isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, logger: logger)
+            isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, mayTouchPartial: mayTouchPartial,
+            logger: logger)
         if let sharing {
             transport = ClusterHostGate(inner: transport, coordinator: sharing.coordinator, limit: sharing.maxPerHost)
         }
@@ -308,7 +317,10 @@ struct JobRunner: Sendable {
     /// it did not download (two names for one file: a feed enclosure and another's mirror URL).
     private func mirror(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
-        let (outcome, led) = await flights.run(job.url) { await mirrorAlone(job, forced: forced) }
+        var (outcome, led) = await flights.run(job.url) { await mirrorAlone(job, forced: forced) }
+        // Whatever stopped a job whose claim another worker took (a cancel, a partial that went
+        // away, a write into the file given up), the file is that worker's now.
+        if let fence = job.fence, fence.isLost, !outcome.isSettled { outcome = .handedOver }
         guard !led else { return outcome }
         switch outcome {
         case .downloaded, .planned: return .alreadyPresent
@@ -318,6 +330,7 @@ struct JobRunner: Sendable {
 
     private func mirrorAlone(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
+        if job.fence?.isLost == true { return .handedOver }
         let held: MirroredFile?
         let missing: Bool
         do {
@@ -445,6 +458,12 @@ struct JobRunner: Sendable {
         // Carried by the named file until its state row is written: a kill in between leaves
         // what the next run needs to record it without a request (see ``adoptUnrecorded(_:)``).
         let record = PartialRecord(url: job.url, etag: file.etag, lastModified: file.lastModified, totalLength: file.length)
+        if let leases, let fence = job.fence, !(await leases.mayTouch(job.url)) {
+            // Stopped past its lease and let go: the partial's name may be another worker's now.
+            guard !Task.isCancelled else { return .interrupted }
+            fence.markLost()
+            return .handedOver
+        }
         let opened: OpenFile
         do {
             opened = try await BlockingIO.run { () throws(MirrorError) in
@@ -457,10 +476,14 @@ struct JobRunner: Sendable {
         let named = Mutex<String?>(nil)
         let recorded: MirroredFile?
         do {
+            let fenced = job.fence != nil
             recorded = try await state.recordNamed(fencedBy: job.fence) { () async throws(MirrorError) -> MirroredFile? in
-                let name = try await BlockingIO.run { () throws(MirrorError) in
+                let naming = { @Sendable () throws(MirrorError) -> String? in
                     try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
                 }
+                // Fenced, the claim's row is locked meanwhile, and the heartbeat renewing it waits:
+                // a rename on the spot, not behind whatever the blocking queues hold (a copy).
+                let name = fenced ? try naming() : try await BlockingIO.run(naming)
                 guard let name else { return nil }
                 named.withLock { $0 = name }
                 return MirroredFile(

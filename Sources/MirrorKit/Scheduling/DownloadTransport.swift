@@ -84,14 +84,16 @@ package struct EngineTransport: DownloadTransport {
     package init(
         engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), health: HostHealth? = nil,
         isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil,
-        maxFileSize: Int64 = Downloader.defaultMaxFileSize, logger: Logger
+        maxFileSize: Int64 = Downloader.defaultMaxFileSize, mayTouchPartial: (@Sendable (String) async -> Bool)? = nil,
+        logger: Logger
     ) {
         self.engine = engine
         self.partials = partials
         self.health = health
         downloader = Downloader(
             engine: engine, partials: partials, retry: retry, health: health,
-            isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, logger: logger)
+            isRemovedPlaceholder: isRemovedPlaceholder, maxFileSize: maxFileSize, mayTouchPartial: mayTouchPartial,
+            logger: logger)
     }
 
     package func fetch(

@@ -12,14 +12,17 @@ package final class CommitFence: Sendable {
     /// What is claimed: an image's id.
     package let claim: String
     package let token: Int64
+    /// The worker that took it.
+    package let holder: String
     /// The claim was taken from a worker whose lease ran out, and which may still be alive (only
     /// stopped) with a partial of the image open: the partial is resumed from a copy of its own.
     package let takenOver: Bool
     private let lost = Atomic<Bool>(false)
 
-    package init(claim: String, token: Int64, takenOver: Bool) {
+    package init(claim: String, token: Int64, holder: String, takenOver: Bool) {
         self.claim = claim
         self.token = token
+        self.holder = holder
         self.takenOver = takenOver
     }
 

@@ -53,6 +53,10 @@ struct Downloader: Sendable {
     /// The most bytes a file may have unless the caller states its size, whatever the server
     /// claims: a hostile feed or CDN must not be able to fill the disk.
     let maxFileSize: Int64
+    /// In a mirror workers share: whether the partial of a URL is still this worker's to touch
+    /// by its name, asked before each attempt and when its transfer ends; it waits while this
+    /// worker cannot know (stopped past its lease and let go). Nil: always.
+    let mayTouchPartial: (@Sendable (String) async -> Bool)?
 
     /// The default ``maxFileSize``: larger than any docset or video a feed lists.
     static let defaultMaxFileSize: Int64 = 16 << 30
@@ -60,9 +64,10 @@ struct Downloader: Sendable {
     init(
         engine: TransferEngine, partials: PartialStore, retry: RetryPolicy = RetryPolicy(), health: HostHealth? = nil,
         isRemovedPlaceholder: (@Sendable (TransferResponse) -> Bool)? = nil, maxFileSize: Int64 = defaultMaxFileSize,
-        logger: Logger
+        mayTouchPartial: (@Sendable (String) async -> Bool)? = nil, logger: Logger
     ) {
         self.maxFileSize = maxFileSize
+        self.mayTouchPartial = mayTouchPartial
         self.engine = engine
         self.partials = partials
         self.retry = retry
@@ -118,6 +123,7 @@ struct Downloader: Sendable {
         _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?, progress: (@Sendable (TransferProgress) -> Void)?,
         receiving: (@Sendable (Bool) -> Void)?, received: inout Int64
     ) async throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
+        try await checkPartialIsOurs(url)
         let location: FileLocation
         do throws(DigestError) {
             location = try partials.location(for: url)
@@ -152,11 +158,14 @@ struct Downloader: Sendable {
             })
         } catch let error as TransferError {
             received += error.response?.bytesReceived ?? 0
+            // What follows a failed transfer may drop the partial.
+            if error.reason != .cancelled { try await checkPartialIsOurs(url) }
             return try failedTransfer(url, error)
         } catch {
             throw DownloadError(url: url, reason: .storage("\(error)"))
         }
         received += response.bytesReceived
+        try await checkPartialIsOurs(url)
         if RetryPolicy.isThrottling(status: response.status) {
             health?.recordThrottle(url: url, status: response.status)
         } else {
@@ -195,6 +204,13 @@ struct Downloader: Sendable {
         default:
             throw DownloadError(url: url, reason: .httpStatus(response.status))
         }
+    }
+
+    /// Throws a cancel unless `url`'s partial is still this worker's to touch by its name (see
+    /// ``mayTouchPartial``).
+    private func checkPartialIsOurs(_ url: String) async throws(DownloadError) {
+        guard let mayTouchPartial else { return }
+        guard await mayTouchPartial(url) else { throw DownloadError(url: url, reason: .transfer(.cancelled)) }
     }
 
     /// A transfer that ended without a whole response: which failures another attempt may mend.

@@ -286,7 +286,11 @@ package struct PartialStore: Sendable {
     /// nothing is held.
     func detach(_ url: String) throws(FileSystemError) {
         guard let part = heldPart(for: url), Directory.problem(withFile: part.info) == nil else { return }
-        try folder.replaceWithCopy(part.name)
+        do {
+            try folder.replaceWithCopy(part.name)
+        } catch where error.errno == ENOENT {
+            // Gone since it was found (dropped by whoever held it): nothing is held.
+        }
     }
 
     /// Deletes what is held for `url`.

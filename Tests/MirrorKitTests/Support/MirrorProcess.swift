@@ -56,12 +56,16 @@ enum MirrorProcess {
         }
     }
 
-    /// Starts `mirror` in the background, its standard error into the file `log` (made anew).
+    /// Starts `mirror` in the background, its standard output and error into the file `log`
+    /// (made anew).
     static func start(_ arguments: [String], log: URL) throws -> ChildProcess.Started {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         defer { try? handle.close() }
-        return try ChildProcess(executable: executable.path, arguments: arguments, standardError: handle.fileDescriptor).start()
+        return try ChildProcess(
+            executable: executable.path, arguments: arguments, standardOutput: handle.fileDescriptor,
+            standardError: handle.fileDescriptor
+        ).start()
     }
 
     /// `source` mirrored into `out` from the fixture `server`, with the client id in `idFile`.
