@@ -101,6 +101,14 @@ public final class FixtureServer: Sendable {
         }
     }
 
+    /// Serves at `path` the bytes (and validators) it served before the last ``changeContent(path:)``.
+    public func revertContent(path: String) {
+        state.withLock { state in
+            let origin = state.media[path]?.sameAs ?? path
+            if let version = state.media[origin]?.version, version > 0 { state.media[origin]?.version = version - 1 }
+        }
+    }
+
     /// Serves `text` as the feed at `path` from now on (`{{base}}` is this server's URL).
     public func setFeed(path: String, text: String) {
         state.withLock { $0.feeds[path] = text }

@@ -383,16 +383,24 @@ struct JobRunner: Sendable {
             }
             let file = try await scheduler.schedule(
                 job.url, forced: forced, expectedSize: ExpectedSize(exact: job.expectedSize, declared: job.declaredSize), held: condition)
-            if let held {
-                if file.isNotModified {
-                    try await state.confirm(
-                        held.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
-                        replacingValidators: held.url != job.url)
-                    return .unchanged
-                }
+            if let held, file.isNotModified {
+                try await state.confirm(
+                    held.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
+                    replacingValidators: held.url != job.url)
+                return .unchanged
+            }
+            // New-file mode keeps every version: one of them may have these bytes, the newest
+            // (held) or an older one, also when the newest was deleted by hand (missing).
+            if held != nil || (missing && mode == .newFile) {
                 if let same = try await sameBytes(file, as: job.item) {
+                    if !keepDeleted, try !directory.fileExists(same.path) {
+                        // A version deleted by hand, served again: back under its own name.
+                        var restoring = job
+                        restoring.relativePath = same.path
+                        return await commit(file, of: restoring, besides: nil, restoring: true)
+                    }
                     partials.remove(job.url)
-                    if same.path != held.path {
+                    if same.path != held?.path {
                         // Back to an older version's bytes: that file is the item's current one again.
                         try await state.record(same)
                     }

@@ -121,6 +121,43 @@ struct TagVersionTests {
         }
     }
 
+    /// The newest version deleted by hand, the server back at an older one's bytes: that version
+    /// is the current one again, not saved a second time; the deleted one's bytes, were they
+    /// served, would come back under its own name.
+    @Test func withTheNewestVersionDeletedAnOlderVersionsBytesAreNotSavedTwice() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let file = try #require(mirroredFiles(server).first { $0.local.hasPrefix("full/") })
+                let first = try #require(server.content(of: file.remote))
+                server.changeContent(path: file.remote)
+                let second = try #require(server.content(of: file.remote))
+                #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
+                let newest = MirrorDirectory.numbered(file.local, 1)
+                #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(newest).path) == TestSupport.digest(second))
+                let before = try contents(of: dir)
+
+                // Deleted by hand; the server serves the first version's bytes again.
+                try FileManager.default.removeItem(at: dir.appendingPathComponent(newest))
+                server.revertContent(path: file.remote)
+                let reverted = try await run(server, into: dir, mode: .newFile)
+                #expect(reverted.isComplete)
+                #expect(reverted.downloaded == 0, "\(reverted.line)")
+                #expect(try contents(of: dir) == before.subtracting([newest]))
+                #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(file.local).path) == TestSupport.digest(first))
+                let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                #expect(try await state.latestFile(of: server.baseURL + file.remote)?.path == file.local)
+
+                // And then the deleted version's bytes: restored under its own name.
+                server.changeContent(path: file.remote)
+                let restored = try await run(server, into: dir, mode: .newFile)
+                #expect(restored.downloaded == 1, "\(restored.line)")
+                #expect(try contents(of: dir) == before)
+                #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(newest).path) == TestSupport.digest(second))
+            }
+        }
+    }
+
     @Test func aServerThatIgnoresConditionsOrRetagsTheSameBytesGetsNoSecondCopy() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
