@@ -41,6 +41,14 @@ final class LeaseFreshness: Sendable {
         waiters.forEach { $0.resume() }
     }
 
+    /// Says the claims of `urls` are this worker's again (lost once, claimed anew since).
+    func reclaimed(_ urls: [String]) {
+        state.withLock { state in
+            guard !state.lost.isEmpty else { return }
+            state.lost.subtract(urls)
+        }
+    }
+
     /// Returns once the leases are fresh: true when `url`'s partial is still this worker's to
     /// touch, false when its claim went to another worker (or the caller was cancelled).
     func mayTouch(_ url: String) async -> Bool {

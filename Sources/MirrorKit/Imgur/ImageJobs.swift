@@ -66,8 +66,6 @@ struct ImageJobs: Sendable {
         var unusable: [String] = []
         let shared = claims != nil
         for image in found {
-            // A claim another worker took before its jobs began (this one was stopped meanwhile).
-            if let claims, claims.fence(of: image.id)?.isLost != false { continue }
             guard let item = urls.item(for: image) else {
                 sink.report("skipped image with unusable id '\(image.id)'")
                 unusable.append(image.id)
@@ -78,9 +76,17 @@ struct ImageJobs: Sendable {
                 if !resumed { sink.leaveOut(item.previewURL == nil ? 1 : 2) }
                 continue
             }
+            let fileURLs = [item.previewURL, item.fullURL].compactMap { $0 }
+            var fence: CommitFence?
+            if let claims {
+                // A claim another worker took before its jobs began (this one was stopped meanwhile).
+                guard let held = claims.insert(image.id, urls: fileURLs), !held.isLost else { continue }
+                fence = held
+                // Lost once, claimed again since: this worker's to touch again.
+                sink.runner.leases?.reclaimed(fileURLs)
+            }
             guard describe(image, replacing: !resumed) else { break }
             groups.expect(item.id, files: item.previewURL == nil ? 1 : 2)
-            let fence = claims?.insert(image.id, urls: [item.previewURL, item.fullURL].compactMap { $0 })
             let groups = groups
             // Alone, thumbnails wait while full-size files take the bandwidth. Shared, they do
             // not: a thumbnail held behind this worker's large file would strand its claim (and,

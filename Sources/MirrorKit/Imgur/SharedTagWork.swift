@@ -62,11 +62,16 @@ final class SharedTagWork: Sendable {
         } onCancel: {
             crawling.cancel()
         }
-        if case .failure(let error) = claiming {
+        switch claiming {
+        case .failure(let error):
             // The downloads under way stop too: without this worker's heartbeat their claims run
             // out, and another worker would take them while they still write.
             session.halt(error)
             crawling.cancel()
+        case .success:
+            // Claiming ended with images still under way (their host was given up): their leases
+            // are renewed until their jobs end, not left to run out while they write.
+            await images.waitForRoom(below: 1)
         }
         let crawl = await crawling.value
         try claiming.get()
@@ -208,12 +213,13 @@ final class ClaimedImages: Sendable {
         held.withLock { $0[id] = Claim(fence: fence) }
     }
 
-    /// Notes the files of `id`; returns the fence they commit under.
-    @discardableResult
+    /// Notes the files of `id`; returns the fence they commit under, nil when the claim is not
+    /// held (lost before its jobs began).
     func insert(_ id: String, urls: [String]) -> CommitFence? {
         held.withLock { held in
-            held[id, default: Claim()].urls = urls
-            return held[id]?.fence
+            guard held[id] != nil else { return nil }
+            held[id]!.urls = urls
+            return held[id]!.fence
         }
     }
 

@@ -91,6 +91,11 @@ struct JobRunner: Sendable {
         /// the file is that worker's to mirror.
         case handedOver
 
+        /// The mirror as a whole cannot go on: a lost claim does not excuse it.
+        var haltsTheRun: Bool {
+            if case .halted = self { true } else { false }
+        }
+
         /// The file is in the mirror, or known gone: no later run needs to try it.
         var isSettled: Bool {
             switch self {
@@ -320,7 +325,7 @@ struct JobRunner: Sendable {
         var (outcome, led) = await flights.run(job.url) { await mirrorAlone(job, forced: forced) }
         // Whatever stopped a job whose claim another worker took (a cancel, a partial that went
         // away, a write into the file given up), the file is that worker's now.
-        if let fence = job.fence, fence.isLost, !outcome.isSettled { outcome = .handedOver }
+        if let fence = job.fence, fence.isLost, !outcome.isSettled, !outcome.haltsTheRun { outcome = .handedOver }
         guard !led else { return outcome }
         switch outcome {
         case .downloaded, .planned: return .alreadyPresent
@@ -377,7 +382,7 @@ struct JobRunner: Sendable {
                 // The worker whose claim ran out may be alive, only stopped, with this partial
                 // open: once let go, it must write into a file no name leads to.
                 let (partials, url) = (partials, job.url)
-                try await BlockingIO.run { () throws(MirrorError) in
+                try await BlockingIO.runApart { () throws(MirrorError) in
                     do throws(FileSystemError) { try partials.detach(url) } catch { throw .fileSystem(error) }
                 }
             }
@@ -484,14 +489,12 @@ struct JobRunner: Sendable {
         let named = Mutex<String?>(nil)
         let recorded: MirroredFile?
         do {
-            let fenced = job.fence != nil
             recorded = try await state.recordNamed(fencedBy: job.fence) { () async throws(MirrorError) -> MirroredFile? in
-                let naming = { @Sendable () throws(MirrorError) -> String? in
+                // Fenced, the claim's row is locked meanwhile and the heartbeat renewing it
+                // waits: long copies run on a queue apart (``BlockingIO/runApart(_:)``).
+                let name = try await BlockingIO.run { () throws(MirrorError) in
                     try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
                 }
-                // Fenced, the claim's row is locked meanwhile, and the heartbeat renewing it waits:
-                // a rename on the spot, not behind whatever the blocking queues hold (a copy).
-                let name = fenced ? try naming() : try await BlockingIO.run(naming)
                 guard let name else { return nil }
                 named.withLock { $0 = name }
                 return MirroredFile(

@@ -108,6 +108,11 @@ package struct EngineTransport: DownloadTransport {
     package func pause(_ id: TransferID) { engine.pause(id) }
     package func resume(_ id: TransferID) { engine.resume(id) }
     package func partialLength(of url: String) -> Int64 { partials.length(for: url) }
-    package func discardPartial(of url: String) { partials.remove(url) }
+    package func discardPartial(of url: String) {
+        // Shared, the name may be another worker's partial by now (its claim taken over): the
+        // budget for suspended downloads gives way.
+        guard downloader.mayTouchPartial == nil else { return }
+        partials.remove(url)
+    }
     package func concurrencyLimit(forHost host: String) -> Int? { health?.concurrencyLimit(forHost: host) }
 }

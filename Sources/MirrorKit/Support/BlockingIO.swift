@@ -22,8 +22,20 @@ enum BlockingIO {
         }
     }
 
+    /// ``run(_:)`` on a queue of its own, for work that takes long (copying a partial of
+    /// hundreds of MB): whatever is queued behind it on the shared queues (a commit's rename
+    /// while its claim is locked) would wait that long.
+    static func runApart<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+        try await run(on: DispatchQueue(label: "mirror.blocking-io.apart"), work)
+    }
+
     static func run<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
-        let queue = queues[next.add(1, ordering: .relaxed).oldValue % queues.count]
+        try await run(on: queues[next.add(1, ordering: .relaxed).oldValue % queues.count], work)
+    }
+
+    private static func run<T: Sendable, E: Error>(
+        on queue: DispatchQueue, _ work: @escaping @Sendable () throws(E) -> T
+    ) async throws(E) -> T {
         let result: Result<T, E> = await withCheckedContinuation { continuation in
             queue.async {
                 do throws(E) {

@@ -27,6 +27,9 @@ struct LeaseFreshnessTests {
         leases.renewed(began: clock.elapsed, lost: ["u1"])
         await waiting.value
         #expect(answered.withLock { $0 } == ["u1": false, "u2": true])
+        // Claimed again later (the other worker let it go): this worker's to touch again.
+        leases.reclaimed(["u1"])
+        #expect(await leases.mayTouch("u1"))
         // A renewal that began before the stop says nothing of now.
         clock.advance(by: .seconds(6))
         leases.renewed(began: clock.elapsed - .seconds(5), lost: [])
