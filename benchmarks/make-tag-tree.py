@@ -2,7 +2,9 @@
 """Writes a static, Imgur-shaped tag for nginx to serve: API pages at their paths, every image's
 full-size file and its `m` thumbnail, and URL lists for the other tools.
 
-usage: make-tag-tree.py ROOT TAG IMAGES FULL_BYTES THUMB_BYTES [DUPLICATE_PERCENT]
+usage: make-tag-tree.py ROOT TAG IMAGES FULL_BYTES THUMB_BYTES [DUPLICATE_PERCENT [ID_LETTER]]
+
+ID_LETTER (B by default) starts every image id, so that several tags in one ROOT share none.
 
 With DUPLICATE_PERCENT, that share of the listing's entries are albums that embed images listed
 before, so the same URLs are asked for again; the tools' URL lists repeat them likewise.
@@ -14,9 +16,10 @@ import sys
 root, tag = sys.argv[1], sys.argv[2]
 images, full_bytes, thumb_bytes = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 duplicate_percent = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+letter = sys.argv[7] if len(sys.argv) > 7 else "B"
 per_page = 60
 
-ids = [f"B{n:06d}" for n in range(images)]
+ids = [f"{letter}{n:06d}" for n in range(images)]
 pool = os.urandom(1 << 20)
 
 

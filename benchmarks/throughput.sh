@@ -13,7 +13,9 @@
 # 200 KiB through a 50 ms round trip), large (4 x 256 MiB), dup (30 % duplicate URLs: requests
 # must equal unique URLs), rerun (an unchanged second run of 10,000 items: < 1 s, no media requests),
 # and, only when named, tag100k (a first run and an unchanged rerun of 100,000 images of 1 KiB +
-# 512 B, some two minutes: peak RSS must not grow with the tag).
+# 512 B, some two minutes: peak RSS must not grow with the tag) and three100k (three tags in one
+# run, their sources submitting at once: 3 x 1,000 images, then 3 x 33,334, 1 KiB + 512 B; peak
+# RSS must not grow with them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,8 +26,8 @@ for argument in "$@"; do
     case "$argument" in
         --smoke) smoke=1; rounds=1 ;;
         --rounds=*) rounds=${argument#--rounds=} ;;
-        small|rtt|large|dup|rerun|tag100k) workloads+=("$argument") ;;
-        *) echo "usage: $0 [--smoke] [--rounds=N] [small|rtt|large|dup|rerun|tag100k ...]" >&2; exit 64 ;;
+        small|rtt|large|dup|rerun|tag100k|three100k) workloads+=("$argument") ;;
+        *) echo "usage: $0 [--smoke] [--rounds=N] [small|rtt|large|dup|rerun|tag100k|three100k ...]" >&2; exit 64 ;;
     esac
 done
 ((${#workloads[@]})) || workloads=(small rtt large dup rerun)
@@ -237,6 +239,26 @@ first_then_rerun() {
         "$(echo "$user + $system" | bc)" "$(echo "$rss / 1024" | bc -l)" "$(wc -l < "$work/access.log")" "$media"
     [ "$media" -eq 0 ] || echo "$tag: an unchanged rerun asked for $media media files" >> "$work/problems"
 }
+# Three tags of IMAGES each, mirrored by one run whose three sources submit at once.
+three_sources() { # images
+    local per=$1 status=0 wall user system rss got
+    rm -rf "$work/www"/* "$work/out-three"
+    : > "$work/all-urls"
+    for tag in first:B second:C third:E; do
+        python3 benchmarks/make-tag-tree.py "$work/www" "${tag%%:*}" "$per" 1024 512 0 "${tag##*:}" >/dev/null
+        cat "$work/www/urls.txt" >> "$work/all-urls"
+    done
+    chmod -R a+rX "$work/www"
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$bin/mirror" first second third --out "$work/out-three" \
+        --client-id-file "$work/client-id" --quiet --api-base "$direct" --media-base "$direct" --concurrency 16 >/dev/null \
+        2>"$work/mirror.stderr" || status=$?
+    [ "$status" -eq 0 ] || echo "three100k: mirror exited with $status: $(head -3 "$work/mirror.stderr")" >> "$work/problems"
+    got=$(find "$work/out-three" -path "$work/out-three/.mirror" -prune -o -type f -print | wc -l)
+    [ "$got" -eq "$(wc -l < "$work/all-urls")" ] || echo "three100k: mirror saved $got files of $(wc -l < "$work/all-urls")" >> "$work/problems"
+    read -r wall user system rss < <(tail -1 "$work/time")
+    printf '3 x %d images: %.2f s wall, %.2f s CPU, %.1f MiB RSS\n' "$per" "$wall" "$(echo "$user + $system" | bc)" \
+        "$(echo "$rss / 1024" | bc -l)"
+}
 echo "# $(date -u +%F), $(nproc) cores, $(uname -r), $configuration build, $rounds round(s), files on $filesystem; nginx $($nginx_bin -v 2>&1 | cut -d/ -f2), curl $(curl --version | head -1 | cut -d' ' -f2), aria2 $(aria2c --version | head -1 | cut -d' ' -f3), wget $(wget --version | head -1 | cut -d' ' -f3)"
 for workload in "${workloads[@]}"; do
     case "$workload" in
@@ -271,6 +293,10 @@ for workload in "${workloads[@]}"; do
             images=$(scale 100000 400)
             echo; echo "## tag100k: a first run of $images images (1 KiB + 512 B), then an unchanged rerun"
             first_then_rerun tag100k "$images" ;;
+        three100k)
+            echo; echo "## three100k: three tags in one run, their sources submitting at once (1 KiB + 512 B)"
+            three_sources "$(scale 1000 40)"
+            three_sources "$(scale 33334 134)" ;;
     esac
 done
 if [ -s "$work/problems" ]; then

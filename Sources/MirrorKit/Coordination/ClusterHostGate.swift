@@ -60,6 +60,8 @@ struct ClusterHostGate: DownloadTransport {
     }
 
     func pause(_ id: TransferID) { inner.pause(id) }
+    func onHoldRefused(_ handler: @escaping @Sendable (TransferID) -> Void) { inner.onHoldRefused(handler) }
+    func isHoldable(_ id: TransferID) -> Bool { inner.isHoldable(id) }
     func resume(_ id: TransferID) { inner.resume(id) }
     func partialLength(of url: String) -> Int64 { inner.partialLength(of: url) }
     func discardPartial(of url: String) { inner.discardPartial(of: url) }

@@ -79,7 +79,9 @@ package actor DownloadScheduler {
         core = SchedulerCore(
             limits: configuration,
             hostLimit: { transport.concurrencyLimit(forHost: $0) },
-            partialLength: { transport.partialLength(of: $0) })
+            partialLength: { transport.partialLength(of: $0) },
+            holdable: { transport.isHoldable($0) })
+        transport.onHoldRefused { [weak self] id in self?.post(.holdRefused(id: id)) }
     }
 
     /// Transfers and timers hold the scheduler weakly: when it goes, they stop.
@@ -174,7 +176,7 @@ package actor DownloadScheduler {
             // On the poster's thread while the actor is free (a caller's task, a transfer's): a
             // task of its own would wake another thread for every request and answer.
             Task.immediate { await self.carryOut() }
-        case .receivingChanged, .pauseExpired:
+        case .receivingChanged, .pauseExpired, .holdRefused:
             // Posted from the engine's thread and the timers': the drain may start transfers (a
             // stat of each partial) and delete partials, which must not hold up every transfer.
             Task { await self.carryOut() }
@@ -216,6 +218,9 @@ package actor DownloadScheduler {
             transferEnded(url, id: id, result: result)
         case .pauseExpired(let url, let id, let pause):
             handle(.pauseExpired(url: url, id: id, pause: pause))
+        case .holdRefused(let id):
+            guard let url = reports.first(where: { $0.value.id == id })?.key else { return }
+            handle(.holdRefused(url: url, id: id))
         }
     }
 

@@ -30,6 +30,11 @@ package protocol DownloadTransport: Sendable {
 
     /// Holds a running transfer without dropping it.
     func pause(_ id: TransferID)
+    /// Tells `handler` of each transfer asked to pause that goes on receiving all the same (an
+    /// HTTP/2 stream): the scheduler counts it as running.
+    func onHoldRefused(_ handler: @escaping @Sendable (TransferID) -> Void)
+    /// Whether a pause would hold the transfer: false once it is known to be an HTTP/2 stream.
+    func isHoldable(_ id: TransferID) -> Bool
     /// Lets a held transfer go on.
     func resume(_ id: TransferID)
     /// Bytes of partial data held for `url`.
@@ -43,6 +48,9 @@ package protocol DownloadTransport: Sendable {
 
 extension DownloadTransport {
     package func concurrencyLimit(forHost host: String) -> Int? { nil }
+    /// Every pause applies.
+    package func onHoldRefused(_ handler: @escaping @Sendable (TransferID) -> Void) {}
+    package func isHoldable(_ id: TransferID) -> Bool { true }
 
     package func launch(
         _ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?,
@@ -106,6 +114,8 @@ package struct EngineTransport: DownloadTransport {
     }
 
     package func pause(_ id: TransferID) { engine.pause(id) }
+    package func onHoldRefused(_ handler: @escaping @Sendable (TransferID) -> Void) { engine.onHoldRefused(handler) }
+    package func isHoldable(_ id: TransferID) -> Bool { !engine.isMultiplexed(id) }
     package func resume(_ id: TransferID) { engine.resume(id) }
     package func partialLength(of url: String) -> Int64 { partials.length(for: url) }
     package func discardPartial(of url: String) {

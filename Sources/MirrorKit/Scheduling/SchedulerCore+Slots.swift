@@ -1,7 +1,8 @@
 /// Slots, queues and the suspended budget: what runs, what waits, what is purged.
 ///
 /// - A slot is a transfer that is not paused. At most `maxConcurrent` in all and the host's
-///   limit per host.
+///   limit per host. A transfer no pause holds (an HTTP/2 stream) keeps its slot: it is never
+///   paused, so it makes no room and is not held back.
 /// - Forced items take slots first: when none is free, an unforced transfer is paused to make
 ///   room, so up to `maxConcurrent` forced items run at once.
 /// - While a forced transfer is receiving, unforced ones are held (paused) and none start: the
@@ -14,16 +15,18 @@ extension SchedulerCore {
         // Read while `self` is being changed, so it must not capture `self`.
         let limit = Self.hostLimits(maxPerHost: limits.maxPerHost, dynamic: hostLimit)
         for handle in withTransfer {
-            guard let item = items[handle], case .running(let run) = item.phase else { continue }
+            guard let item = items[handle], case .running(var run) = item.phase else { continue }
+            run.unholdable = run.unholdable || (!run.paused && !holdable(run.id))
             tally.add(handle, item: item, run: run)
         }
         // Forced first: paused ones (an unforced item upgraded while paused), then waiting ones.
-        for handle in tally.pausedForced where tally.forcedAccepts(items[handle]!.host, limit: limit) {
+        for handle in tally.pausedForced
+        where tally.forcedAccepts(items[handle]!.host, limit: limit) && tally.roomCanBeMade(for: items[handle]!.host, limit: limit) {
             makeRoom(for: items[handle]!.host, limit: limit, tally: &tally, into: &actions)
             resume(handle, tally: &tally, into: &actions)
         }
         while tally.forcedRunning < limits.maxConcurrent,
-              let handle = popNewest(forced: true, accepts: { tally.forcedAccepts($0, limit: limit) }) {
+              let handle = popNewest(forced: true, accepts: { tally.forcedAccepts($0, limit: limit) && tally.roomCanBeMade(for: $0, limit: limit) }) {
             makeRoom(for: items[handle]!.host, limit: limit, tally: &tally, into: &actions)
             start(handle, tally: &tally, into: &actions)
         }
@@ -95,7 +98,7 @@ extension SchedulerCore {
     }
 
     private mutating func pause(_ handle: Handle, into actions: inout [Action]) {
-        guard case .running(var run) = items[handle]!.phase, !run.paused else { return }
+        guard case .running(var run) = items[handle]!.phase, !run.paused, !run.unholdable, holdable(run.id) else { return }
         run.paused = true
         run.pauses += 1
         setPhase(handle, .running(run))
@@ -194,7 +197,9 @@ struct Tally {
     var forcedRunning = 0
     var forcedPerHost: [String: Int] = [:]
     var forcedReceiving = false
+    /// Unforced transfers a pause holds: the ones that can make room.
     var runningUnforced: [SchedulerCore.Handle] = []
+    var runningUnforcedPerHost: [String: Int] = [:]
     var pausedForced: [SchedulerCore.Handle] = []
     var pausedUnforced: [SchedulerCore.Handle] = []
     let maxConcurrent: Int
@@ -210,7 +215,11 @@ struct Tally {
             if run.receiving { forcedReceiving = true }
         case (false, false):
             count(item, forced: false)
-            runningUnforced.append(handle)
+            // One no pause holds keeps its slot: it makes no room, and is not held back.
+            if !run.unholdable {
+                runningUnforced.append(handle)
+                runningUnforcedPerHost[item.host, default: 0] += 1
+            }
         }
     }
 
@@ -228,6 +237,16 @@ struct Tally {
         running -= 1
         perHost[host, default: 1] -= 1
         runningUnforced.removeAll { $0 == handle }
+        runningUnforcedPerHost[host, default: 1] -= 1
+    }
+
+    /// Whether pausing what a pause holds (see ``SchedulerCore/makeRoom``) leaves room for one
+    /// more transfer on `host`: with transfers no pause holds (HTTP/2 streams), it may not.
+    func roomCanBeMade(for host: String, limit: (String) -> Int) -> Bool {
+        let onHost = perHost[host, default: 0]
+        guard onHost - runningUnforcedPerHost[host, default: 0] < limit(host) else { return false }
+        let pausedOnHost = max(0, onHost - limit(host) + 1)
+        return running - pausedOnHost < maxConcurrent || runningUnforced.count > pausedOnHost
     }
 
     func accepts(_ host: String, limit: (String) -> Int) -> Bool {

@@ -23,6 +23,8 @@ struct SchedulerCore {
         case finished(url: String, id: TransferID, Result<FetchedFile, DownloadError>)
         /// The grace of pause number `pause` of transfer `id` ran out.
         case pauseExpired(url: String, id: TransferID, pause: UInt64)
+        /// Transfer `id` was asked to pause and goes on receiving (an HTTP/2 stream).
+        case holdRefused(url: String, id: TransferID)
     }
 
     enum Action: Equatable {
@@ -55,6 +57,8 @@ struct SchedulerCore {
         var pauses: UInt64 = 0
         /// Receiving its body, as opposed to connecting or backing off between attempts.
         var receiving = false
+        /// A pause does not hold it (an HTTP/2 stream): it keeps its slot, and is never paused.
+        var unholdable = false
     }
 
     enum AfterStop: Equatable {
@@ -82,6 +86,9 @@ struct SchedulerCore {
     let hostLimit: (String) -> Int?
     /// Bytes of partial data held for a URL.
     let partialLength: (String) -> Int64
+    /// Whether a pause would hold a transfer: false for one known to be an HTTP/2 stream, which
+    /// goes on receiving (and keeps its slot) however it is asked.
+    let holdable: (TransferID) -> Bool
 
     var items: [Item?] = []
     var freeHandles: [Handle] = []
@@ -99,7 +106,8 @@ struct SchedulerCore {
     var counts: [DownloadState: Int] = [:]
 
     init(limits: DownloadScheduler.Configuration, hostLimit: @escaping (String) -> Int? = { _ in nil },
-         partialLength: @escaping (String) -> Int64 = { _ in 0 }) {
+         partialLength: @escaping (String) -> Int64 = { _ in 0 }, holdable: @escaping (TransferID) -> Bool = { _ in true }) {
+        self.holdable = holdable
         self.limits = limits
         self.hostLimit = hostLimit
         self.partialLength = partialLength
@@ -129,9 +137,42 @@ struct SchedulerCore {
                   run.id == id, run.paused, run.pauses == number else { return [] }
             setPhase(handle, .stopping(run.id, then: .wait))
             actions.append(.stop(url: url, id: run.id))
+        case .holdRefused(let url, let id):
+            guard let handle = handles[url], case .running(var run) = items[handle]!.phase, run.id == id else { return [] }
+            run.unholdable = true
+            guard run.paused else {
+                setPhase(handle, .running(run))
+                break
+            }
+            if hasRoom(besides: handle) {
+                // Counted as running again, with no grace running out: a stream still receiving
+                // would otherwise be stopped after it and fetched again by Range.
+                run.paused = false
+                setPhase(handle, .running(run))
+                actions.append(.resume(url: url, id: id))
+            } else {
+                // Its place went to another while it was taken for held: stopped now (it resumes
+                // later by Range), rather than its host carrying more than its limit.
+                setPhase(handle, .stopping(run.id, then: .wait))
+                actions.append(.stop(url: url, id: run.id))
+            }
         }
         settle(into: &actions)
         return actions
+    }
+
+    /// Whether the transfers under way (not paused) leave a slot for `handle`'s, on its host and
+    /// in all.
+    private func hasRoom(besides handle: Handle) -> Bool {
+        let host = items[handle]!.host
+        var (onHost, total) = (0, 0)
+        for other in withTransfer where other != handle {
+            guard let item = items[other], case .running(let run) = item.phase, !run.paused else { continue }
+            total += 1
+            if item.host == host { onHost += 1 }
+        }
+        let limit = Self.hostLimits(maxPerHost: limits.maxPerHost, dynamic: hostLimit)(host)
+        return onHost < limit && total < limits.maxConcurrent
     }
 
     // MARK: - Events
@@ -214,9 +255,11 @@ struct SchedulerCore {
         let current = if case .running(let run) = item.phase { run.id == id } else { false }
         switch item.phase {
         case .stopping(id, .wait) where result.isCancellation:
-            // Stopped after a long pause: it waits again and resumes from its partial.
+            // Stopped after a long pause (or to give its host back its limit): it waits again and
+            // resumes from its partial.
             setPhase(handle, .waiting(order: 0))
             enqueue(handle)
+            actions.append(.notify(.queued(url: url, forced: item.forced)))
         case .running where current, .stopping(id, .wait):
             // A transfer told to stop may have ended first: its file or its error stands.
             switch result {

@@ -9,6 +9,8 @@ enum SchedulerMail: Sendable {
     case receivingChanged(url: String, id: TransferID)
     case finished(url: String, id: TransferID, Result<FetchedFile, DownloadError>)
     case pauseExpired(url: String, id: TransferID, pause: UInt64)
+    /// The transfer was asked to pause and goes on receiving (an HTTP/2 stream).
+    case holdRefused(id: TransferID)
 }
 
 /// The scheduler's mailbox. Whoever posts into an inbox nobody has promised to drain is told to

@@ -38,6 +38,11 @@ final class CurlTransfer {
 
     /// A pause asked for that applies: not on an HTTP/2 stream (see ``isMultiplexed``).
     var isHeld: Bool { isPauseRequested && !isMultiplexed }
+    /// Told, once, that a pause asked for is not applied (an HTTP/2 stream).
+    var onHoldRefused: ((TransferID) -> Void)?
+    /// Told, at its first body bytes, that it is an HTTP/2 stream.
+    var onMultiplexed: ((TransferID) -> Void)?
+    private var holdRefusalReported = false
 
     /// On an HTTP/2 connection shared with other transfers. libcurl 7.88 has a run of bugs in
     /// pausing such streams (curl#10751, #10988, #10971), and changing a running stream's weight
@@ -157,9 +162,16 @@ final class CurlTransfer {
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         // The pause is applied here, at the next bytes, once the connection is known: a pause
         // asked for before the response began would otherwise hold what becomes an HTTP/2 stream.
-        if isHeld {
-            isCurlPaused = true
-            return Int(CURL_WRITEFUNC_PAUSE)
+        if isPauseRequested {
+            if !isMultiplexed {
+                isCurlPaused = true
+                return Int(CURL_WRITEFUNC_PAUSE)
+            }
+            if !holdRefusalReported {
+                // Its bytes go on coming: the caller must not count its place as free.
+                holdRefusalReported = true
+                onHoldRefused?(id)
+            }
         }
         if !isBodyDecided { decideBody() }
         guard failure == nil else { return Int(mirror_curl_writefunc_error) }
@@ -202,6 +214,7 @@ final class CurlTransfer {
     /// it starts. An error status never reaches a file; a 206 must start where we asked.
     private func decideBody() {
         isBodyDecided = true
+        if isMultiplexed { onMultiplexed?(id) }
         let status = responseStatus
         // An error page is not the body the inspector judges.
         if !(200..<300).contains(status) { inspector = nil }

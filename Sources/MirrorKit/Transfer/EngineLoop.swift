@@ -21,6 +21,10 @@ final class EngineMailbox: Sendable {
 
     let multi: MultiHandle
     private let state = Mutex(State())
+    /// Told of each transfer whose pause cannot be applied (see ``CurlTransfer/isMultiplexed``).
+    let holdRefusals = Mutex<(@Sendable (TransferID) -> Void)?>(nil)
+    /// Transfers whose body arrives on an HTTP/2 connection: no pause holds them.
+    let multiplexed = Mutex<Set<TransferID>>([])
 
     init() {
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed") }
@@ -164,6 +168,9 @@ final class EngineLoop {
         }
         transfers[start.id] = transfer
         byHandle[transfer.easy] = transfer
+        let mailbox = mailbox
+        transfer.onHoldRefused = { id in mailbox.holdRefusals.withLock { $0 }?(id) }
+        transfer.onMultiplexed = { id in _ = mailbox.multiplexed.withLock { $0.insert(id) } }
         // Held from its first byte: its write callback pauses it until resumed.
         transfer.isPauseRequested = pausedIDs.contains(start.id)
         curl_multi_add_handle(multi, transfer.easy)
@@ -182,6 +189,7 @@ final class EngineLoop {
     }
 
     private func detach(_ transfer: CurlTransfer) {
+        _ = mailbox.multiplexed.withLock { $0.remove(transfer.id) }
         curl_multi_remove_handle(multi, transfer.easy)
         transfers[transfer.id] = nil
         byHandle[transfer.easy] = nil

@@ -121,6 +121,19 @@ package final class TransferEngine: Sendable {
     func resume(_ id: TransferID) {
         mailbox.post(.resume(id))
     }
+
+    /// Tells `handler` (on the engine's thread) of each transfer asked to pause that goes on
+    /// receiving all the same: a stream of an HTTP/2 connection, which is not paused. Its caller
+    /// must count it as running.
+    func onHoldRefused(_ handler: @escaping @Sendable (TransferID) -> Void) {
+        mailbox.holdRefusals.withLock { $0 = handler }
+    }
+
+    /// Whether transfer `id`'s body arrives on an HTTP/2 connection (known from its first bytes):
+    /// a pause does not hold it.
+    func isMultiplexed(_ id: TransferID) -> Bool {
+        mailbox.multiplexed.withLock { $0.contains(id) }
+    }
 }
 
 /// Set once when the caller's task is cancelled, so a start that reaches the engine after its

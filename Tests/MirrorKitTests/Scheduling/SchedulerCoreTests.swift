@@ -12,12 +12,14 @@ struct SchedulerCoreTests {
         var nextCaller: CallerID = 0
 
         init(maxConcurrent: Int = 3, maxPerHost: Int = 3, suspendedBytes: Int64 = 1 << 40, suspendedCount: Int = 100,
-             partials: Box<[String: Int64]> = Box([:]), hostLimits: Box<[String: Int]> = Box([:])) {
+             partials: Box<[String: Int64]> = Box([:]), hostLimits: Box<[String: Int]> = Box([:]),
+             unholdable: Box<Set<TransferID>> = Box([])) {
             core = SchedulerCore(
                 limits: .init(maxConcurrent: maxConcurrent, maxPerHost: maxPerHost,
                               suspendedBytesBudget: suspendedBytes, suspendedCountBudget: suspendedCount),
                 hostLimit: { hostLimits.value[$0] },
-                partialLength: { partials.value[$0, default: 0] })
+                partialLength: { partials.value[$0, default: 0] },
+                holdable: { !unholdable.value.contains($0) })
         }
 
         @discardableResult
@@ -215,7 +217,8 @@ struct SchedulerCoreTests {
         #expect(stop == [.stop(url: Self.url("p"), id: harness.started[Self.url("p")]!)])
         #expect(harness.state(Self.url("p")) == .waiting)
         // Stopped, it waits again; it starts anew once the forced item is done.
-        #expect(harness.finish(Self.url("p"), .failure(SchedulerCore.cancelled(Self.url("p")))).isEmpty)
+        #expect(harness.finish(Self.url("p"), .failure(SchedulerCore.cancelled(Self.url("p"))))
+            == [.notify(.queued(url: Self.url("p"), forced: false))])
         #expect(Self.starts(harness.complete(Self.url("f2"))) == [Self.url("p")])
     }
 
@@ -336,5 +339,53 @@ struct SchedulerCoreTests {
         harness.complete(Self.url("f"))
         #expect(harness.core.status { _ in nil }.counts == [.completed: 1, .suspended: 1])
         #expect(harness.core.withTransfer.isEmpty)
+    }
+
+    /// HTTP/2 streams go on receiving when paused: one known to be such keeps its slot and is
+    /// never paused; one found to be such after a pause was asked counts again, with no grace
+    /// running out on it, and nothing starts in its place.
+    @Test func aTransferNoPauseHoldsKeepsItsSlot() {
+        let unholdable = Box<Set<TransferID>>([])
+        var harness = Harness(maxConcurrent: 2, maxPerHost: 1, unholdable: unholdable)
+        harness.schedule("https://h/a")
+        harness.receiving("https://h/a")
+        unholdable.value.insert(harness.started["https://h/a"]!)
+        let forced = harness.schedule("https://h/forced", forced: true)
+        #expect(!forced.contains { if case .pause = $0 { true } else { false } })
+        #expect(harness.started["https://h/forced"] == nil)
+        #expect(harness.state("https://h/forced") == .waiting)
+        harness.complete("https://h/a")
+        #expect(harness.started["https://h/forced"] != nil)
+
+        // Found out after the pause was asked, its place given to a forced one: stopped at once
+        // (to resume by Range), rather than three on a host of two.
+        var late = Harness(maxConcurrent: 2, maxPerHost: 2)
+        late.schedule("https://h/b")
+        late.schedule("https://h/c")
+        late.receiving("https://h/b")
+        late.receiving("https://h/c")
+        let pausing = late.schedule("https://h/forced", forced: true)
+        #expect(pausing.contains { if case .pause = $0 { true } else { false } })
+        let paused = ["https://h/b", "https://h/c"].first { late.state($0) == .paused }!
+        let refused = late.send(.holdRefused(url: paused, id: late.started[paused]!))
+        #expect(refused.contains { if case .stop(paused, _) = $0 { true } else { false } })
+        #expect(!refused.contains { if case .resume = $0 { true } else { false } })
+
+        // Held only because a forced one receives, its place still free: counted as running
+        // again, resumed, held no more, and no pause timer of it stops it later.
+        var free = Harness(maxConcurrent: 3, maxPerHost: 3)
+        free.schedule("https://h/e")
+        free.schedule("https://h/f")
+        free.receiving("https://h/e")
+        free.receiving("https://h/f")
+        free.schedule("https://h/forced", forced: true)
+        free.receiving("https://h/forced")
+        let held = "https://h/e"
+        #expect(free.state(held) == .paused)
+        let resumed = free.send(.holdRefused(url: held, id: free.started[held]!))
+        #expect(resumed.contains { if case .resume(held, _) = $0 { true } else { false } })
+        #expect(free.state(held) == .downloading)
+        #expect(free.send(.pauseExpired(url: held, id: free.started[held]!, pause: 1)).isEmpty)
+        #expect(free.state(held) == .downloading)
     }
 }

@@ -69,6 +69,8 @@ final class NginxServer: Sendable {
                     ssl_certificate \(certificate);
                     ssl_certificate_key \(key);
                     root \(root.path);
+                    # A CDN that holds each response to a rate: files under /slow/.
+                    location /slow/ { limit_rate 512k; }
                 }
             }
             """
@@ -90,6 +92,9 @@ final class NginxServer: Sendable {
         let seed = UInt8(truncatingIfNeeded: name.utf8.reduce(0) { $0 &+ Int($1) })
         let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed }
         let path = root.appendingPathComponent(name).path
+        try FileManager.default.createDirectory(
+            at: root.appendingPathComponent(name).deletingLastPathComponent(), withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
         return bytes
