@@ -40,7 +40,7 @@ package enum FeedLocation: Sendable, Equatable, CustomStringConvertible {
         // the read looks for a cancel (--max-duration, SIGINT) while it waits.
         let cancelled = CancellationFlag()
         let read = await withTaskCancellationHandler { () async -> Result<[UInt8], FeedError> in
-            await BlockingIO.result { () throws(FeedError) -> [UInt8] in
+            await BlockingIO.resultApart { () throws(FeedError) -> [UInt8] in
                 let fd: Int32
                 if let path {
                     // Without O_NONBLOCK, opening a FIFO waits for its writer, where no cancel is heard.

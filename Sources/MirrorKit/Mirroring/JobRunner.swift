@@ -398,11 +398,20 @@ struct JobRunner: Sendable {
             // (held) or an older one, also when the newest was deleted by hand (missing).
             if held != nil || (missing && mode == .newFile) {
                 if let same = try await sameBytes(file, as: job.item) {
-                    if !keepDeleted, try !directory.fileExists(same.path) {
-                        // A version deleted by hand, served again: back under its own name.
-                        var restoring = job
-                        restoring.relativePath = same.path
-                        return await commit(file, of: restoring, besides: nil, restoring: true)
+                    if try !directory.fileExists(same.path) {
+                        guard keepDeleted, let held else {
+                            // A version deleted by hand, served again: back under its own name.
+                            var restoring = job
+                            restoring.relativePath = same.path
+                            return await commit(file, of: restoring, besides: nil, restoring: true)
+                        }
+                        // Kept deleted: the copy held stays the current one (made current, the
+                        // deleted version would keep the item from being asked after again).
+                        partials.remove(job.url)
+                        try await state.confirm(
+                            held.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
+                            replacingValidators: true)
+                        return .unchanged
                     }
                     partials.remove(job.url)
                     if same.path != held?.path {

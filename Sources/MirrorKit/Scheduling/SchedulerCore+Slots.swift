@@ -16,7 +16,12 @@ extension SchedulerCore {
         let limit = Self.hostLimits(maxPerHost: limits.maxPerHost, dynamic: hostLimit)
         for handle in withTransfer {
             guard let item = items[handle], case .running(var run) = item.phase else { continue }
-            run.unholdable = run.unholdable || (!run.paused && !holdable(run.id))
+            if !run.unholdable, !run.paused, !holdable(run.id) || multiplexingHosts.contains(item.host) {
+                // Kept, so that pausing (which reads the item) and the tally agree.
+                run.unholdable = true
+                multiplexingHosts.insert(item.host)
+                items[handle]!.phase = .running(run)
+            }
             tally.add(handle, item: item, run: run)
         }
         // Forced first: paused ones (an unforced item upgraded while paused), then waiting ones.
@@ -98,7 +103,7 @@ extension SchedulerCore {
     }
 
     private mutating func pause(_ handle: Handle, into actions: inout [Action]) {
-        guard case .running(var run) = items[handle]!.phase, !run.paused, !run.unholdable, holdable(run.id) else { return }
+        guard case .running(var run) = items[handle]!.phase, !run.paused, !run.unholdable else { return }
         run.paused = true
         run.pauses += 1
         setPhase(handle, .running(run))

@@ -89,6 +89,8 @@ struct SchedulerCore {
     /// Whether a pause would hold a transfer: false for one known to be an HTTP/2 stream, which
     /// goes on receiving (and keeps its slot) however it is asked.
     let holdable: (TransferID) -> Bool
+    /// Hosts whose streams were found to share HTTP/2 connections: no pause holds theirs.
+    var multiplexingHosts: Set<String> = []
 
     var items: [Item?] = []
     var freeHandles: [Handle] = []
@@ -140,39 +142,20 @@ struct SchedulerCore {
         case .holdRefused(let url, let id):
             guard let handle = handles[url], case .running(var run) = items[handle]!.phase, run.id == id else { return [] }
             run.unholdable = true
-            guard run.paused else {
-                setPhase(handle, .running(run))
-                break
-            }
-            if hasRoom(besides: handle) {
+            // The host's streams share connections: later ones are never taken for held either.
+            multiplexingHosts.insert(items[handle]!.host)
+            if run.paused {
                 // Counted as running again, with no grace running out: a stream still receiving
-                // would otherwise be stopped after it and fetched again by Range.
+                // would otherwise be stopped after it and fetched again by Range. Its host may
+                // carry one more than its limit until a transfer ends (its place went to another
+                // while it was taken for held); nothing else starts there meanwhile.
                 run.paused = false
-                setPhase(handle, .running(run))
                 actions.append(.resume(url: url, id: id))
-            } else {
-                // Its place went to another while it was taken for held: stopped now (it resumes
-                // later by Range), rather than its host carrying more than its limit.
-                setPhase(handle, .stopping(run.id, then: .wait))
-                actions.append(.stop(url: url, id: run.id))
             }
+            setPhase(handle, .running(run))
         }
         settle(into: &actions)
         return actions
-    }
-
-    /// Whether the transfers under way (not paused) leave a slot for `handle`'s, on its host and
-    /// in all.
-    private func hasRoom(besides handle: Handle) -> Bool {
-        let host = items[handle]!.host
-        var (onHost, total) = (0, 0)
-        for other in withTransfer where other != handle {
-            guard let item = items[other], case .running(let run) = item.phase, !run.paused else { continue }
-            total += 1
-            if item.host == host { onHost += 1 }
-        }
-        let limit = Self.hostLimits(maxPerHost: limits.maxPerHost, dynamic: hostLimit)(host)
-        return onHost < limit && total < limits.maxConcurrent
     }
 
     // MARK: - Events

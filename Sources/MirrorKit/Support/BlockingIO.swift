@@ -13,10 +13,10 @@ enum BlockingIO {
     private static let queues = (0..<16).map { DispatchQueue(label: "mirror.blocking-io.\($0)") }
     private static let next = Atomic<Int>(0)
 
-    /// ``run(_:)``'s outcome as a value, for callers whose wrappers take no typed throws.
-    static func result<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async -> Result<T, E> {
+    /// ``runApart(_:)``'s outcome as a value, for callers whose wrappers take no typed throws.
+    static func resultApart<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async -> Result<T, E> {
         do throws(E) {
-            return .success(try await run(work))
+            return .success(try await runApart(work))
         } catch {
             return .failure(error)
         }

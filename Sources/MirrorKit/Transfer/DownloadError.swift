@@ -8,6 +8,9 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         case transfer(TransferError.Reason)
         /// The file's size is not what the API or the server said.
         case sizeMismatch(expected: Int64, actual: Int64)
+        /// The server stated no length, and the body it ended cleanly is not the length the feed
+        /// declares: not asked for again this run (each attempt would fetch it whole).
+        case declaredSizeMismatch(declared: Int64, actual: Int64)
         /// The file's MD5 is not the one its ETag states.
         case checksumMismatch(expected: String, actual: String)
         /// The media was removed from the host (Imgur redirects it to removed.png).
@@ -49,6 +52,8 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         case .httpStatus(let status): "\(url): HTTP \(status)"
         case .transfer(let reason): TransferError(url: url, reason: reason).description
         case .sizeMismatch(let expected, let actual): "\(url): expected \(expected) bytes, got \(actual)"
+        case .declaredSizeMismatch(let declared, let actual):
+            "\(url): the feed declares \(declared) bytes; the server, stating no length, sent \(actual)"
         case .checksumMismatch(let expected, let actual): "\(url): MD5 \(actual) does not match ETag \(expected)"
         case .removed: "\(url): removed from the server"
         case .emptyBody: "\(url): the server sent an empty body"

@@ -301,10 +301,15 @@ struct Downloader: Sendable {
         // no look at the record.
         let saysItAll = response.entityLength != nil && response.etag != nil && response.lastModified != nil
         let record = response.status == 200 || saysItAll ? nil : partials.record(for: url)
-        // A size a feed declared is the last resort: a body no length delimits must have it.
-        if let expected = expectedSize?.exact ?? response.entityLength ?? record?.totalLength ?? expectedSize?.declared {
+        if let expected = expectedSize?.exact ?? response.entityLength ?? record?.totalLength {
             guard expected == length else {
                 throw DownloadError(url: url, reason: .sizeMismatch(expected: expected, actual: length))
+            }
+        } else if let declared = expectedSize?.declared {
+            // A size a feed declared is the last resort: a body no length delimits must have it.
+            guard declared == length else {
+                partials.remove(url)
+                throw DownloadError(url: url, reason: .declaredSizeMismatch(declared: declared, actual: length))
             }
         } else if !(response.status == 200 && response.isDelimited) {
             // Nobody stated the size and nothing proved the end: a cut connection looks the same.

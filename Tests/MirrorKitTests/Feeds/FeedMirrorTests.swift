@@ -104,7 +104,9 @@ struct FeedRunTests {
                 let summary = try await run(server, feed: "declared.rss", into: dir)
                 let saved = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("enclosures").path)
                 #expect(Set(saved) == ["declared-right.bin", "declared-stale.bin"])
-                #expect(summary.failures.map(\.reason) == [.sizeMismatch(expected: Int64(size + 1000), actual: Int64(size))])
+                #expect(summary.failures.map(\.reason) == [.declaredSizeMismatch(declared: Int64(size + 1000), actual: Int64(size))])
+                // Not fetched whole again and again: the next run asks.
+                #expect(server.requestCount(path: "/files/declared-short.bin") == 1)
                 #expect(server.requests.last { $0.path == "/files/declared-right.bin" }?.header("Range") == nil)
             }
         }

@@ -7,12 +7,13 @@ import Testing
 struct TagVersionTests {
     let engine = TransferEngine()
 
-    private func run(_ server: FixtureServer, into dir: URL, mode: DownloadMode) async throws -> MirrorSummary {
+    private func run(_ server: FixtureServer, into dir: URL, mode: DownloadMode, keepDeleted: Bool = false) async throws -> MirrorSummary {
         let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
-        let settings = TagRun.Settings(
+        var settings = TagRun.Settings(
             crawl: TagCrawler.Options(tag: "cats"),
             urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
             mode: mode, retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
+        settings.driver.keepDeleted = keepDeleted
         return try await TagRun(
             directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
             logger: TestSupport.logger
@@ -154,6 +155,32 @@ struct TagVersionTests {
                 #expect(restored.downloaded == 1, "\(restored.line)")
                 #expect(try contents(of: dir) == before)
                 #expect(TestSupport.digest(ofFile: dir.appendingPathComponent(newest).path) == TestSupport.digest(second))
+            }
+        }
+    }
+
+    /// Kept deleted, an older version whose bytes are served again stays deleted and does not
+    /// become the current one: the item is still asked after, and a later version is saved.
+    @Test func keptDeletedAnOlderVersionServedAgainLeavesTheNewestCurrent() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let file = try #require(mirroredFiles(server).first { $0.local.hasPrefix("full/") })
+                server.changeContent(path: file.remote)
+                #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
+                let newest = MirrorDirectory.numbered(file.local, 1)
+                try FileManager.default.removeItem(at: dir.appendingPathComponent(file.local))
+                server.revertContent(path: file.remote)
+                let reverted = try await run(server, into: dir, mode: .newFile, keepDeleted: true)
+                #expect(reverted.downloaded == 0, "\(reverted.line)")
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(file.local).path))
+                let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                #expect(try await state.latestFile(of: server.baseURL + file.remote)?.path == newest)
+                // A third version: asked after, and saved.
+                server.changeContent(path: file.remote)
+                server.changeContent(path: file.remote)
+                let third = try await run(server, into: dir, mode: .newFile, keepDeleted: true)
+                #expect(third.newVersions == 1, "\(third.line)")
             }
         }
     }

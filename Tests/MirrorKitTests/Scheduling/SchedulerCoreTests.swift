@@ -357,8 +357,9 @@ struct SchedulerCoreTests {
         harness.complete("https://h/a")
         #expect(harness.started["https://h/forced"] != nil)
 
-        // Found out after the pause was asked, its place given to a forced one: stopped at once
-        // (to resume by Range), rather than three on a host of two.
+        // Found out after the pause was asked, its place given to a forced one: counted again and
+        // resumed, not stopped (a Range request more); nothing else starts on its host until
+        // transfers end, and its host's later streams are never taken for held.
         var late = Harness(maxConcurrent: 2, maxPerHost: 2)
         late.schedule("https://h/b")
         late.schedule("https://h/c")
@@ -368,8 +369,18 @@ struct SchedulerCoreTests {
         #expect(pausing.contains { if case .pause = $0 { true } else { false } })
         let paused = ["https://h/b", "https://h/c"].first { late.state($0) == .paused }!
         let refused = late.send(.holdRefused(url: paused, id: late.started[paused]!))
-        #expect(refused.contains { if case .stop(paused, _) = $0 { true } else { false } })
-        #expect(!refused.contains { if case .resume = $0 { true } else { false } })
+        #expect(refused.contains { if case .resume(paused, _) = $0 { true } else { false } })
+        #expect(!refused.contains { if case .stop = $0 { true } else { false } })
+        #expect(late.state(paused) == .downloading)
+        late.schedule("https://h/g")
+        #expect(late.started["https://h/g"] == nil)
+        late.complete("https://h/forced")
+        late.complete(paused)
+        #expect(late.started["https://h/g"] != nil)
+        late.receiving("https://h/g")
+        // A forced one now: the new stream of a host known to multiplex is not paused for it.
+        let next = late.schedule("https://h/forced2", forced: true)
+        #expect(!next.contains { if case .pause("https://h/g", _, _) = $0 { true } else { false } })
 
         // Held only because a forced one receives, its place still free: counted as running
         // again, resumed, held no more, and no pause timer of it stops it later.
