@@ -223,11 +223,6 @@ final class ClaimedImages: Sendable {
         }
     }
 
-    /// The fence the claim on `id` was taken under; nil when this worker does not hold it.
-    func fence(of id: String) -> CommitFence? {
-        held.withLock { $0[id]?.fence }
-    }
-
     /// Forgets `id`; returns its URLs.
     @discardableResult
     func remove(_ id: String) -> [String] {

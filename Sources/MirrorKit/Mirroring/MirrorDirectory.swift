@@ -255,20 +255,8 @@ package struct MirrorDirectory: Sendable {
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
         afterRename: (Directory, String) -> Void = { _, _ in }
     ) throws(MirrorError) -> String? {
-        try commitKeepingOpen(partName, from: partials, as: relativePath, mode: mode, afterRename: afterRename)?.path
-    }
-
-    /// ``commit(_:from:as:mode:afterRename:)``, handing over the file still open: what is left to
-    /// do to it (its record taken off, its date set) goes through the descriptor, with no second
-    /// lookup of its name. `beforeSync` gets the descriptor before the data is synced (to put on
-    /// what must reach the disk with it).
-    func commitKeepingOpen(
-        _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
-        beforeSync: (Int32) -> Void = { _ in }, afterRename: (Directory, String) -> Void = { _, _ in }
-    ) throws(MirrorError) -> (path: String, file: OpenFile)? {
-        let file = try synced(partName, in: partials, beforeSync: beforeSync)
-        guard let path = try name(partName, from: partials, as: relativePath, mode: mode, afterRename: afterRename) else { return nil }
-        return (path, file)
+        _ = try synced(partName, in: partials)
+        return try name(partName, from: partials, as: relativePath, mode: mode, afterRename: afterRename)
     }
 
     /// The first half of a commit: the finished download `partName`, opened and its data synced,

@@ -162,16 +162,14 @@ final class CurlTransfer {
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         // The pause is applied here, at the next bytes, once the connection is known: a pause
         // asked for before the response began would otherwise hold what becomes an HTTP/2 stream.
-        if isPauseRequested {
-            if !isMultiplexed {
-                isCurlPaused = true
-                return Int(CURL_WRITEFUNC_PAUSE)
-            }
-            if !holdRefusalReported {
-                // Its bytes go on coming: the caller must not count its place as free.
-                holdRefusalReported = true
-                onHoldRefused?(id)
-            }
+        if isHeld {
+            isCurlPaused = true
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
+        if isPauseRequested, !holdRefusalReported {
+            // An HTTP/2 stream: its bytes go on coming, and the caller must not count its place as free.
+            holdRefusalReported = true
+            onHoldRefused?(id)
         }
         if !isBodyDecided { decideBody() }
         guard failure == nil else { return Int(mirror_curl_writefunc_error) }

@@ -34,6 +34,20 @@ struct SharedWorkersTests {
         return nil
     }
 
+    /// Adds to `tag` a large file (48 MiB) as its newest post, its first request held to 4 MiB/s:
+    /// slow enough for a worker to be caught part-way into it. Returns its id and size.
+    private func prependLargeFile(to tag: String, on server: FixtureServer) throws -> (id: String, size: Int) {
+        let size = 48 << 20
+        let big = try #require(server.prependToGeneratedTag(tag, count: 1, albumEvery: 0, imageSize: size).first)
+        server.inject(.throttle(bytesPerSecond: 4 << 20), path: "/\(big).jpg")
+        return (big, size)
+    }
+
+    /// The first of `pids` whose open partial holds at least `bytes`.
+    private func worker(among pids: [Int32], holdingAtLeast bytes: Int64) -> Int32? {
+        pids.first { (openPartial(of: $0)?.length ?? 0) >= bytes }
+    }
+
     private func files(in folder: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
     }
@@ -48,9 +62,7 @@ struct SharedWorkersTests {
             try await TestSupport.withServer { server in
                 server.addGeneratedTag("shared", pages: 3, perPage: 20, albumEvery: 5, imagesPerAlbum: 2, imageSize: 8 << 10)
                 // The newest post is a large file, slow enough to be caught half-way.
-                let size = 48 << 20
-                let big = try #require(server.prependToGeneratedTag("shared", count: 1, albumEvery: 0, imageSize: size).first)
-                server.inject(.throttle(bytesPerSecond: 4 << 20), path: "/\(big).jpg")
+                let (big, size) = try prependLargeFile(to: "shared", on: server)
                 let ids = server.generatedImageIDs("shared")
                 try await MirrorProcess.withClientID { dir, idFile in
                     let out = dir.appendingPathComponent("out").path
@@ -61,7 +73,7 @@ struct SharedWorkersTests {
                     let holder = Mutex<Int32?>(nil)
                     try await eventually("the small files land and the large one is a third in", within: .seconds(60)) {
                         guard files(in: out + "/full").count == ids.count - 1 else { return false }
-                        let pid = pids.first { (openPartial(of: $0)?.length ?? 0) >= Int64(size / 3) }
+                        let pid = worker(among: pids, holdingAtLeast: Int64(size / 3))
                         holder.withLock { $0 = pid }
                         return pid != nil
                     }
@@ -118,9 +130,7 @@ struct SharedWorkersTests {
         try await PostgresServer.with { postgres in
             try await TestSupport.withServer { server in
                 server.addGeneratedTag("frozen", pages: 1, perPage: 6, albumEvery: 0, imageSize: 8 << 10)
-                let size = 48 << 20
-                let big = try #require(server.prependToGeneratedTag("frozen", count: 1, albumEvery: 0, imageSize: size).first)
-                server.inject(.throttle(bytesPerSecond: 4 << 20), path: "/\(big).jpg")
+                let (big, size) = try prependLargeFile(to: "frozen", on: server)
                 let ids = server.generatedImageIDs("frozen")
                 try await MirrorProcess.withClientID { dir, idFile in
                     let out = dir.appendingPathComponent("out").path
@@ -133,7 +143,7 @@ struct SharedWorkersTests {
                     }
                     let holder = Mutex<Int32?>(nil)
                     try await eventually("a worker is a third into the large file", within: .seconds(60)) {
-                        let pid = workers.map(\.pid).first { (openPartial(of: $0)?.length ?? 0) >= Int64(size / 3) }
+                        let pid = worker(among: workers.map(\.pid), holdingAtLeast: Int64(size / 3))
                         holder.withLock { $0 = pid }
                         return pid != nil
                     }
