@@ -57,7 +57,10 @@ final class NginxServer: Sendable {
             daemon off;
             events { worker_connections 1024; }
             http {
-                log_format test '$request_uri $status $server_protocol $connection';
+                log_format test '$request_uri $status $server_protocol $connection $msec $request_time';
+                # A CDN that answers 429 past a request every three seconds (two at once allowed).
+                limit_req_zone $server_addr zone=throttle:1m rate=20r/m;
+                limit_req_status 429;
                 access_log \(work.path)/access.log test;
                 client_body_temp_path \(work.path)/tmp/body;
                 proxy_temp_path \(work.path)/tmp/proxy;
@@ -71,6 +74,7 @@ final class NginxServer: Sendable {
                     root \(root.path);
                     # A CDN that holds each response to a rate: files under /slow/.
                     location /slow/ { limit_rate 512k; }
+                    location /throttled/ { limit_req zone=throttle burst=1 nodelay; limit_rate 256k; }
                 }
             }
             """
@@ -100,14 +104,41 @@ final class NginxServer: Sendable {
         return bytes
     }
 
-    /// The access log: one (path, status, protocol, connection number) per request answered.
-    func requests() -> [(path: String, status: Int, protocol: String, connection: Int)] {
+    /// One request answered, as the access log has it.
+    struct Request {
+        var path: String
+        var status: Int
+        var `protocol`: String
+        var connection: Int
+        /// When nginx began and ended answering it, in seconds since 1970 (millisecond precision).
+        var began: Double
+        var ended: Double
+    }
+
+    /// The access log: the requests answered so far.
+    func requests() -> [Request] {
         let text = (try? String(contentsOf: work.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
-            guard fields.count == 4, let status = Int(fields[1]), let connection = Int(fields[3]) else { return nil }
-            return (String(fields[0]), status, String(fields[2]), connection)
+            guard fields.count == 6, let status = Int(fields[1]), let connection = Int(fields[3]),
+                  let ended = Double(fields[4]), let duration = Double(fields[5]) else { return nil }
+            return Request(
+                path: String(fields[0]), status: status, protocol: String(fields[2]), connection: connection,
+                began: ended - duration, ended: ended)
         }
+    }
+
+    /// The most requests nginx was answering at once (`status` ones only, if given).
+    func peakConcurrency(status: Int? = nil) -> Int {
+        let answered = requests().filter { status == nil || $0.status == status }
+        // An end sorts before a start at the same millisecond: one that ends as another begins is not both.
+        let edges = answered.flatMap { [($0.began, 1), ($0.ended, -1)] }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+        var (running, peak) = (0, 0)
+        for (_, step) in edges {
+            running += step
+            peak = max(peak, running)
+        }
+        return peak
     }
 
     private static func run(_ tool: String, _ arguments: [String]) throws {

@@ -7,18 +7,34 @@ import Testing
 @Suite("HTTP/2 against nginx", .enabled(if: NginxServer.isAvailable, "needs nginx and openssl"), .timeLimit(.minutes(2)))
 struct HTTP2Tests {
     private func withScheduler<T>(
-        _ server: NginxServer, maxConcurrent: Int,
+        _ server: NginxServer, maxConcurrent: Int, maxPerHost: Int? = nil,
+        retry: RetryPolicy = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)), health: HostHealth? = nil,
         _ body: (DownloadScheduler) async throws -> T
     ) async throws -> T {
         let engine = TransferEngine(configuration: .init(certificateAuthorities: server.certificate))
         return try await TestSupport.withTemporaryDirectory { dir in
             let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
             let transport = EngineTransport(
-                engine: engine, partials: partials, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)),
-                logger: TestSupport.logger)
+                engine: engine, partials: partials, retry: retry, health: health, logger: TestSupport.logger)
             return try await body(DownloadScheduler(
-                transport: transport, configuration: .init(maxConcurrent: maxConcurrent, maxPerHost: maxConcurrent)))
+                transport: transport,
+                configuration: .init(maxConcurrent: maxConcurrent, maxPerHost: maxPerHost ?? maxConcurrent)))
         }
+    }
+
+    /// The most transfers the scheduler had started and not ended at once, from its events.
+    private func peakUnderWay(_ events: AsyncStream<SchedulerEvent>) async -> Int {
+        var (active, peak) = (Set<String>(), 0)
+        for await event in events {
+            switch event {
+            case .started(let url, _, _): active.insert(url)
+            case .completed(let url, _), .failed(let url, _), .suspended(let url, _), .purged(let url), .queued(let url, _):
+                active.remove(url)
+            default: break
+            }
+            peak = max(peak, active.count)
+        }
+        return peak
     }
 
     @Test func manyTransfersShareOneConnection() async throws {
@@ -72,19 +88,51 @@ struct HTTP2Tests {
             // the host never carries more than its limit (were they counted as paused, the
             // forced item would start as a fifth beside four streams still receiving). A stream
             // paused before its first bytes said what it is goes on, or is stopped and waits.
-            var (active, peak) = (Set<String>(), 0)
-            for await event in events {
-                switch event {
-                case .started(let url, _, _): active.insert(url)
-                case .completed(let url, _), .failed(let url, _), .suspended(let url, _), .purged(let url), .queued(let url, _):
-                    active.remove(url)
-                default: break
-                }
-                peak = max(peak, active.count)
-            }
-            #expect(peak <= 4)
+            #expect(await peakUnderWay(events) <= 4)
         }
         #expect(server.requests().allSatisfy { $0.protocol == "HTTP/2.0" && $0.status == 200 })
+    }
+
+    @Test func aThrottlingHostNeverCarriesMoreThanItsLimit() async throws {
+        let server = try NginxServer()
+        var expected: [String: String] = [:]
+        for index in 0..<6 {
+            // 2 s each at the server's 256 KiB/s; the server answers 429 past a request every 3 s.
+            expected["/throttled/preview-\(index).bin"] = TestSupport.digest(
+                try server.addFile("throttled/preview-\(index).bin", size: 512 << 10))
+        }
+        // On the same host, a path the server does not throttle: the host's limit is what holds it back.
+        expected["/slow/forced.bin"] = TestSupport.digest(try server.addFile("slow/forced.bin", size: 1 << 20))
+        let base = server.baseURL
+        let health = HostHealth(settings: .init(maxPerHost: 2, throttledOutAfter: 30))
+        let retry = RetryPolicy(maxAttempts: 20, baseDelay: .milliseconds(300), maxDelay: .seconds(2))
+        try await withScheduler(server, maxConcurrent: 8, maxPerHost: 2, retry: retry, health: health) { scheduler in
+            let events = scheduler.events()
+            let previews = expected.keys.filter { !$0.hasSuffix("forced.bin") }.map { path in
+                Task { (path, TestSupport.digest(ofFile: try await scheduler.schedule(base + path).path)) }
+            }
+            try await eventually("two streams receive", within: .seconds(30)) {
+                let status = await scheduler.status()
+                return status.counts[.downloading] == 2 && status.items.allSatisfy { $0.completedBytes > 0 }
+            }
+            // The forced item cannot pause a stream of the shared connection to make room: it
+            // waits for one to end, rather than run as a third beside two that still receive.
+            let forced = try await scheduler.schedule(base + "/slow/forced.bin", forced: true)
+            #expect(TestSupport.digest(ofFile: forced.path) == expected["/slow/forced.bin"])
+            for task in previews {
+                let (path, digest) = try await task.cancellableValue
+                #expect(digest == expected[path], "\(path)")
+            }
+            scheduler.finishEvents()
+            #expect(await peakUnderWay(events) <= 2)
+        }
+        let requests = server.requests()
+        #expect(requests.contains { $0.status == 429 }, "the host throttled")
+        #expect(server.peakConcurrency(status: 200) <= 2)
+        // Each file asked for whole once: no stream was stopped and resumed by Range.
+        #expect(requests.filter { $0.status == 200 }.count == expected.count)
+        #expect(!requests.contains { $0.status == 206 })
+        #expect(requests.allSatisfy { $0.protocol == "HTTP/2.0" })
     }
 
     @Test func aHoldAskedForBeforeTheResponseIsNotAppliedToAnHTTP2Stream() async throws {
