@@ -197,6 +197,13 @@ public final class FixtureServer: Sendable {
     public func setAcceptedClientID(_ id: String?) {
         state.withLock { $0.acceptedClientID = id }
     }
+
+    /// Feeds and media answer 401 unless asked with this Basic login, as a private or paid feed
+    /// does; nil (the default) for none. The API keeps its Client-ID.
+    public func requireBasicLogin(user: String, password: String) {
+        let token = Data("\(user):\(password)".utf8).base64EncodedString()
+        state.withLock { $0.requiredAuthorization = "Basic \(token)" }
+    }
 }
 
 /// Lets the channel initializer reach the server, which exists only once the channel is bound.

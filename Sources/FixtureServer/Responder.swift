@@ -14,7 +14,11 @@ extension FixtureServer {
         let writer = ResponseWriter(
             server: self, channel: channel, path: path, keepAlive: head.isKeepAlive,
             sendsBody: head.method != .HEAD, fault: fault)
-        if case .respond(let status, let headers, let body)? = fault {
+        let required = state.withLock { $0.requiredAuthorization }
+        if let required, !path.hasPrefix("/_fixture/"), !path.hasPrefix("/3/"), head.headers["Authorization"].first != required {
+            let headers = HTTPHeaders([("WWW-Authenticate", #"Basic realm="fixture""#), ("Content-Type", "text/plain")])
+            await writer.send(status: 401, headers: headers, body: ByteBuffer(string: "login required\n"))
+        } else if case .respond(let status, let headers, let body)? = fault {
             var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
             if fields["Content-Type"].isEmpty { fields.add(name: "Content-Type", value: "application/json") }
             await writer.send(status: status, headers: fields, body: ByteBuffer(string: body))

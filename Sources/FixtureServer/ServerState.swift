@@ -47,6 +47,8 @@ struct ServerState: Sendable {
     var contentCache: [String: ServedContent] = [:]
     var rateLimit = RateLimit()
     var acceptedClientID: String?
+    /// The `Authorization` header feeds and media require (a private feed's Basic login); nil for none.
+    var requiredAuthorization: String?
     var generatedTags: [String: GeneratedTag] = [:]
     var generatedAlbums: [String: [String]] = [:]
     var generatedImageSizes: [String: Int] = [:]

@@ -52,7 +52,10 @@ enum Console {
         }
     }
 
+    /// Every line mirror prints passes here: a URL's userinfo (a private feed's password) is
+    /// shown as `***` whatever the line, the last guard behind the sources' own redaction.
     private static func write(_ text: String, to descriptor: Int32) {
+        let text = URLUserinfo.redacting(in: text)
         state.withLock { state in
             if !state.drawn.isEmpty { writeAll(erasing(&state), to: STDERR_FILENO) }
             writeAll(text, to: descriptor)
@@ -71,7 +74,7 @@ enum Console {
         state.withLock { state in
             guard state.progressActive else { return }
             let columns = columns()
-            let cut = lines.map { TerminalText.clip($0, toColumns: columns - 1) }
+            let cut = lines.map { TerminalText.clip(URLUserinfo.redacting(in: $0), toColumns: columns - 1) }
             writeAll(erasing(&state) + cut.joined(separator: "\n"), to: STDERR_FILENO)
             state.drawn = cut
         }

@@ -133,6 +133,12 @@ struct DownloadOptions: ParsableArguments {
     @Option(help: "Attempts per file, the first included (default \(RunSettings.Defaults.retries)).")
     var retries: Int?
 
+    @Flag(help: "Log in with the login and password of ~/.netrc's entry for each host (its 'machine', else 'default'), as curl --netrc and wget do; a password in a feed's URL wins.")
+    var netrc = false
+
+    @Option(help: ArgumentHelp("Like --netrc, but this netrc file.", valueName: "file"))
+    var netrcFile: String?
+
     @Option(help: "Most bytes any file may have, whatever the API or its server claims, e.g. 4G (default \(RunSettings.Defaults.maxFileSize >> 30)G).")
     var maxFileSize: String?
 
@@ -140,6 +146,7 @@ struct DownloadOptions: ParsableArguments {
         flags.mode = mode
         flags.maxBandwidth = maxBandwidth
         flags.retries = retries
+        flags.netrc = netrcFile ?? (netrc ? "~/.netrc" : nil)
         flags.maxFileSize = maxFileSize
     }
 }

@@ -18,10 +18,11 @@ package enum FeedLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The URL, the path, or `standard input`: for messages and the state database.
+    /// The URL (its userinfo, if any, shown as `***`), the path, or `standard input`: for
+    /// messages and the state database.
     package var description: String {
         switch self {
-        case .url(let url): url
+        case .url(let url): URLUserinfo.redacted(url)
         case .file(let path): path
         case .standardInput: "standard input"
         }

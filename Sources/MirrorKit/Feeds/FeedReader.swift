@@ -32,6 +32,14 @@ struct Feed: Sendable, Equatable {
     var enclosures: [FeedEnclosure]
     /// Enclosures that could not be used (a link that is no URL even once escaped).
     var problems: [String] = []
+    /// Credentials that links carried (`https://user:pass@host/file`), taken out of the links.
+    var linkCredentials: [(url: String, credentials: URLCredentials)] = []
+
+    static func == (lhs: Feed, rhs: Feed) -> Bool {
+        lhs.kind == rhs.kind && lhs.title == rhs.title && lhs.enclosures == rhs.enclosures && lhs.problems == rhs.problems
+            && lhs.linkCredentials.map(\.url) == rhs.linkCredentials.map(\.url)
+            && lhs.linkCredentials.map(\.credentials) == rhs.linkCredentials.map(\.credentials)
+    }
 }
 
 /// Why a feed could not be read.

@@ -41,6 +41,7 @@ package struct FeedSource: MirrorSource {
             return listing
         }
         listing.problems = feed.problems
+        for (url, credentials) in feed.linkCredentials { engine.credentials.remember(credentials, forOriginOf: url) }
         var names = EnclosureNames(feed: self.feed.description, enclosures: feed.enclosures)
         var seenURLs: Set<String> = []
         var leftOutURLs: Set<String> = []
@@ -156,8 +157,12 @@ package struct FeedSource: MirrorSource {
     /// Reads the feed: fetched from its URL, or read from a file or standard input.
     private func loadFeed() async throws(FeedError) -> Feed {
         switch feed {
-        case .url(let url):
-            return try await fetchFeed(url)
+        case .url(let given):
+            // The password stays in memory, for this origin's requests: the URL fetched, named
+            // and stored is the one without it.
+            let (url, credentials) = URLUserinfo.split(given)
+            if let credentials { engine.credentials.remember(credentials, forOriginOf: url) }
+            return try await fetchFeed(url, named: feed.description)
         case .file, .standardInput:
             let bytes = try await feed.readLocally(limit: Self.maximumFeedBytes)
             return try FeedReader.parse(bytes, url: feed.description, base: baseURL)
@@ -170,9 +175,9 @@ package struct FeedSource: MirrorSource {
 
     /// Fetches and parses the feed, waiting out network faults, 408, 429 and 5xx as downloads do.
     /// The download ends at the first sign of a DOCTYPE, or once it grows past ``maximumFeedBytes``.
-    private func fetchFeed(_ url: String) async throws(FeedError) -> Feed {
+    private func fetchFeed(_ address: String, named url: String) async throws(FeedError) -> Feed {
         let request = TransferRequest(
-            url: url, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
+            url: address, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
             destination: .memory(limit: Self.maximumFeedBytes), inspector: FeedProlog())
         return try await retry.run(
             onRetry: { failure, delay in logger.warning("\(failure); retrying in \(DurationText.spoken(delay))") }
@@ -197,7 +202,7 @@ package struct FeedSource: MirrorSource {
             }
             // Relative enclosure URLs resolve against where the feed really came from.
             if response.isSuccess {
-                return .success(try FeedReader.parse(response.body, url: response.finalURL))
+                return .success(try FeedReader.parse(response.body, url: url, base: response.finalURL))
             }
             let failure = FeedError(url: url, problem: "HTTP \(response.status)", isFetchFailure: true)
             guard RetryPolicy.isRetryable(status: response.status) else { throw failure }

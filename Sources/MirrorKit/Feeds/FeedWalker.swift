@@ -12,6 +12,8 @@ struct FeedWalker {
     private var title: String?
     private var enclosures: [FeedEnclosure] = []
     private var problems: [String] = []
+    /// The credentials links carried in their userinfo, taken out of them, by the link.
+    private var linkCredentials: [(url: String, credentials: URLCredentials)] = []
     /// The entry (Atom `entry`, RSS `item`) being read, and its depth; `unusable` holds its links
     /// that are no URL, reported once the entry's title is known.
     private var entry: OpenEntry?
@@ -44,7 +46,7 @@ struct FeedWalker {
 
     var feed: Feed? {
         guard let kind else { return nil }
-        return Feed(kind: kind, title: title, enclosures: enclosures, problems: problems)
+        return Feed(kind: kind, title: title, enclosures: enclosures, problems: problems, linkCredentials: linkCredentials)
     }
 
     mutating func visit() throws(FeedError) {
@@ -199,7 +201,7 @@ struct FeedWalker {
     private func pageLink(_ href: String) -> String? {
         let trimmed = href.trimming(.spacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
-        return build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed))
+        return (build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed))).map { URLUserinfo.split($0).url }
     }
 
     /// `href` resolved against the element's base URI (`xml:base`, else the feed's URL); escapes
@@ -208,8 +210,14 @@ struct FeedWalker {
     private mutating func resolve(_ href: String) -> String? {
         let trimmed = href.trimming(.spacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
-        if let resolved = build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed)) { return resolved }
-        entry?.unusable.append(trimmed)
+        if let resolved = build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed)) {
+            // A link's own userinfo (or one a base given with it passed on) serves the request;
+            // the link is named, stored and written without it.
+            let (url, credentials) = URLUserinfo.split(resolved)
+            if let credentials { linkCredentials.append((url, credentials)) }
+            return url
+        }
+        entry?.unusable.append(URLUserinfo.redacted(trimmed))
         return nil
     }
 

@@ -75,6 +75,9 @@ struct TagCrawler: Sendable {
     static let budgetKey = "imgur"
     /// Runs in which an album may fail on its own before it is given up.
     static let albumAttempts = 3
+    /// Pages in a row that show only entries this run has seen before the listing is taken to
+    /// repeat itself.
+    static let repeatedPagesToStop = 3
 
     let client: ImgurClient
     let store: ImgurCrawlStore
@@ -162,6 +165,10 @@ struct TagCrawler: Sendable {
             cursor.nextPage = 0
             logger.debug("\(source): pass \(cursor.pass + 1) starts at page 0")
         }
+        // What this run's pages showed (as hashes: a tag of 100,000 entries costs 1.6 MB), and the
+        // first of the pages in a row since that showed nothing else.
+        var shownThisRun: Set<Int> = []
+        var repeatingSince: Int?
         while mayGoOn() {
             if let maxPages = options.maxPages, page >= maxPages {
                 try await completePass(&cursor, reachedEnd: false, of: options)
@@ -203,6 +210,17 @@ struct TagCrawler: Sendable {
                 // bound reads on below it. Nothing of this page is recorded or asked for.
                 logger.debug("\(source): page \(page) was all posted before \(since.formatted(.iso8601)): the pass ends there")
                 try await completePass(&cursor, reachedEnd: false, of: options)
+                return
+            }
+            var showsSomethingNew = false
+            for entry in listing.items where shownThisRun.insert(entry.id.hashValue).inserted { showsSomethingNew = true }
+            repeatingSince = showsSomethingNew ? nil : repeatingSince ?? page
+            if let repeatingSince, page - repeatingSince + 1 >= Self.repeatedPagesToStop {
+                // A server that answers one page for every number would be asked until the budget
+                // or the deadline ends the run, every run: the cursor stays where the repeat began.
+                cursor.nextPage = repeatingSince
+                try await store.saveCursor(cursor)
+                result.stoppedBy = .listing(ListingFailure(.badData, RepeatingListing(tag: options.tag, fromPage: repeatingSince)))
                 return
             }
             let reachedKnown = try await record(listing, page: page, options: options, cursor: &cursor, found: found, into: &result)
@@ -418,4 +436,13 @@ struct NoSuchTag: Error, Sendable, CustomStringConvertible {
     var tag: String
 
     var description: String { "no such tag: \(tag)" }
+}
+
+/// The API answered pages that show only what earlier pages of this run showed: a listing that
+/// repeats itself rather than going on.
+struct RepeatingListing: Error, Sendable, CustomStringConvertible {
+    var tag: String
+    var fromPage: Int
+
+    var description: String { "the listing of tag \(tag) repeats from page \(fromPage): stopped there" }
 }

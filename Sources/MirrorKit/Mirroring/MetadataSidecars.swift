@@ -21,7 +21,11 @@ struct MetadataSidecars: Sendable {
         var sources: [String] = []
         if let bytes = try directory.smallFileContents(Self.path(name)),
            let recorded = try? JSONDecoder().decode(RecordedSources.self, from: Data(bytes)) {
-            sources = recorded.sources ?? []
+            // An earlier version named a private feed with its password: this one writes it over.
+            for recorded in recorded.sources ?? [] {
+                let named = URLUserinfo.redacted(recorded)
+                if !sources.contains(named) { sources.append(named) }
+            }
         }
         if !sources.contains(source) { sources.append(source) }
         return sources
@@ -43,7 +47,9 @@ struct MetadataSidecars: Sendable {
     func write(_ fields: some Encodable, as name: String, replacing: Bool = true) throws(MirrorError) -> Bool {
         // Strings, integers and booleans only: nothing here can fail to encode.
         let data = (try? Self.encoder.encode(fields)) ?? Data("{}".utf8)
-        return try directory.replaceSmallFile(Self.path(name), with: Array(data) + [UInt8(ascii: "\n")], replacing: replacing)
+        // Sidecars are published with the mirror: no link a source or feed named keeps a password.
+        let text = URLUserinfo.redacting(in: String(decoding: data, as: UTF8.self))
+        return try directory.replaceSmallFile(Self.path(name), with: Array(text.utf8) + [UInt8(ascii: "\n")], replacing: replacing)
     }
 
     private static let encoder: JSONEncoder = {

@@ -85,10 +85,13 @@ package struct MirrorDirectory: Sendable {
     /// `.mirror` is a link, not the user's, or writable by others.
     package init(root: URL) throws(MirrorError) {
         let root = root.standardizedFileURL
-        do {
+        do throws(FileSystemError) {
             let rootFolder = try Directory.open(creating: root.path)
             try rootFolder.checkNamesAreSafe()
-            self.init(root: root, rootFolder: rootFolder, stateFolder: try rootFolder.folder(".mirror"))
+            let stateFolder = try rootFolder.folder(".mirror")
+            // It holds the sources' URLs and the crawl: the user's alone, whatever the umask.
+            guard fchmod(stateFolder.descriptor, 0o700) == 0 else { throw FileSystemError.last(path: stateFolder.path) }
+            self.init(root: root, rootFolder: rootFolder, stateFolder: stateFolder)
         } catch {
             throw .fileSystem(error)
         }

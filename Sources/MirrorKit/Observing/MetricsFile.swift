@@ -86,7 +86,7 @@ package struct MetricsFile: Sendable {
     /// The exposition text of `figures`.
     static func render(_ figures: Figures) -> [UInt8] {
         let registry = PrometheusCollectorRegistry()
-        let labels = [("source", figures.source)]
+        let labels = [("source", URLUserinfo.redacted(figures.source))]
         func gauge(_ name: String, _ help: String, _ value: Double?) {
             guard let value else { return }
             // The unit is the name's last word where it is one, as Prometheus's naming asks.

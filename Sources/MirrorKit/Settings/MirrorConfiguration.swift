@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 /// Settings as given: read from a JSON config file (`--config`), or from the command line's flags.
 /// Every key is optional; ``RunSettings`` merges the two (flags win) and applies the defaults.
@@ -54,6 +55,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     /// Workers that share an address towards the API (one NAT) and so one API budget
     /// (PostgreSQL state only); default the host's name.
     package var budgetGroup: String?
+    /// A netrc file whose `machine` entries give requests a login and password (`--netrc` reads
+    /// `~/.netrc`, as curl and wget do); unset for none.
+    package var netrc: String?
     /// Conditions every file must meet (`type=animated`, `size<10M`); see ``MediaFilter``.
     package var filter: [String]?
     /// Only posts or entries dated at or after this: a day, a moment, or a span back such as `30d`.
@@ -113,6 +117,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         leaseSeconds = try container.decodeIfPresent(Int.self, forKey: .leaseSeconds)
         clusterMaxPerHost = try container.decodeIfPresent(Int.self, forKey: .clusterMaxPerHost)
         budgetGroup = try text(.budgetGroup)
+        netrc = try text(.netrc)
         if container.contains(.filter), try !container.decodeNil(forKey: .filter) {
             if let one = try? container.decode(String.self, forKey: .filter) {
                 filter = [one]
@@ -131,7 +136,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, prefer, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
         case progress, logFormat, metadata, keepDeleted, exec, execShell, metricsFile
-        case state, leaseSeconds, clusterMaxPerHost, budgetGroup, filter, since, until, sources
+        case state, leaseSeconds, clusterMaxPerHost, budgetGroup, netrc, filter, since, until, sources
     }
 
     /// The keys a source's own settings may have: how it is listed, which of its files are taken,
@@ -178,9 +183,17 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         return candidates.first(where: exists)
     }
 
+    /// The most a config file may hold.
+    static let maximumFileBytes = 1 << 20
+
     package static func load(from path: String) throws(MirrorError) -> MirrorConfiguration {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .configuration("config file \(path): cannot be read")
+        let data: Data
+        switch DescriptorReading.readSmallFile(atPath: path, limit: maximumFileBytes) {
+        case .bytes(let bytes): data = Data(bytes)
+        case .missing: throw .configuration("config file \(path): does not exist")
+        case .notARegularFile: throw .configuration("config file \(path): is not a regular file")
+        case .tooLarge: throw .configuration("config file \(path): is larger than 1 MiB; no config file is that large")
+        case .failed(let code): throw .configuration("config file \(path): cannot be read (\(String(cString: strerror(code))))")
         }
         guard let document = JSONValue.parse(data) else {
             throw .configuration("config file \(path): not valid JSON")
@@ -342,6 +355,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .leaseSeconds: pick(\.leaseSeconds)
         case .clusterMaxPerHost: pick(\.clusterMaxPerHost)
         case .budgetGroup: pick(\.budgetGroup)
+        case .netrc: pick(\.netrc)
         case .filter: pick(\.filter)
         case .since: pick(\.since)
         case .until: pick(\.until)

@@ -55,6 +55,8 @@ package struct RunSettings: Sendable {
     var feedConcurrency: Int
     var maxAPIRate: Double?
     var maxBytesPerSecond: Int64?
+    /// The netrc file's entries, read once at the start, when one is given.
+    var netrc: Netrc?
     var maxWait: Duration
     var retry: RetryPolicy
     package var deadline: Duration?
@@ -113,6 +115,7 @@ package struct RunSettings: Sendable {
         feedConcurrency = given.concurrency ?? 1
         maxAPIRate = given.maxApiRate
         maxBytesPerSecond = given.maxBandwidth.flatMap(ByteCount.parse)
+        netrc = try given.netrc.map { path throws(MirrorError) in try Netrc.load(path: HomeDirectory.expandingTilde(in: path)) }
         maxWait = given.maxWait.flatMap(DurationText.parseWait) ?? .seconds(Defaults.maxWaitSeconds)
         retry = RetryPolicy(maxAttempts: given.retries ?? Defaults.retries)
         deadline = given.maxDuration.flatMap { DurationText.parse($0) }
@@ -254,7 +257,7 @@ package struct RunSettings: Sendable {
     }
 
     package var engine: TransferEngine.Configuration {
-        TransferEngine.Configuration(maxBytesPerSecond: maxBytesPerSecond)
+        TransferEngine.Configuration(maxBytesPerSecond: maxBytesPerSecond, credentials: CredentialStore(netrc: netrc))
     }
 
     package var politeness: ImgurClient.Politeness {

@@ -30,6 +30,7 @@ package actor StateDatabase: MirrorStore {
         path = folder.path(of: Self.fileName)
         schemaVersion = StateSchema.latest
         try Self.checkFiles(in: folder)
+        try Self.makePrivate(in: folder)
         do {
             db = try Self.open(path, in: folder)
         } catch where error.isDamage {
@@ -40,6 +41,7 @@ package actor StateDatabase: MirrorStore {
             folder.remove(Self.fileName + "-wal")
             folder.remove(Self.fileName + "-shm")
             onDamage("state database \(path) was damaged (\(error)); moved to \(folder.path(of: aside)), starting a new one")
+            try Self.makePrivate(in: folder)
             do {
                 db = try Self.open(path, in: folder)
             } catch {
@@ -53,6 +55,23 @@ package actor StateDatabase: MirrorStore {
     }
 
     static let fileName = "state.sqlite3"
+
+    /// Makes the database (created empty when missing) and its journals readable by the user
+    /// alone, whatever the umask: SQLite gives the journals it creates the database's mode.
+    private static func makePrivate(in folder: Directory) throws(MirrorError) {
+        for name in [fileName, fileName + "-wal", fileName + "-shm", fileName + "-journal"] {
+            var fd = openat(folder.descriptor, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            if fd < 0, errno == ENOENT, name == fileName {
+                fd = openat(folder.descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            }
+            if fd < 0 {
+                if errno == ENOENT { continue }
+                throw .fileSystem(FileSystemError(path: folder.path(of: name), errno: errno))
+            }
+            defer { Glibc.close(fd) }
+            guard fchmod(fd, 0o600) == 0 else { throw .fileSystem(FileSystemError(path: folder.path(of: name), errno: errno)) }
+        }
+    }
 
     /// Throws unless the database and its journals are, where present, regular files with one name.
     private static func checkFiles(in folder: Directory) throws(MirrorError) {

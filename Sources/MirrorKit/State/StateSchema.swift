@@ -83,7 +83,12 @@ enum StateSchema {
         (6, """
             CREATE INDEX IF NOT EXISTS files_by_source_checked ON files (source, checked_at);
             """),
+        // Passwords of private feeds' URLs that earlier versions stored (see ``removeUserinfo(_:)``).
+        (7, ""),
     ]
+
+    /// What a migration does that SQL cannot say, after its SQL.
+    private static let steps: [Int32: @Sendable (SQLiteConnection) throws(SQLiteError) -> Void] = [7: removeUserinfo]
 
     static var latest: Int32 { migrations.last!.version }
 
@@ -96,6 +101,7 @@ enum StateSchema {
         for migration in migrations where migration.version > version {
             try db.transaction { () throws(SQLiteError) in
                 try db.script(migration.sql)
+                if let step = steps[migration.version] { try step(db) }
                 try db.script("PRAGMA user_version = \(migration.version)")
             }
         }

@@ -40,3 +40,31 @@ package enum DescriptorReading {
         }
     }
 }
+
+extension DescriptorReading {
+    /// A small local file (the client-id file, the config file, netrc) read whole: a regular
+    /// file of at most `limit` bytes. A FIFO or device is refused rather than waited on.
+    package enum SmallFile: Equatable {
+        case bytes([UInt8])
+        case missing
+        case notARegularFile
+        case tooLarge
+        case failed(Int32)
+    }
+
+    package static func readSmallFile(atPath path: String, limit: Int) -> SmallFile {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return errno == ENOENT ? .missing : .failed(errno) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failed(errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return .notARegularFile }
+        guard info.st_size <= limit else { return .tooLarge }
+        switch readToEnd(fd, limit: limit) {
+        case .bytes(let bytes): return .bytes(bytes)
+        case .tooLarge: return .tooLarge
+        case .failed(let code): return .failed(code)
+        case .stopped: return .failed(EINTR)
+        }
+    }
+}

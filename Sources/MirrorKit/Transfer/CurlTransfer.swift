@@ -121,6 +121,14 @@ final class CurlTransfer {
                 if let validator = request.ifRange { headerLines.append("If-Range: \(validator)") }
             }
         }
+        // Basic authentication with what the store holds for this origin, unless the request says
+        // who it is itself (the API's Client-ID). libcurl sends it to this host only, not where
+        // a redirect leads.
+        if !request.headers.contains(where: { $0.name.lowercased() == "authorization" }),
+           let credentials = configuration.credentials.credentials(for: request.url) {
+            setString(CURLOPT_USERNAME, credentials.user)
+            setString(CURLOPT_PASSWORD, credentials.password)
+        }
         for line in headerLines {
             requestHeaders = curl_slist_append(requestHeaders, line)
         }
@@ -366,7 +374,8 @@ final class CurlTransfer {
         return TransferResponse(
             status: status,
             headers: headers,
-            finalURL: effective.map { String(cString: $0) } ?? request.url,
+            // A redirect may have named a userinfo: it is never carried on into names or links.
+            finalURL: URLUserinfo.split(effective.map { String(cString: $0) } ?? request.url).url,
             body: memory,
             bodyOffset: bodyOffset,
             bytesReceived: bytesReceived,

@@ -37,6 +37,8 @@ package final class TransferEngine: Sendable {
         var maxBytesPerSecond: Int64?
         /// A PEM file of the certificate authorities to trust instead of the system's.
         var certificateAuthorities: String?
+        /// What requests authenticate with (a private feed's password, netrc's entries).
+        var credentials: CredentialStore
 
         init(
             userAgent: String = "mirror/\(MirrorVersion.number)",
@@ -45,7 +47,8 @@ package final class TransferEngine: Sendable {
             lowSpeedSeconds: Int = 30,
             maxRedirects: Int = 5,
             maxBytesPerSecond: Int64? = nil,
-            certificateAuthorities: String? = nil
+            certificateAuthorities: String? = nil,
+            credentials: CredentialStore = CredentialStore()
         ) {
             self.userAgent = userAgent
             self.connectTimeout = connectTimeout
@@ -54,11 +57,15 @@ package final class TransferEngine: Sendable {
             self.maxRedirects = maxRedirects
             self.maxBytesPerSecond = maxBytesPerSecond
             self.certificateAuthorities = certificateAuthorities
+            self.credentials = credentials
         }
     }
 
     let configuration: Configuration
     private let mailbox: EngineMailbox
+
+    /// What this engine's requests authenticate with; a source adds its URL's credentials here.
+    package var credentials: CredentialStore { configuration.credentials }
 
     package init(configuration: Configuration = Configuration()) {
         CurlGlobal.initializeOnce()

@@ -353,7 +353,7 @@ struct SharedWorkersTests {
                 "cats", "--out", out, "--client-id-file", idFile, "--state", "postgresql://u:s3cret@127.0.0.1:\(port)/db",
             ])
             #expect(down.status != 0)
-            #expect(down.stderr.contains("postgresql://u@127.0.0.1:\(port)/db"), "\(down.stderr)")
+            #expect(down.stderr.contains("postgresql://***@127.0.0.1:\(port)/db"), "\(down.stderr)")
             #expect(!down.stderr.contains("s3cret"))
         }
     }

@@ -141,4 +141,31 @@ struct ConfigurationTests {
             #expect(throws: MirrorError.self) { try ClientIDFile.read(path) }
         }
     }
+
+    @Test func aClientIDFileIsOneShortLineAndNeverWaitedOn() async throws {
+        try await withFile(String(repeating: "a", count: 5000)) { path in
+            #expect(throws: MirrorError.clientIDFile(path: path, problem: "is larger than 4 KiB; a Client-ID is one short line")) {
+                try ClientIDFile.read(path)
+            }
+        }
+        try await withFile("abc123\ndef456\n") { path in
+            #expect(throws: MirrorError.clientIDFile(path: path, problem: "holds more than one line; a Client-ID is one line")) {
+                try ClientIDFile.read(path)
+            }
+        }
+        // A FIFO with no writer would hold the run forever: refused at once.
+        try await TestSupport.withTemporaryDirectory { dir in
+            let fifo = dir.appendingPathComponent("client-id").path
+            #expect(mkfifo(fifo, 0o600) == 0)
+            #expect(throws: MirrorError.clientIDFile(path: fifo, problem: "is not a regular file")) { try ClientIDFile.read(fifo) }
+        }
+    }
+
+    @Test func aConfigFileOverAMebibyteIsRefused() async throws {
+        try await withFile("{\"pages\": 1" + String(repeating: " ", count: 1 << 20) + "}") { path in
+            #expect(throws: MirrorError.configuration("config file \(path): is larger than 1 MiB; no config file is that large")) {
+                try MirrorConfiguration.load(from: path)
+            }
+        }
+    }
 }

@@ -1,0 +1,91 @@
+/// A user name and password for HTTP Basic authentication: from a URL's userinfo or from netrc.
+/// Held in memory for the requests of one run; never printed nor stored.
+package struct URLCredentials: Sendable, Equatable {
+    package var user: String
+    package var password: String
+
+    package init(user: String, password: String) {
+        self.user = user
+        self.password = password
+    }
+}
+
+/// The userinfo (`user:password@`) of URLs: taken out of a URL before it is fetched, named or
+/// stored, and shown as `***` wherever a URL that had one is printed.
+///
+/// Private and paid feeds are handed out as `https://user:pass@host/feed.rss`: the password must
+/// reach the server and nothing else (logs, cron mail, the state, sidecars, metrics).
+package enum URLUserinfo {
+    /// `url` without its userinfo, and the credentials that userinfo held (percent-decoded).
+    package static func split(_ url: String) -> (url: String, credentials: URLCredentials?) {
+        guard let range = userinfoRange(in: url.utf8, from: url.utf8.startIndex) else { return (url, nil) }
+        let userinfo = String(url[range.userinfo])
+        let (user, password) = userinfo.firstIndex(of: ":").map {
+            (String(userinfo[..<$0]), String(userinfo[userinfo.index(after: $0)...]))
+        } ?? (userinfo, "")
+        var stripped = url
+        stripped.removeSubrange(range.userinfo.lowerBound..<range.end)
+        return (stripped, URLCredentials(user: user.percentDecoded ?? user, password: password.percentDecoded ?? password))
+    }
+
+    /// `url` with its userinfo, if any, shown as `***`.
+    package static func redacted(_ url: String) -> String { redacting(in: url) }
+
+    /// `text` with the userinfo of every URL in it shown as `***`: the last guard before a line
+    /// is printed or a label written.
+    package static func redacting(in text: String) -> String {
+        let bytes = text.utf8
+        // The common case, a line without a URL that has a userinfo, is one scan and no copy.
+        guard bytes.contains(UInt8(ascii: "@")), var range = userinfoRange(in: bytes, from: bytes.startIndex) else {
+            return text
+        }
+        var result = ""
+        var copied = bytes.startIndex
+        while true {
+            result += text[copied..<range.userinfo.lowerBound]
+            result += "***@"
+            copied = range.end
+            guard let next = userinfoRange(in: bytes, from: copied) else { break }
+            range = next
+        }
+        return result + text[copied...]
+    }
+
+    /// The first `scheme://userinfo@` (or `scheme:\/\/userinfo@`) at or after `start`: the userinfo's range, and where the
+    /// host begins (after the `@`). A URL's authority ends at `/`, `?`, `#`, or at a character no
+    /// URL holds (space, quote, angle bracket) when the URL is quoted in a sentence.
+    private static func userinfoRange(
+        in bytes: String.UTF8View, from start: String.Index
+    ) -> (userinfo: Range<String.Index>, end: String.Index)? {
+        var index = start
+        while let colon = bytes[index...].firstIndex(of: UInt8(ascii: ":")) {
+            let afterColon = bytes.index(after: colon)
+            // `\/\/`: a URL inside JSON that escapes its slashes (JSONEncoder's default).
+            let separator = bytes[afterColon...].starts(with: "//".utf8) ? 2 : bytes[afterColon...].starts(with: #"\/\/"#.utf8) ? 4 : 0
+            guard separator > 0 else {
+                index = afterColon
+                continue
+            }
+            let authorityStart = bytes.index(afterColon, offsetBy: separator)
+            var cursor = authorityStart
+            var at: String.Index?
+            while cursor != bytes.endIndex, !endsAuthority(bytes[cursor]) {
+                if bytes[cursor] == UInt8(ascii: "@") { at = cursor }
+                cursor = bytes.index(after: cursor)
+            }
+            if let at { return (authorityStart..<at, bytes.index(after: at)) }
+            index = cursor
+        }
+        return nil
+    }
+
+    private static func endsAuthority(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: " "), UInt8(ascii: "\""),
+             UInt8(ascii: "'"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\\"), 0..<0x20, 0x7F:
+            true
+        default:
+            false
+        }
+    }
+}
