@@ -19,6 +19,8 @@ package final class PostgresState: MirrorStore {
     /// (nil) its host's. Imgur counts calls by address: workers behind one address share one.
     let budgetGroup: String?
     private let running: Task<Void, Never>
+    /// The relay the connections go through, when a password must not reach just anyone.
+    private let relay: CleartextPasswordGuard?
 
     /// Connects to `database` and brings its schema to the latest version; `readOnly`, every
     /// transaction is read-only and nothing is created: a database without the schema is refused
@@ -31,9 +33,28 @@ package final class PostgresState: MirrorStore {
         self.logger = Logger(label: "mirror.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
         hostName = ProcessInfo.processInfo.hostName
         self.budgetGroup = budgetGroup
-        var configuration = PostgresClient.Configuration(
-            host: database.host, port: database.port, username: database.user, password: database.password,
-            database: database.database, tls: try database.tls.clientTLS())
+        // A password goes to a server nothing vouches for only through the guard (see there).
+        let relay: CleartextPasswordGuard?
+        if database.password != nil, !database.tls.verifiesCertificate {
+            do {
+                relay = try await CleartextPasswordGuard(host: database.host, port: database.port, tls: try database.tls.relayTLS())
+            } catch let error as MirrorError {
+                throw error
+            } catch {
+                throw .stateDatabase(path: database.description, problem: "\(error)")
+            }
+        } else {
+            relay = nil
+        }
+        self.relay = relay
+        var configuration = if let relay {
+            PostgresClient.Configuration(
+                unixSocketPath: relay.socketPath, username: database.user, password: database.password, database: database.database)
+        } else {
+            PostgresClient.Configuration(
+                host: database.host, port: database.port, username: database.user, password: database.password,
+                database: database.database, tls: try database.tls.clientTLS())
+        }
         configuration.options.connectTimeout = .seconds(10)
         configuration.options.maximumConnections = 8
         let startup = readOnly ? [("default_transaction_read_only", "on")] : []
@@ -41,15 +62,21 @@ package final class PostgresState: MirrorStore {
         // One connection first: the pool retries a server that is down for a minute before a
         // query fails, where a run should say at once that the database cannot be reached.
         do {
-            var probe = PostgresConnection.Configuration(
-                host: database.host, port: database.port, username: database.user, password: database.password,
-                database: database.database, tls: try database.tls.connectionTLS())
+            var probe = if let relay {
+                PostgresConnection.Configuration(
+                    unixSocketPath: relay.socketPath, username: database.user, password: database.password, database: database.database)
+            } else {
+                PostgresConnection.Configuration(
+                    host: database.host, port: database.port, username: database.user, password: database.password,
+                    database: database.database, tls: try database.tls.connectionTLS())
+            }
             probe.options.connectTimeout = .seconds(10)
             probe.options.additionalStartupParameters = startup
             let connection = try await PostgresConnection.connect(configuration: probe, id: 0, logger: logger)
             try await connection.close()
         } catch {
-            if let problem = database.tls.problem(with: error, host: database.host) {
+            await relay?.close()
+            if let problem = relay?.refused ?? database.tls.problem(with: error, host: database.host) {
                 throw .stateDatabase(path: database.description, problem: problem)
             }
             throw Self.failure(error, location: database.description)
@@ -68,6 +95,7 @@ package final class PostgresState: MirrorStore {
     package func close() async {
         running.cancel()
         await running.value
+        await relay?.close()
     }
 
     /// Applies the migrations this database lacks, one transaction each, under an advisory lock.

@@ -25,6 +25,12 @@ extension PostgresTLS {
         return mode == .prefer ? .prefer(context) : .require(context)
     }
 
+    /// The TLS a ``CleartextPasswordGuard`` sets up itself (nil for none), and whether the server
+    /// must accept it.
+    func relayTLS() throws(MirrorError) -> (configuration: TLSConfiguration, required: Bool)? {
+        mode == .disable ? nil : (try configuration(), mode != .prefer)
+    }
+
     private func configuration() throws(MirrorError) -> TLSConfiguration {
         var configuration = TLSConfiguration.makeClientConfiguration()
         switch roots {

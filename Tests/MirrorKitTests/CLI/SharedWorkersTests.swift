@@ -13,10 +13,12 @@ struct SharedWorkersTests {
     static let requirement = PostgresServer.isAvailable
 
 
-    private func workerArguments(_ tag: String, out: String, idFile: String, server: FixtureServer, postgres: PostgresServer) -> [String] {
+    private func workerArguments(
+        _ tag: String, out: String, idFile: String, server: FixtureServer, postgres: PostgresServer, leaseSeconds: Int = 3
+    ) -> [String] {
         [
             tag, "--out", out, "--client-id-file", idFile, "--api-base", server.baseURL,
-            "--media-base", server.baseURL, "--state", postgres.url, "--lease-seconds", "3", "--concurrency", "2", "--verbose",
+            "--media-base", server.baseURL, "--state", postgres.url, "--lease-seconds", "\(leaseSeconds)", "--concurrency", "2", "--verbose",
         ]
     }
 
@@ -134,7 +136,10 @@ struct SharedWorkersTests {
                 let ids = server.generatedImageIDs("frozen")
                 try await MirrorProcess.withClientID { dir, idFile in
                     let out = dir.appendingPathComponent("out").path
-                    let arguments = workerArguments("frozen", out: out, idFile: idFile, server: server, postgres: postgres)
+                    // A lease long enough that the worker taking over keeps its own on a loaded machine
+                    // (with 3 s, a test run's load once made it hand the file back).
+                    let lease = 5
+                    let arguments = workerArguments("frozen", out: out, idFile: idFile, server: server, postgres: postgres, leaseSeconds: lease)
                     let logs = (0..<2).map { dir.appendingPathComponent("worker-\($0).log") }
                     let workers = try (0..<2).map { try MirrorProcess.start(arguments, log: logs[$0]) }
                     func log(of worker: ChildProcess.Started) -> String {
@@ -163,7 +168,7 @@ struct SharedWorkersTests {
                     #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(server.content(of: "/\(big).jpg")))
 
                     // Stopped for twice its lease, then let go.
-                    try await Task.sleep(until: stoppedAt + .seconds(6))
+                    try await Task.sleep(until: stoppedAt + .seconds(2 * lease))
                     stopped.signal(SIGCONT)
                     try? await eventually("the stopped worker ends", within: .seconds(60)) { !stopped.isRunning }
                     if stopped.isRunning { stopped.signal(SIGKILL) }

@@ -58,8 +58,8 @@ final class NginxServer: Sendable {
             events { worker_connections 1024; }
             http {
                 log_format test '$request_uri $status $server_protocol $connection $msec $request_time';
-                # A CDN that answers 429 past a request every three seconds (two at once allowed).
-                limit_req_zone $server_addr zone=throttle:1m rate=20r/m;
+                # A CDN that answers 429 past a request every twelve seconds (two at once allowed).
+                limit_req_zone $server_addr zone=throttle:1m rate=5r/m;
                 limit_req_status 429;
                 access_log \(work.path)/access.log test;
                 client_body_temp_path \(work.path)/tmp/body;

@@ -31,16 +31,27 @@ final class PostgresServer: Sendable {
         var clientAuthority: String?
     }
 
-    init(tls: TLS? = nil) throws {
+    /// The password of ``user`` when the server asks for one (``init(tls:passwordMethod:)``).
+    static let password = "pg-Pa55word"
+
+    /// `passwordMethod`: pg_hba's method for connections over TCP (`scram-sha-256`, `md5`, or
+    /// `password`, which asks for it in clear); nil trusts them.
+    init(tls: TLS? = nil, passwordMethod: String? = nil) throws {
         guard let binaries = Self.binaries else { throw EventuallyTimeout(description: "PostgreSQL is not installed") }
         work = FileManager.default.temporaryDirectory.appendingPathComponent("postgres-\(UUID().uuidString)")
         let data = work.appendingPathComponent("data")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: work.path)
         if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", work.path]) }
+        var passwordArguments: [String] = []
+        if passwordMethod != nil {
+            let file = work.appendingPathComponent("password")
+            try Data(Self.password.utf8).write(to: file)
+            passwordArguments = ["--pwfile", file.path]
+        }
         let initdb = Self.asServer(binaries.appendingPathComponent("initdb").path, [
             "-D", data.path, "-A", "trust", "-U", Self.user, "--no-sync", "-E", "UTF8", "--locale", "C",
-        ])
+        ] + passwordArguments)
         try Self.run(initdb.executable, initdb.arguments)
         var settings: [String] = []
         if let tls {
@@ -61,6 +72,12 @@ final class PostgresServer: Sendable {
                 try Data(rules.utf8).write(to: hba)
                 if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", hba.path]) }
             }
+        }
+        if let passwordMethod {
+            let rules = "local all all trust\nhost all all 127.0.0.1/32 \(passwordMethod)\n"
+            let hba = data.appendingPathComponent("pg_hba.conf")
+            try Data(rules.utf8).write(to: hba)
+            if getuid() == 0 { try Self.run("/usr/bin/chown", ["postgres:postgres", hba.path]) }
         }
         var attempt = 0
         while true {
@@ -98,8 +115,8 @@ final class PostgresServer: Sendable {
     }
 
     /// Runs `body` with a server of its own, stopped after, whatever `body` does.
-    static func with<T>(tls: TLS? = nil, _ body: (PostgresServer) async throws -> T) async throws -> T {
-        let server = try PostgresServer(tls: tls)
+    static func with<T>(tls: TLS? = nil, passwordMethod: String? = nil, _ body: (PostgresServer) async throws -> T) async throws -> T {
+        let server = try PostgresServer(tls: tls, passwordMethod: passwordMethod)
         do {
             let result = try await body(server)
             await server.stop()
