@@ -25,16 +25,19 @@ struct FeedCommand: AsyncParsableCommand {
 
     @OptionGroup var filtering: FilterOptions
 
+    @Option(help: "Of a Media RSS group (one video in several sizes), mirror the rendition marked default (else the largest), the largest, or the smallest: default, largest, smallest (default: default).")
+    var mediaRendition: MediaRendition?
+
     @Option(help: "Enclosures downloading at once (default 1: each takes the bandwidth; the config's concurrency counts too).")
     var concurrency: Int?
 
     func validate() throws {
         if let baseURL, !HTTPURL.isValid(baseURL) {
-            throw ValidationError("--base-url must be an http or https URL, got '\(baseURL)'")
+            throw ValidationError("--base-url must be an http or https URL, got '\(URLUserinfo.redactedArgument(baseURL))'")
         }
         guard !feeds.isEmpty else { throw ValidationError("name at least one feed") }
         for feed in feeds where feed.contains("://") && !HTTPURL.isValid(feed) {
-            throw ValidationError("the feed URL must be http or https, got '\(feed)'")
+            throw ValidationError("the feed URL must be http or https, got '\(URLUserinfo.redactedArgument(feed))'")
         }
         if feeds.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read once") }
         // `example.org/feed.xml` is a URL without its scheme more often than a file that is not
@@ -60,6 +63,7 @@ struct FeedCommand: AsyncParsableCommand {
         download.apply(to: &flags)
         filtering.apply(to: &flags)
         flags.concurrency = concurrency
+        flags.mediaRendition = mediaRendition
         return flags
     }
 
@@ -91,3 +95,5 @@ struct FeedCommand: AsyncParsableCommand {
         }
     }
 }
+
+extension MediaRendition: ExpressibleByArgument {}

@@ -146,7 +146,7 @@ struct DownloadOptions: ParsableArguments {
         flags.mode = mode
         flags.maxBandwidth = maxBandwidth
         flags.retries = retries
-        flags.netrc = netrcFile ?? (netrc ? "~/.netrc" : nil)
+        flags.netrc = netrcFile ?? (netrc ? RunSettings.defaultNetrc : nil)
         flags.maxFileSize = maxFileSize
     }
 }

@@ -11,8 +11,9 @@ import Synchronization
 /// answer is `require_auth`, postgres-nio has none. So the connections go through a relay on a
 /// Unix socket in a private folder: it makes the TCP connection (and the TLS, where the sslmode
 /// asks for it), reads the server's authentication requests before postgres-nio sees them, and
-/// closes the connection when one asks for the password in clear. SCRAM (which never shows the
-/// password) and MD5 pass. Once authenticated, bytes go through as they are.
+/// closes the connection when one asks for the password in clear, or as MD5 (whose answer a
+/// server in the middle can relay to the real one). SCRAM, which proves the password without
+/// giving away anything reusable, passes. Once authenticated, bytes go through as they are.
 final class CleartextPasswordGuard: Sendable {
     /// What postgres-nio connects to.
     let socketPath: String
@@ -167,9 +168,11 @@ private final class AuthenticationInspector: ChannelInboundHandler {
               let length: Int32 = buffer.getInteger(at: buffer.readerIndex + 1), length >= 4,
               buffer.readableBytes >= 1 + Int(length) {
             if type == UInt8(ascii: "R"), length >= 8, let code: Int32 = buffer.getInteger(at: buffer.readerIndex + 5) {
-                if code == 3 {
+                // 3: the password in clear; 5: MD5, whose answer a server in the middle can pass
+                // on to the real one and log in with, or break offline.
+                if code == 3 || code == 5 {
                     refusal.record(
-                        "the server asked for the password in clear, over a connection on which nothing proves who the server is; refused (use SCRAM authentication, or sslmode=verify-full with sslrootcert)")
+                        "the server asked for the password \(code == 3 ? "in clear" : "as MD5"), over a connection on which nothing proves who the server is; refused (use SCRAM authentication, or sslmode=verify-full with sslrootcert)")
                     context.close(promise: nil)
                     return
                 }

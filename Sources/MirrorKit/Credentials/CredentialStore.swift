@@ -5,30 +5,47 @@ import Synchronization
 ///
 /// A request gets the credentials of its own origin (scheme, host and port), so a relative
 /// enclosure of a private feed is fetched with the feed's password while a link to another
-/// origin is not; a redirect to another host drops them (libcurl's rule). Credentials a URL
-/// carries win over netrc's, as in curl.
+/// origin is not; a redirect to another host drops them (libcurl's rule). Credentials a URL the
+/// user gave carries win over netrc's, as in curl.
 package final class CredentialStore: Sendable {
-    private let byOrigin = Mutex<[String: URLCredentials]>([:])
+    /// From URLs the user gave this run (a feed's, `--media-base`'s): they win over all else.
+    private let given = Mutex<[String: URLCredentials]>([:])
+    /// From links in feeds: below the user's own, netrc's machines included.
+    private let linked = Mutex<[String: URLCredentials]>([:])
+    /// The hosts of the sources the user named: only they get netrc's `default` entry, which a
+    /// link in a feed must not be able to collect by naming a host of its own.
+    private let sourceHosts = Mutex<Set<String>>([])
     private let netrc: Netrc?
 
     package init(netrc: Netrc? = nil) {
         self.netrc = netrc
     }
 
-    /// Keeps `credentials` for the origin of `url`, unless that origin has some already (the
-    /// user's own URL comes first; a link in a feed cannot replace them).
-    package func remember(_ credentials: URLCredentials, forOriginOf url: String) {
+    /// Keeps `credentials` for the origin of `url`: the first given for an origin stays.
+    /// `given`: they came from a URL the user gave, not from a feed's link.
+    package func remember(_ credentials: URLCredentials, forOriginOf url: String, given isGiven: Bool) {
         guard let origin = Self.origin(of: url) else { return }
-        byOrigin.withLock { known in
+        func keep(_ known: inout [String: URLCredentials]) {
             if known[origin] == nil { known[origin] = credentials }
         }
+        if isGiven { given.withLock { keep(&$0) } } else { linked.withLock { keep(&$0) } }
     }
 
-    /// What a request to `url` authenticates with, if anything.
+    /// `url` is a source the user named: its host may use netrc's `default` entry.
+    package func trustDefaultLogin(forHostOf url: String) {
+        guard let origin = Self.origin(of: url) else { return }
+        sourceHosts.withLock { _ = $0.insert(Self.host(ofOrigin: origin)) }
+    }
+
+    /// What a request to `url` authenticates with, if anything: the user's URL's, netrc's
+    /// machine, a feed link's, then netrc's default for a source's own host.
     func credentials(for url: String) -> URLCredentials? {
         guard let origin = Self.origin(of: url) else { return nil }
-        if let remembered = byOrigin.withLock({ $0[origin] }) { return remembered }
-        return netrc?.credentials(forHost: Self.host(ofOrigin: origin))
+        if let known = given.withLock({ $0[origin] }) { return known }
+        let host = Self.host(ofOrigin: origin)
+        if let machine = netrc?.machine(host) { return machine }
+        if let known = linked.withLock({ $0[origin] }) { return known }
+        return sourceHosts.withLock({ $0.contains(host) }) ? netrc?.fallback : nil
     }
 
     /// `scheme://host:port`, lowercased, the port made explicit: what two URLs share when they

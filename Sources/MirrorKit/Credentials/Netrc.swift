@@ -23,34 +23,38 @@ package struct Netrc: Sendable, Equatable {
                 fallback = credentials
             }
         }
+        // Words are never quoted back in an error: one may be a password.
         while let token = tokens.popFirst() {
-            switch token {
+            switch token.lowercased() {
             case "machine":
                 finish()
-                guard let host = tokens.popFirst() else { throw .configuration("\(file): 'machine' without a name") }
+                guard let host = tokens.popFirst(), host != Self.blankLine else { throw .configuration("\(file): 'machine' without a name") }
                 current = (host.lowercased(), nil, nil)
             case "default":
                 finish()
                 current = (nil, nil, nil)
             case "login", "password", "account":
-                guard let value = tokens.popFirst() else { throw .configuration("\(file): '\(token)' without a value") }
+                guard let value = tokens.popFirst(), value != Self.blankLine else {
+                    throw .configuration("\(file): '\(token)' without a value")
+                }
                 guard current != nil else { throw .configuration("\(file): '\(token)' before any 'machine'") }
-                if token == "login" { current!.login = value }
-                if token == "password" { current!.password = value }
+                if token.lowercased() == "login" { current!.login = value }
+                if token.lowercased() == "password" { current!.password = value }
             case "macdef":
                 // A macro runs to the first empty line: its words are not entries.
                 finish()
                 current = nil
-                _ = tokens.popFirst()
-                while let next = tokens.first, next != "\n\n" { tokens.removeFirst() }
-            case "\n\n":
-                continue
+                while let next = tokens.popFirst(), next != Self.blankLine {}
             default:
-                throw .configuration("\(file): unexpected '\(token)' (expected machine, default, login, password, account or macdef)")
+                // A word curl and wget do not know either (or the blank line a macro ends with).
+                continue
             }
         }
         finish()
     }
+
+    /// The token an empty line becomes: it ends a macro.
+    private static let blankLine = "\n\n"
 
     /// Reads the netrc file at `path`: a regular file of at most ``maximumBytes``.
     package static func load(path: String) throws(MirrorError) -> Netrc {
@@ -65,22 +69,26 @@ package struct Netrc: Sendable, Equatable {
         throw .configuration("netrc file \(path) \(problem)")
     }
 
-    /// The credentials for `host`: its machine entry, else the default one.
-    func credentials(forHost host: String) -> URLCredentials? {
-        machines[host.lowercased()] ?? fallback
+    /// The machine entry of `host`.
+    func machine(_ host: String) -> URLCredentials? {
+        machines[host.lowercased()]
     }
 
-    /// The words of netrc text, with `"…"` quoting (and `\` escapes in it) as curl reads them; an
-    /// empty line is kept as the token `\n\n`, which ends a macro.
+    /// The words of netrc text, with `"…"` quoting (and `\` escapes in it) as curl reads them; a
+    /// `#` that begins a word comments out the rest of its line; an empty line is kept as
+    /// ``blankLine``, which ends a macro.
     private static func tokens(of text: String) -> [String] {
         var tokens: [String] = []
         var word = ""
+        var quoted = false
         var inQuotes = false
         var escaped = false
+        var inComment = false
         var newlines = 0
         func flush() {
-            if !word.isEmpty { tokens.append(word) }
+            if !word.isEmpty || quoted { tokens.append(word) }
             word = ""
+            quoted = false
         }
         for character in text {
             if inQuotes {
@@ -98,17 +106,22 @@ package struct Netrc: Sendable, Equatable {
             }
             if character == "\n" || character == "\r\n" {
                 flush()
+                inComment = false
                 newlines += 1
-                if newlines == 2 { tokens.append("\n\n") }
+                if newlines == 2 { tokens.append(blankLine) }
                 continue
             }
+            if inComment { continue }
             if character == " " || character == "\t" || character == "\r" {
                 flush()
                 continue
             }
             newlines = 0
-            if character == "\"" && word.isEmpty {
+            if character == "#" && word.isEmpty && !quoted {
+                inComment = true
+            } else if character == "\"" && word.isEmpty {
                 inQuotes = true
+                quoted = true
             } else {
                 word.append(character)
             }

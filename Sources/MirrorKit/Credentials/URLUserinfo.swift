@@ -18,7 +18,8 @@ package struct URLCredentials: Sendable, Equatable {
 package enum URLUserinfo {
     /// `url` without its userinfo, and the credentials that userinfo held (percent-decoded).
     package static func split(_ url: String) -> (url: String, credentials: URLCredentials?) {
-        guard let range = userinfoRange(in: url.utf8, from: url.utf8.startIndex) else { return (url, nil) }
+        // The URL's own authority only: a URL quoted in its query (`?next=https://u:p@other/`) is not its login.
+        guard let range = userinfoRange(in: url.utf8, from: url.utf8.startIndex, wholeURL: true) else { return (url, nil) }
         let userinfo = String(url[range.userinfo])
         let (user, password) = userinfo.firstIndex(of: ":").map {
             (String(userinfo[..<$0]), String(userinfo[userinfo.index(after: $0)...]))
@@ -30,6 +31,15 @@ package enum URLUserinfo {
 
     /// `url` with its userinfo, if any, shown as `***`.
     package static func redacted(_ url: String) -> String { redacting(in: url) }
+
+    /// A string given as a URL that may not be one (a password with `/`, `#` or `@` unescaped
+    /// breaks it), as an error quotes it: everything from `://` to its last `@` shown as `***`.
+    package static func redactedArgument(_ text: String) -> String {
+        guard let scheme = text.firstRange(of: "://"), let at = text.lastIndex(of: "@"), scheme.upperBound <= at else {
+            return redacted(text)
+        }
+        return String(text[..<scheme.upperBound]) + "***" + String(text[at...])
+    }
 
     /// `text` with the userinfo of every URL in it shown as `***`: the last guard before a line
     /// is printed or a label written.
@@ -55,7 +65,7 @@ package enum URLUserinfo {
     /// host begins (after the `@`). A URL's authority ends at `/`, `?`, `#`, or at a character no
     /// URL holds (space, quote, angle bracket) when the URL is quoted in a sentence.
     private static func userinfoRange(
-        in bytes: String.UTF8View, from start: String.Index
+        in bytes: String.UTF8View, from start: String.Index, wholeURL: Bool = false
     ) -> (userinfo: Range<String.Index>, end: String.Index)? {
         var index = start
         while let colon = bytes[index...].firstIndex(of: UInt8(ascii: ":")) {
@@ -69,23 +79,31 @@ package enum URLUserinfo {
             let authorityStart = bytes.index(afterColon, offsetBy: separator)
             var cursor = authorityStart
             var at: String.Index?
-            while cursor != bytes.endIndex, !endsAuthority(bytes[cursor]) {
+            while cursor != bytes.endIndex, !(wholeURL ? endsURLAuthority(bytes[cursor]) : endsAuthority(bytes[cursor])) {
                 if bytes[cursor] == UInt8(ascii: "@") { at = cursor }
                 cursor = bytes.index(after: cursor)
             }
             if let at { return (authorityStart..<at, bytes.index(after: at)) }
+            if wholeURL { return nil }
             index = cursor
         }
         return nil
     }
 
+    /// Where an authority ends in a line of text. Not at `'`, which a password may hold (RFC
+    /// 3986's sub-delims): a URL quoted in `'…'` still has its `@` before the closing quote.
     private static func endsAuthority(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: " "), UInt8(ascii: "\""),
-             UInt8(ascii: "'"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\\"), 0..<0x20, 0x7F:
+             UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "\\"), 0..<0x20, 0x7F:
             true
         default:
             false
         }
+    }
+
+    /// Where an authority ends in a URL alone (RFC 3986 §3.2).
+    private static func endsURLAuthority(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#")
     }
 }

@@ -14,9 +14,14 @@ struct EnclosureSidecar: Encodable {
     var length: Int64?
     var file: String
     var sources: [String]
+    /// Media RSS: the kind of file, its alt text, its rating and its thumbnail's URL.
+    var medium: String?
+    var description: String?
+    var rating: String?
+    var preview: String?
 
     enum CodingKeys: String, CodingKey {
-        case title, id, version, updated, page, links, type, length, file, sources
+        case title, id, version, updated, page, links, type, length, file, sources, medium, description, rating, preview
         case feedTitle = "feed_title"
         case feedKind = "feed_kind"
     }
@@ -37,5 +42,9 @@ struct EnclosureSidecar: Encodable {
         length = enclosure.length
         file = "enclosures/\(fileName)"
         self.sources = sources
+        medium = enclosure.medium
+        description = enclosure.mediaDescription
+        rating = enclosure.rating
+        preview = enclosure.preview
     }
 }

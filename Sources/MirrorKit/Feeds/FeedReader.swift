@@ -19,6 +19,11 @@ struct FeedEnclosure: Sendable, Equatable {
     var entryID: String?
     /// The entry's web page (Atom's alternate link, RSS's `link`), where it has one.
     var entryPage: String?
+    /// Media RSS: the file's thumbnail (mirrored as its preview), its kind, alt text and rating.
+    var preview: String?
+    var medium: String?
+    var mediaDescription: String?
+    var rating: String?
 }
 
 /// A parsed feed: its kind and every enclosure in document order.
@@ -61,8 +66,6 @@ package struct FeedError: Error, Sendable, Equatable, CustomStringConvertible {
 /// Nothing is returned unless the whole document parsed: libxml2 streams nodes before it notices
 /// a document is malformed.
 enum FeedReader {
-    static let atomNamespace = "http://www.w3.org/2005/Atom"
-    static let docsetNamespace = "http://developer.apple.com/rss/docset_extensions"
 
     /// Parses a feed fetched from `url`; relative links resolve against it (and `xml:base`).
     static func parse(_ bytes: [UInt8], url: String) throws(FeedError) -> Feed {
@@ -71,7 +74,7 @@ enum FeedReader {
 
     /// Parses the feed read from `url` (a URL, or a file's name, for messages); relative links
     /// resolve against `base` and `xml:base`, and are reported as problems without either.
-    static func parse(_ bytes: [UInt8], url: String, base: String?) throws(FeedError) -> Feed {
+    static func parse(_ bytes: [UInt8], url: String, base: String?, rendition: MediaRendition = .preferred) throws(FeedError) -> Feed {
         guard !bytes.isEmpty else { throw FeedError(url: url, problem: "empty document") }
         guard bytes.count < Int(Int32.max) else { throw FeedError(url: url, problem: "larger than 2 GiB") }
         var prolog = FeedProlog()
@@ -86,7 +89,7 @@ enum FeedReader {
         let result: Result<Feed, FeedError> = bytes.withUnsafeBufferPointer { buffer in
             withExtendedLifetime(errors) {
                 buffer.withMemoryRebound(to: CChar.self) { chars in
-                    read(chars, url: url, base: base, errors: errors)
+                    read(chars, url: url, base: base, rendition: rendition, errors: errors)
                 }
             }
         }
@@ -94,7 +97,7 @@ enum FeedReader {
     }
 
     private static func read(
-        _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, errors: ErrorCollector
+        _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, rendition: MediaRendition, errors: ErrorCollector
     ) -> Result<Feed, FeedError> {
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
         guard let reader = xmlReaderForMemory(chars.baseAddress, Int32(chars.count), base, nil, options) else {
@@ -108,7 +111,7 @@ enum FeedReader {
             collector.record(line: Int(error.pointee.line), message: error.pointee.message.map { String(cString: $0) } ?? "")
         }, context)
 
-        var walker = FeedWalker(reader: reader, url: url, hasBase: base != nil)
+        var walker = FeedWalker(reader: reader, url: url, hasBase: base != nil, rendition: rendition)
         do throws(FeedError) {
             while true {
                 let status = xmlTextReaderRead(reader)

@@ -14,13 +14,16 @@ package struct FeedSource: MirrorSource {
     let retry: RetryPolicy
     /// Which enclosures the run takes (`--filter`, `--since`, `--until`).
     let filter: MediaFilter
+    /// Which rendition of a Media RSS group is mirrored.
+    let rendition: MediaRendition
     let logger: Logger
 
     package init(
         feed: FeedLocation, baseURL: String? = nil, engine: TransferEngine, retry: RetryPolicy,
-        filter: MediaFilter = MediaFilter(), logger: Logger
+        filter: MediaFilter = MediaFilter(), rendition: MediaRendition = .preferred, logger: Logger
     ) {
         self.filter = filter
+        self.rendition = rendition
         self.feed = feed
         self.baseURL = baseURL
         self.engine = engine
@@ -41,8 +44,9 @@ package struct FeedSource: MirrorSource {
             return listing
         }
         listing.problems = feed.problems
-        for (url, credentials) in feed.linkCredentials { engine.credentials.remember(credentials, forOriginOf: url) }
+        for (url, credentials) in feed.linkCredentials { engine.credentials.remember(credentials, forOriginOf: url, given: false) }
         var names = EnclosureNames(feed: self.feed.description, enclosures: feed.enclosures)
+        var previewNames = EnclosureNames(feed: self.feed.description, enclosures: [])
         var seenURLs: Set<String> = []
         var leftOutURLs: Set<String> = []
         for enclosure in feed.enclosures where !sink.isHalted {
@@ -75,10 +79,19 @@ package struct FeedSource: MirrorSource {
                     sink.report("metadata of \(enclosure.url): \(error)")
                 }
             }
+            // The thumbnail first, as Imgur's previews: it is small, and shown while the file comes.
+            if let preview = enclosure.preview, seenURLs.insert(preview).inserted {
+                do {
+                    await sink.submit(try await planPreview(preview, of: job, names: &previewNames, sink: sink), forced: false)
+                } catch {
+                    sink.halt(error)
+                    break
+                }
+            }
             await sink.submit(job, forced: true)
         }
         if feed.enclosures.isEmpty { logger.warning("feed \(self.feed) lists no enclosures") }
-        await sink.revalidateTheRest(claiming: ["enclosures"])
+        await sink.revalidateTheRest(claiming: ["enclosures", Self.previewFolder])
         return listing
     }
 
@@ -112,6 +125,24 @@ package struct FeedSource: MirrorSource {
         // Feeds write 0 (or nothing) for a length they do not know.
         job.declaredSize = enclosure.length.flatMap { $0 > 0 ? $0 : nil }
         return job
+    }
+
+    /// Where a feed's thumbnails (Media RSS's) go: the previews of its files, beside `enclosures/`.
+    static let previewFolder = "previews"
+
+    /// The job of the thumbnail at `url`, the preview of `content`'s file: an item of its own,
+    /// named after its URL's file name (tagged when another item has that name).
+    private func planPreview(
+        _ url: String, of content: MirrorJob, names: inout EnclosureNames, sink: SourceSink
+    ) async throws(MirrorError) -> MirrorJob {
+        let item = "preview " + content.item
+        var name = Self.fileName(forURL: url)
+        let owner = try await sink.store.item(owning: "\(Self.previewFolder)/\(name)")
+        if !names.claim(name, for: item) || owner.map({ $0 != item }) == true {
+            name = MirrorDirectory.tagged(name, try Self.digest(item).prefix(8))
+            _ = names.claim(name, for: item)
+        }
+        return MirrorJob(url: url, relativePath: "\(Self.previewFolder)/\(name)", item: item, release: content.release)
     }
 
     /// The newest file recorded for `item`; one an earlier version of mirror recorded under the
@@ -161,11 +192,12 @@ package struct FeedSource: MirrorSource {
             // The password stays in memory, for this origin's requests: the URL fetched, named
             // and stored is the one without it.
             let (url, credentials) = URLUserinfo.split(given)
-            if let credentials { engine.credentials.remember(credentials, forOriginOf: url) }
-            return try await fetchFeed(url, named: feed.description)
+            engine.credentials.trustDefaultLogin(forHostOf: url)
+            if let credentials { engine.credentials.remember(credentials, forOriginOf: url, given: true) }
+            return try await fetchFeed(url, named: feed.description, credentials: credentials)
         case .file, .standardInput:
             let bytes = try await feed.readLocally(limit: Self.maximumFeedBytes)
-            return try FeedReader.parse(bytes, url: feed.description, base: baseURL)
+            return try FeedReader.parse(bytes, url: feed.description, base: baseURL, rendition: rendition)
         }
     }
 
@@ -175,10 +207,12 @@ package struct FeedSource: MirrorSource {
 
     /// Fetches and parses the feed, waiting out network faults, 408, 429 and 5xx as downloads do.
     /// The download ends at the first sign of a DOCTYPE, or once it grows past ``maximumFeedBytes``.
-    private func fetchFeed(_ address: String, named url: String) async throws(FeedError) -> Feed {
-        let request = TransferRequest(
+    private func fetchFeed(_ address: String, named url: String, credentials: URLCredentials?) async throws(FeedError) -> Feed {
+        var request = TransferRequest(
             url: address, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],
             destination: .memory(limit: Self.maximumFeedBytes), inspector: FeedProlog())
+        // Two feeds of one host with two logins: each feed is fetched with its own.
+        request.credentials = credentials
         return try await retry.run(
             onRetry: { failure, delay in logger.warning("\(failure); retrying in \(DurationText.spoken(delay))") }
         ) { _ throws(FeedError) in
@@ -202,7 +236,7 @@ package struct FeedSource: MirrorSource {
             }
             // Relative enclosure URLs resolve against where the feed really came from.
             if response.isSuccess {
-                return .success(try FeedReader.parse(response.body, url: url, base: response.finalURL))
+                return .success(try FeedReader.parse(response.body, url: url, base: response.finalURL, rendition: rendition))
             }
             let failure = FeedError(url: url, problem: "HTTP \(response.status)", isFetchFailure: true)
             guard RetryPolicy.isRetryable(status: response.status) else { throw failure }
@@ -214,12 +248,16 @@ package struct FeedSource: MirrorSource {
     /// no controls or bidi overrides (replaced by `_`), no leading dot, and at most
     /// ``maximumNameBytes`` bytes, so that a suffix added later still fits NAME_MAX.
     static func fileName(for enclosure: FeedEnclosure) -> String {
-        let path = URLComponents(string: enclosure.url)?.percentEncodedPath ?? ""
+        fileName(forURL: enclosure.url)
+    }
+
+    static func fileName(forURL url: String) -> String {
+        let path = URLComponents(string: url)?.percentEncodedPath ?? ""
         let last = path.split(separator: "/").last.map(String.init) ?? ""
         var name = FileNameText.replacingUnsafeCharacters(last.percentDecoded ?? last)
         while name.hasPrefix(".") { name.removeFirst() }
         // The run has checked that MD5 works before it names a file.
-        if name.isEmpty { name = "enclosure-" + ((try? Digest.md5Hex(Array(enclosure.url.utf8)))?.prefix(12) ?? "") }
+        if name.isEmpty { name = "enclosure-" + ((try? Digest.md5Hex(Array(url.utf8)))?.prefix(12) ?? "") }
         return FileNameText.truncated(name, toBytes: maximumNameBytes)
     }
 

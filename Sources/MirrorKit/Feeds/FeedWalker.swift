@@ -9,6 +9,8 @@ struct FeedWalker {
     /// standard input without `--base-url` has not).
     private let hasBase: Bool
     private var kind: Feed.Kind?
+    /// The format's reader, chosen by the root element.
+    private var dialect: (any FeedDialect.Type)?
     private var title: String?
     private var enclosures: [FeedEnclosure] = []
     private var problems: [String] = []
@@ -18,7 +20,7 @@ struct FeedWalker {
     /// that are no URL, reported once the entry's title is known.
     private var entry: OpenEntry?
 
-    private struct OpenEntry {
+    struct OpenEntry {
         var depth: Int32
         var title: String?
         var version: String?
@@ -30,6 +32,8 @@ struct FeedWalker {
         var updated: String?
         /// The entry's web page: Atom's alternate link, RSS's `link`.
         var page: String?
+        /// Media RSS's thumbnail of the whole item.
+        var thumbnail: String?
         var found: [FeedEnclosure] = []
         var unusable: [String] = []
 
@@ -38,10 +42,11 @@ struct FeedWalker {
         }
     }
 
-    init(reader: xmlTextReaderPtr, url: String, hasBase: Bool) {
+    init(reader: xmlTextReaderPtr, url: String, hasBase: Bool, rendition: MediaRendition = .preferred) {
         self.reader = reader
         self.url = url
         self.hasBase = hasBase
+        self.rendition = rendition
     }
 
     var feed: Feed? {
@@ -58,116 +63,112 @@ struct FeedWalker {
         case Int32(XML_READER_TYPE_ELEMENT.rawValue):
             try element()
         case Int32(XML_READER_TYPE_END_ELEMENT.rawValue):
-            if let entry, xmlTextReaderDepth(reader) == entry.depth { closeEntry() }
+            endElement()
         default:
             break
         }
     }
 
     private mutating func element() throws(FeedError) {
-        let name = string(xmlTextReaderConstLocalName(reader)) ?? ""
-        let namespace = string(xmlTextReaderConstNamespaceUri(reader))
-        let depth = xmlTextReaderDepth(reader)
-        guard let kind else {
-            switch (name, namespace) {
-            case ("feed", FeedReader.atomNamespace?): kind = .atom
-            case ("rss", nil): kind = .rss
-            case ("entry", nil):
-                kind = .dash
-                entry = OpenEntry(depth: depth)
-            default: throw FeedError(url: url, problem: "not an Atom, RSS or Dash feed (root element <\(name)>)")
+        let node = FeedNode(
+            name: string(xmlTextReaderConstLocalName(reader)) ?? "", namespace: string(xmlTextReaderConstNamespaceUri(reader)),
+            depth: xmlTextReaderDepth(reader), isEmpty: xmlTextReaderIsEmptyElement(reader) == 1)
+        guard let dialect else {
+            guard let (dialect, kind) = FeedDialects.reading(root: node) else {
+                throw FeedError(url: url, problem: "not an Atom, RSS or Dash feed (root element <\(node.name)>)")
             }
+            self.dialect = dialect
+            self.kind = kind
+            dialect.root(node, in: &self)
+            if node.isEmpty, let entry, entry.depth == node.depth { closeEntry() }
             return
         }
-        switch kind {
-        case .atom: atomElement(name, namespace, depth)
-        case .rss: rssElement(name, namespace, depth)
-        case .dash: dashElement(name, depth)
+        if node.namespace == MediaRSS.namespace, entry != nil {
+            MediaRSS.element(node, in: &self)
+        } else {
+            dialect.element(node, in: &self)
         }
-        if xmlTextReaderIsEmptyElement(reader) == 1, let entry, entry.depth == depth { closeEntry() }
+        if node.isEmpty, let entry, entry.depth == node.depth { closeEntry() }
     }
 
-    private mutating func atomElement(_ name: String, _ namespace: String?, _ depth: Int32) {
-        let isAtom = namespace == FeedReader.atomNamespace
-        if isAtom && name == "entry" {
-            // An entry quoted inside another's content is content, not a second entry.
-            if entry == nil { entry = OpenEntry(depth: depth) }
-        } else if isAtom && name == "title" {
-            let value = text()
-            if let open = entry, depth == open.depth + 1 { entry?.title = value } else if depth == 1 { title = value }
-        } else if isAtom && name == "link", entry != nil {
-            // A link without rel is an alternate link (RFC 4287 §4.2.7.2).
-            guard let href = attribute("href") else { return }
-            switch attribute("rel") {
-            case "enclosure": addEnclosure(href: href, length: attribute("length"), type: attribute("type"))
-            case nil, "alternate":
-                let page = pageLink(href)
-                if entry?.page == nil { entry?.page = page }
-            default: break
-            }
-        } else if let open = entry, depth == open.depth + 1, isAtom && (name == "id" || name == "updated") {
-            let value = text()
-            if name == "id" { entry?.id = value } else { entry?.updated = value }
-        } else if namespace == FeedReader.docsetNamespace && name == "version", entry != nil {
-            let value = text()
-            entry?.version = value
-        } else if namespace == FeedReader.docsetNamespace && name == "identifier", entry != nil {
-            let value = text()
-            entry?.docsetIdentifier = value
-        }
+    /// An element ends: a Media RSS content or group is complete, or the entry is.
+    private mutating func endElement() {
+        let depth = xmlTextReaderDepth(reader)
+        MediaRSS.end(depth: depth, in: &self)
+        if let entry, depth == entry.depth { closeEntry() }
     }
 
-    private mutating func rssElement(_ name: String, _ namespace: String?, _ depth: Int32) {
-        guard namespace == nil else { return }
-        switch name {
-        case "item":
-            if entry == nil { entry = OpenEntry(depth: depth) }
-        case "guid", "pubDate":
-            guard let open = entry, depth == open.depth + 1 else { return }
-            let value = text()
-            if name == "guid" { entry?.id = value } else { entry?.updated = value }
-        case "title":
-            let value = text()
-            if let open = entry, depth == open.depth + 1 { entry?.title = value } else if entry == nil && title == nil { title = value }
-        case "link":
-            guard let open = entry, depth == open.depth + 1, let href = text() else { return }
-            let page = pageLink(href)
-            entry?.page = page
-        case "enclosure" where entry != nil:
-            guard let href = attribute("url") else { return }
-            addEnclosure(href: href, length: attribute("length"), type: attribute("type"))
-        default:
-            break
-        }
+    // MARK: - What dialects build
+
+    /// Opens an entry at `depth`, unless one is open (an entry quoted in another's content is content).
+    mutating func openEntry(at depth: Int32) {
+        if entry == nil { entry = OpenEntry(depth: depth) }
     }
 
-    /// Dash: `<version>` and the mirror `<url>`s of one archive, directly under the root.
-    private mutating func dashElement(_ name: String, _ depth: Int32) {
-        guard let open = entry, depth == open.depth + 1 else { return }
-        switch name {
-        case "version":
-            let value = text()
-            entry?.version = value
-        case "url":
-            guard let href = text(), let resolved = resolve(href) else { return }
-            if entry?.found.isEmpty == true {
-                entry?.found.append(FeedEnclosure(url: resolved))
-            } else {
-                entry?.found[0].mirrors.append(resolved)
-            }
-        default:
-            break
-        }
+    /// Whether `node` is a direct child of the open entry.
+    func isInEntry(_ node: FeedNode) -> Bool {
+        entry.map { node.depth == $0.depth + 1 } ?? false
     }
 
-    private mutating func addEnclosure(href: String, length: String?, type: String?) {
+    var isInAnEntry: Bool { entry != nil }
+
+    mutating func setFeedTitle(_ value: String?) {
+        if title == nil { title = value }
+    }
+
+    mutating func setEntry(_ field: WritableKeyPath<OpenEntry, String?>, _ value: String?) {
+        entry?[keyPath: field] = value
+    }
+
+    /// The entry's web page, the first one given.
+    mutating func setEntryPage(_ href: String) {
+        let page = pageLink(href)
+        if entry?.page == nil { entry?.page = page }
+    }
+
+    /// A Dash archive's URL: its first is the file, the others mirrors of it.
+    mutating func addDashURL(_ href: String) {
         guard let resolved = resolve(href) else { return }
-        let size = length.flatMap { Int64($0.trimming(.spaces)) }.flatMap { $0 > 0 ? $0 : nil }
-        entry?.found.append(FeedEnclosure(url: resolved, length: size, type: type))
+        if entry?.found.isEmpty == true {
+            entry?.found.append(FeedEnclosure(url: resolved))
+        } else {
+            entry?.found[0].mirrors.append(resolved)
+        }
     }
+
+    /// A file of the open entry, with what the feed says of it.
+    mutating func addFile(_ file: FeedFile) {
+        guard let resolved = resolve(file.href) else { return }
+        let size = file.length.flatMap { Int64($0.trimming(.spaces)) }.flatMap { $0 > 0 ? $0 : nil }
+        var enclosure = FeedEnclosure(url: resolved, length: size, type: file.type)
+        enclosure.preview = file.thumbnail.flatMap(pageLink)
+        enclosure.medium = file.medium
+        enclosure.mediaDescription = file.description
+        enclosure.rating = file.rating
+        entry?.found.append(enclosure)
+    }
+
+    /// The open entry's own thumbnail (Media RSS's on the item): the preview of files without one.
+    mutating func setEntryThumbnail(_ href: String) {
+        let link = pageLink(href)
+        if entry?.thumbnail == nil { entry?.thumbnail = link }
+    }
+
+    /// Media RSS's state: the content and group open in the entry.
+    var media = MediaRSS.State()
+    /// Which rendition of a Media RSS group is mirrored.
+    let rendition: MediaRendition
 
     private mutating func closeEntry() {
-        guard let open = entry else { return }
+        MediaRSS.closeAll(in: &self)
+        guard var open = entry else { return }
+        // One file the entry lists twice (an enclosure and a Media RSS content) is one download;
+        // the item's own thumbnail is the preview of those without one.
+        var seen: Set<String> = []
+        open.found = open.found.filter { seen.insert($0.url).inserted }
+        for index in open.found.indices where open.found[index].preview == nil {
+            open.found[index].preview = open.thumbnail
+        }
         // An entry's several enclosures (an episode as MP3 and as MP4) are told apart by type,
         // which a new release keeps, rather than by their order, which it may not.
         let types = open.found.map { $0.type ?? "" }
@@ -198,7 +199,7 @@ struct FeedWalker {
 
     /// An entry's web page, resolved as an enclosure is; one that is no URL is left out quietly
     /// (it is only metadata: nothing is fetched from it).
-    private func pageLink(_ href: String) -> String? {
+    func pageLink(_ href: String) -> String? {
         let trimmed = href.trimming(.spacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
         return (build(trimmed) ?? build(Self.escapeForbiddenCharacters(trimmed))).map { URLUserinfo.split($0).url }
@@ -250,14 +251,21 @@ struct FeedWalker {
         return result
     }
 
-    private func attribute(_ name: String) -> String? {
+    func attribute(_ name: String) -> String? {
         guard let value = xmlTextReaderGetAttribute(reader, name) else { return nil }
         defer { mirror_xml_free(value) }
         return String(cString: value)
     }
 
+    /// The attribute `name` of `namespace` (`rdf:resource` whatever its prefix).
+    func attribute(_ name: String, namespace: String) -> String? {
+        guard let value = xmlTextReaderGetAttributeNs(reader, name, namespace) else { return nil }
+        defer { mirror_xml_free(value) }
+        return String(cString: value)
+    }
+
     /// The element's text content, trimmed; nil when empty.
-    private func text() -> String? {
+    func text() -> String? {
         guard let value = xmlTextReaderReadString(reader) else { return nil }
         defer { mirror_xml_free(value) }
         let text = String(cString: value).trimming(.spacesAndNewlines)

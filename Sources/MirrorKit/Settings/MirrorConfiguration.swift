@@ -58,6 +58,8 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     /// A netrc file whose `machine` entries give requests a login and password (`--netrc` reads
     /// `~/.netrc`, as curl and wget do); unset for none.
     package var netrc: String?
+    /// Which rendition of a Media RSS group a feed's run mirrors: `default`, `largest`, `smallest`.
+    package var mediaRendition: MediaRendition?
     /// Conditions every file must meet (`type=animated`, `size<10M`); see ``MediaFilter``.
     package var filter: [String]?
     /// Only posts or entries dated at or after this: a day, a moment, or a span back such as `30d`.
@@ -118,6 +120,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         clusterMaxPerHost = try container.decodeIfPresent(Int.self, forKey: .clusterMaxPerHost)
         budgetGroup = try text(.budgetGroup)
         netrc = try text(.netrc)
+        mediaRendition = try choice(.mediaRendition, MediaRendition.self)
         if container.contains(.filter), try !container.decodeNil(forKey: .filter) {
             if let one = try? container.decode(String.self, forKey: .filter) {
                 filter = [one]
@@ -136,7 +139,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, prefer, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
         case progress, logFormat, metadata, keepDeleted, exec, execShell, metricsFile
-        case state, leaseSeconds, clusterMaxPerHost, budgetGroup, netrc, filter, since, until, sources
+        case state, leaseSeconds, clusterMaxPerHost, budgetGroup, netrc, mediaRendition, filter, since, until, sources
     }
 
     /// The keys a source's own settings may have: how it is listed, which of its files are taken,
@@ -144,7 +147,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     /// whole run's.
     static let sourceKeys: [CodingKeys] = [
         .sort, .window, .pages, .thumbnail, .prefer, .mediaBase, .filter, .since, .until,
-        .mode, .metadata, .keepDeleted, .exec, .execShell,
+        .mode, .metadata, .keepDeleted, .exec, .execShell, .mediaRendition,
     ]
 
     /// Where settings came from, for naming one in an error.
@@ -280,7 +283,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
             throw refuse(.maxDuration, "must be a duration such as 50m, 1h30m or 3000 (seconds), got '\(maxDuration)'")
         }
         for (key, value) in [(CodingKeys.apiBase, apiBase), (.mediaBase, mediaBase)] {
-            if let value, !HTTPURL.isValid(value) { throw refuse(key, "must be an http or https URL, got '\(value)'") }
+            if let value, !HTTPURL.isValid(value) { throw refuse(key, "must be an http or https URL, got '\(URLUserinfo.redactedArgument(value))'") }
         }
         if let metricsFile, metricsFile.isEmpty || metricsFile.hasSuffix("/") {
             throw refuse(.metricsFile, "must name a file, got '\(metricsFile)'")
@@ -356,6 +359,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .clusterMaxPerHost: pick(\.clusterMaxPerHost)
         case .budgetGroup: pick(\.budgetGroup)
         case .netrc: pick(\.netrc)
+        case .mediaRendition: pick(\.mediaRendition)
         case .filter: pick(\.filter)
         case .since: pick(\.since)
         case .until: pick(\.until)

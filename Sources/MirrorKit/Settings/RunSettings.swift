@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import Logging
 
 /// Live progress on a terminal.
@@ -57,6 +58,13 @@ package struct RunSettings: Sendable {
     var maxBytesPerSecond: Int64?
     /// The netrc file's entries, read once at the start, when one is given.
     var netrc: Netrc?
+    /// What `--netrc` reads.
+    package static let defaultNetrc = "~/.netrc"
+
+    /// The logins `--api-base` and `--media-base` were given with, by the URL they serve.
+    var baseLogins: [(url: String, login: URLCredentials)]
+    /// Which rendition of a Media RSS group a feed's run mirrors.
+    var mediaRendition: MediaRendition
     var maxWait: Duration
     var retry: RetryPolicy
     package var deadline: Duration?
@@ -102,8 +110,12 @@ package struct RunSettings: Sendable {
         if given.progress == .always, given.logFormat == .json {
             throw .configuration("progress 'always' and JSON logs do not go together: progress lines would land among the JSON lines on standard error")
         }
-        apiBase = given.apiBase ?? Defaults.apiBase
-        mediaBase = given.mediaBase ?? Defaults.mediaBase
+        // A login in a base URL serves its requests and is written nowhere (see URLUserinfo).
+        let (apiBase, apiLogin) = URLUserinfo.split(given.apiBase ?? Defaults.apiBase)
+        let (mediaBase, mediaLogin) = URLUserinfo.split(given.mediaBase ?? Defaults.mediaBase)
+        self.apiBase = apiBase
+        self.mediaBase = mediaBase
+        baseLogins = [(apiBase, apiLogin), (mediaBase, mediaLogin)].compactMap { url, login in login.map { (url, $0) } }
         clientIDFile = given.clientIdFile ?? ClientIDFile.defaultPath
         sort = given.sort ?? Defaults.sort
         window = given.window ?? Defaults.window
@@ -115,7 +127,14 @@ package struct RunSettings: Sendable {
         feedConcurrency = given.concurrency ?? 1
         maxAPIRate = given.maxApiRate
         maxBytesPerSecond = given.maxBandwidth.flatMap(ByteCount.parse)
-        netrc = try given.netrc.map { path throws(MirrorError) in try Netrc.load(path: HomeDirectory.expandingTilde(in: path)) }
+        mediaRendition = given.mediaRendition ?? .preferred
+        netrc = try given.netrc.flatMap { path throws(MirrorError) -> Netrc? in
+            let expanded = HomeDirectory.expandingTilde(in: path)
+            // `--netrc` without a ~/.netrc reads nothing, as curl and wget carry on; a file named
+            // by `--netrc-file` must be there.
+            if path == RunSettings.defaultNetrc, access(expanded, F_OK) != 0 { return nil }
+            return try Netrc.load(path: expanded)
+        }
         maxWait = given.maxWait.flatMap(DurationText.parseWait) ?? .seconds(Defaults.maxWaitSeconds)
         retry = RetryPolicy(maxAttempts: given.retries ?? Defaults.retries)
         deadline = given.maxDuration.flatMap { DurationText.parse($0) }
@@ -252,12 +271,20 @@ package struct RunSettings: Sendable {
         feeds: [FeedLocation], baseURL: String?, engine: TransferEngine, logger: Logger
     ) -> [any MirrorSource] {
         feeds.map { feed in
-            FeedSource(feed: feed, baseURL: baseURL, engine: engine, retry: retry, filter: forSource("feed \(feed)").filter, logger: logger)
+            let own = forSource("feed \(feed)")
+            return FeedSource(
+                feed: feed, baseURL: baseURL, engine: engine, retry: retry, filter: own.filter, rendition: own.mediaRendition,
+                logger: logger)
         }
     }
 
     package var engine: TransferEngine.Configuration {
-        TransferEngine.Configuration(maxBytesPerSecond: maxBytesPerSecond, credentials: CredentialStore(netrc: netrc))
+        let credentials = CredentialStore(netrc: netrc)
+        for (url, login) in baseLogins {
+            credentials.remember(login, forOriginOf: url, given: true)
+            credentials.trustDefaultLogin(forHostOf: url)
+        }
+        return TransferEngine.Configuration(maxBytesPerSecond: maxBytesPerSecond, credentials: credentials)
     }
 
     package var politeness: ImgurClient.Politeness {

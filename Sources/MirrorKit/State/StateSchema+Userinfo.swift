@@ -17,6 +17,9 @@ extension StateSchema {
         ("listing_entries", "source", URLUserinfo.redacting(in:)),
         ("albums", "source", URLUserinfo.redacting(in:)),
         ("images", "source", URLUserinfo.redacting(in:)),
+        ("images", "image", URLUserinfo.redacting(in:)),
+        ("albums", "problem", URLUserinfo.redacting(in:)),
+        ("albums", "context", URLUserinfo.redacting(in:)),
     ]
 
     static func removeUserinfo(_ db: SQLiteConnection) throws(SQLiteError) {
@@ -27,7 +30,8 @@ extension StateSchema {
                 let value = try row.text("value")
                 let rewritten = rewrite(value)
                 guard rewritten != value else { continue }
-                // Two rows that differed only in a password are one now: the newer one stays.
+                // Two rows that differed only in a password are one now (keys of a source): the
+                // one rewritten last stays, either being the same source's.
                 try db.execute("UPDATE OR REPLACE \(table) SET \(column) = ? WHERE \(column) = ?", [.text(rewritten), .text(value)])
             }
         }

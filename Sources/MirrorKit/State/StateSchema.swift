@@ -98,6 +98,10 @@ enum StateSchema {
         guard version <= latest else {
             throw SQLiteError(description: "schema version \(version), this mirror knows up to \(latest)")
         }
+        // Migration 7 writes over passwords: with secure_delete the old bytes do not stay in the
+        // file's free space, and the checkpoint after it empties the journal that still has them.
+        let removesUserinfo = version < 7
+        if removesUserinfo { try db.script("PRAGMA secure_delete = ON") }
         for migration in migrations where migration.version > version {
             try db.transaction { () throws(SQLiteError) in
                 try db.script(migration.sql)
@@ -105,5 +109,6 @@ enum StateSchema {
                 try db.script("PRAGMA user_version = \(migration.version)")
             }
         }
+        if removesUserinfo { try db.script("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA secure_delete = OFF") }
     }
 }

@@ -125,7 +125,7 @@ final class CurlTransfer {
         // who it is itself (the API's Client-ID). libcurl sends it to this host only, not where
         // a redirect leads.
         if !request.headers.contains(where: { $0.name.lowercased() == "authorization" }),
-           let credentials = configuration.credentials.credentials(for: request.url) {
+           let credentials = request.credentials ?? configuration.credentials.credentials(for: request.url) {
             setString(CURLOPT_USERNAME, credentials.user)
             setString(CURLOPT_PASSWORD, credentials.password)
         }

@@ -34,6 +34,8 @@ struct TransferRequest: Sendable {
     var maxLength: Int64?
     /// Looks at a 2xx body as it arrives and may end the transfer early.
     var inspector: (any BodyInspector)?
+    /// The login this request carries whatever the engine's store says (a feed's own URL's).
+    var credentials: URLCredentials?
     /// For a file destination: compute the MD5 of the whole file as it is written, whatever the
     /// ETag (the response's ``TransferResponse/bodyMD5``).
     var hashesBody = false

@@ -7,7 +7,8 @@ import Testing
 /// mirrored, and the password is in no line, status, metrics file, sidecar or state.
 @Suite("A private feed's password: used, never written", .timeLimit(.minutes(3)))
 struct PrivateFeedTests {
-    static let password = "s3cr3t-Pa55"
+    /// With a quote, which a userinfo may hold and a line of text may quote with.
+    static let password = "s3cr3t'Pa55"
 
     /// An RSS feed of `enclosures` (URL, length), one entry each, with a web page carrying a login.
     private static func rss(_ enclosures: [(url: String, length: Int)], page: String) -> String {

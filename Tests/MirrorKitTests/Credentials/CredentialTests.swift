@@ -11,9 +11,14 @@ struct CredentialTests {
         #expect(url == "https://feeds.example:8443/private/feed.rss?x=1")
         #expect(credentials == URLCredentials(user: "reader", password: "p@ss:word"))
         #expect(URLUserinfo.split("https://TOKEN@h.example/f").credentials == URLCredentials(user: "TOKEN", password: ""))
-        // An `@` past the authority is the path's, not a userinfo.
+        // An `@` past the authority is the path's, not a userinfo; a URL in the query is not the URL's.
         #expect(URLUserinfo.split("https://h.example/users/@me").credentials == nil)
         #expect(URLUserinfo.split("https://h.example/users/@me").url == "https://h.example/users/@me")
+        let quoting = "https://h.example/login?next=https://u:p@other.example/"
+        #expect(URLUserinfo.split(quoting).url == quoting && URLUserinfo.split(quoting).credentials == nil)
+        // A quote is a character a password may hold (RFC 3986's sub-delims).
+        #expect(URLUserinfo.split("https://u:it's@h.example/f").credentials == URLCredentials(user: "u", password: "it's"))
+        #expect(URLUserinfo.redacted("https://u:it's@h.example/f") == "https://***@h.example/f")
     }
 
     @Test func everyURLInALineIsRedactedJSONEscapedOnesToo() {
@@ -23,25 +28,31 @@ struct CredentialTests {
         #expect(URLUserinfo.redacting(in: #"{"source":"feed https:\/\/u:pw@a.example\/f"}"#)
             == #"{"source":"feed https:\/\/***@a.example\/f"}"#)
         #expect(URLUserinfo.redacting(in: "'https://u:pw@a.example'") == "'https://***@a.example'")
+        #expect(URLUserinfo.redactedArgument("https://u:p/#@ss@h.example/f") == "https://***@h.example/f")
         let plain = "nothing to see at https://a.example/x@y"
         #expect(URLUserinfo.redacting(in: plain) == plain)
     }
 
     @Test func credentialsServeTheirOriginOnly() {
         let store = CredentialStore()
-        store.remember(URLCredentials(user: "u", password: "p"), forOriginOf: "https://Feeds.Example/private/feed.rss")
+        store.remember(URLCredentials(user: "u", password: "p"), forOriginOf: "https://Feeds.Example/private/feed.rss", given: true)
         #expect(store.credentials(for: "https://feeds.example:443/private/episode.mp3")?.password == "p")
         #expect(store.credentials(for: "http://feeds.example/private/episode.mp3") == nil, "another scheme")
         #expect(store.credentials(for: "https://feeds.example:8443/episode.mp3") == nil, "another port")
         #expect(store.credentials(for: "https://cdn.example/episode.mp3") == nil, "another host")
-        // A link in the feed cannot replace what the user gave.
-        store.remember(URLCredentials(user: "evil", password: "x"), forOriginOf: "https://feeds.example/other")
+        // A link in the feed cannot replace what the user gave, whichever came first.
+        store.remember(URLCredentials(user: "evil", password: "x"), forOriginOf: "https://feeds.example/other", given: false)
+        store.remember(URLCredentials(user: "evil", password: "x"), forOriginOf: "https://late.example/", given: false)
+        store.remember(URLCredentials(user: "user", password: "y"), forOriginOf: "https://late.example/feed", given: true)
+        #expect(store.credentials(for: "https://late.example/a")?.user == "user")
         #expect(store.credentials(for: "https://feeds.example/a")?.user == "u")
     }
 
     @Test func netrcGivesAMachineItsLoginAndTheURLsOwnWins() throws {
         let netrc = try Netrc(parsing: """
-            machine feeds.example login reader password "with space"
+            # curl's and wget's comments
+            MACHINE feeds.example login reader password "with space" # and this too
+            unknown words are passed over
             macdef init
             cd /pub
             put file
@@ -55,8 +66,15 @@ struct CredentialTests {
         let store = CredentialStore(netrc: netrc)
         #expect(store.credentials(for: "https://feeds.example/f") == URLCredentials(user: "reader", password: "with space"))
         #expect(store.credentials(for: "http://CDN.example:8080/f") == URLCredentials(user: "cdn", password: "secret"))
+        // `default` serves only the hosts of the sources named: a feed's link to a host of its
+        // own does not collect it.
+        #expect(store.credentials(for: "https://other.example/f") == nil)
+        store.trustDefaultLogin(forHostOf: "https://other.example/feed.rss")
         #expect(store.credentials(for: "https://other.example/f") == URLCredentials(user: "anonymous", password: "guest"))
-        store.remember(URLCredentials(user: "given", password: "in-url"), forOriginOf: "https://feeds.example/f")
+        // A link's login is below netrc's machine; the user's URL's above it.
+        store.remember(URLCredentials(user: "linked", password: "l"), forOriginOf: "https://cdn.example/f", given: false)
+        #expect(store.credentials(for: "https://cdn.example/f")?.user == "cdn")
+        store.remember(URLCredentials(user: "given", password: "in-url"), forOriginOf: "https://feeds.example/f", given: true)
         #expect(store.credentials(for: "https://feeds.example/g")?.user == "given")
     }
 
@@ -64,9 +82,8 @@ struct CredentialTests {
         #expect(throws: MirrorError.configuration("netrc: 'login' without a value")) {
             try Netrc(parsing: "machine a login", file: "netrc")
         }
-        #expect(throws: MirrorError.configuration("netrc: unexpected 'hello' (expected machine, default, login, password, account or macdef)")) {
-            try Netrc(parsing: "hello machine a", file: "netrc")
-        }
+        // An empty quoted password is a password; a word no entry takes is passed over.
+        #expect(try Netrc(parsing: #"machine a login u password "" hello"#, file: "netrc").machine("a") == URLCredentials(user: "u", password: ""))
         #expect(throws: MirrorError.configuration("netrc file /nonexistent/netrc does not exist")) {
             try Netrc.load(path: "/nonexistent/netrc")
         }
@@ -84,7 +101,7 @@ struct CredentialTests {
                 let request = { (path: String) in TransferRequest(url: server.baseURL + path, destination: .memory(limit: 1 << 20)) }
                 let refused = try await engine.perform(request("/private/a.bin"))
                 #expect(refused.status == 401)
-                store.remember(URLCredentials(user: "reader", password: "pw"), forOriginOf: server.baseURL + "/feed")
+                store.remember(URLCredentials(user: "reader", password: "pw"), forOriginOf: server.baseURL + "/feed", given: true)
                 let admitted = try await engine.perform(request("/private/a.bin"))
                 #expect(admitted.status == 200)
                 let redirected = try await engine.perform(request("/private/moved.bin"))

@@ -33,11 +33,13 @@ struct PostgresPasswordTests {
             #expect(try await state.rows("SELECT 1").count == 1)
             await state.close()
         }
-        try await PostgresServer.with(passwordMethod: "password") { postgres in
+        for method in ["password"] {
+            try await PostgresServer.with(passwordMethod: method) { postgres in
             for mode in ["disable", "prefer"] {
                 let refused = await Self.failure("postgresql://\(PostgresServer.user)@127.0.0.1:\(postgres.port)/postgres?sslmode=\(mode)")
                 #expect(refused.contains("the server asked for the password in clear"), "\(mode): \(refused)")
                 #expect(!refused.contains("\n") && !refused.contains(PostgresServer.password), "\(refused)")
+            }
             }
         }
     }
@@ -66,7 +68,8 @@ struct PostgresPasswordTests {
 
     /// A hostile server, answering every connection with a request for the password in clear:
     /// whatever mirror sends it is kept, and the password must not be among it.
-    @Test func aHostileServerAskingForTheCleartextPasswordNeverGetsIt() async throws {
+    @Test(arguments: [3, 5])
+    func aHostileServerAskingForThePasswordInClearOrAsMD5NeverGetsIt(code: UInt8) async throws {
         let (listener, port) = try Loopback.bind(listening: true)
         let received = Mutex<[UInt8]>([])
         let done = Atomic<Bool>(false)
@@ -86,7 +89,8 @@ struct PostgresPasswordTests {
                     if first {
                         // An SSLRequest gets "no"; the startup message, a cleartext password request.
                         let answer: [UInt8] = count == 8 && buffer[4..<8] == [0x04, 0xD2, 0x16, 0x2F]
-                            ? [UInt8(ascii: "N")] : [UInt8(ascii: "R"), 0, 0, 0, 8, 0, 0, 0, 3]
+                            ? [UInt8(ascii: "N")]
+                            : code == 3 ? [UInt8(ascii: "R"), 0, 0, 0, 8, 0, 0, 0, 3] : [UInt8(ascii: "R"), 0, 0, 0, 12, 0, 0, 0, 5, 1, 2, 3, 4]
                         _ = answer.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
                         first = count == 8
                     }
@@ -100,10 +104,12 @@ struct PostgresPasswordTests {
         }
         for mode in ["disable", "prefer"] {
             let refused = await Self.failure("postgresql://\(PostgresServer.user)@127.0.0.1:\(port)/postgres?sslmode=\(mode)")
-            #expect(refused.contains("the server asked for the password in clear"), "\(mode): \(refused)")
+            #expect(refused.contains("the server asked for the password \(code == 3 ? "in clear" : "as MD5")"), "\(mode): \(refused)")
         }
         let bytes = received.withLock { $0 }
         #expect(bytes.count > 8, "the server was reached")
         #expect(bytes.firstRange(of: Array(PostgresServer.password.utf8)) == nil)
+        // No password message ('p') at all: nothing derived from the password either.
+        #expect(!bytes.contains(UInt8(ascii: "p")) || bytes.firstRange(of: [UInt8(ascii: "p"), 0, 0, 0]) == nil)
     }
 }
