@@ -37,6 +37,8 @@ struct Feed: Sendable, Equatable {
     var enclosures: [FeedEnclosure]
     /// Enclosures that could not be used (a link that is no URL even once escaped).
     var problems: [String] = []
+    /// Damage read past, as feed readers do (HTML entities, a document cut short): said, not failed.
+    var warnings: [String] = []
     /// Credentials that links carried (`https://user:pass@host/file`), taken out of the links.
     var linkCredentials: [(url: String, credentials: URLCredentials)] = []
 
@@ -82,6 +84,7 @@ enum FeedReader {
             throw FeedError(url: url, problem: reason)
         }
         initializeParserOnce()
+        let (bytes, mended) = FeedRepair.mendingReferences(bytes)
         let errors = ErrorCollector()
         // libxml2 reads the buffer in place, without copying, for as long as the reader lives:
         // the whole read loop runs inside the closure that lends the buffer, and the error
@@ -93,7 +96,11 @@ enum FeedReader {
                 }
             }
         }
-        return try result.get()
+        var feed = try result.get()
+        if mended > 0 {
+            feed.warnings.insert("\(mended) references XML does not know (HTML's `&eacute;`, a bare `&`) read as HTML reads them", at: 0)
+        }
+        return feed
     }
 
     private static func read(
@@ -117,7 +124,15 @@ enum FeedReader {
                 let status = xmlTextReaderRead(reader)
                 if status == 0 { break }
                 guard status == 1 else {
-                    throw FeedError(url: url, problem: errors.summary ?? "not well-formed XML")
+                    let problem = errors.summary ?? "not well-formed XML"
+                    // Read as feed readers read it: what came before the damage, or what libxml2's
+                    // recovery makes of the whole (a tag left open), whichever holds more entries.
+                    let recovered = recover(chars, url: url, base: base, rendition: rendition)
+                    let (entries, best) = recovered.map { $0.entries > walker.entriesRead ? $0 : (walker.entriesRead, walker.feed) }
+                        ?? (walker.entriesRead, walker.feed)
+                    guard entries > 0, var feed = best else { throw FeedError(url: url, problem: problem) }
+                    feed.warnings.append("\(problem): read \(entries) entries anyway")
+                    return .success(feed)
                 }
                 try walker.visit()
             }
@@ -126,6 +141,29 @@ enum FeedReader {
         }
         guard let feed = walker.feed else { return .failure(FeedError(url: url, problem: "no root element")) }
         return .success(feed)
+    }
+
+    /// The feed libxml2's recovery reads from a document that is not well-formed: the tree it
+    /// builds as best it can, walked as a document is. (A DOCTYPE was refused before: no entity
+    /// of the document's own is expanded in recovery either.)
+    private static func recover(
+        _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, rendition: MediaRendition
+    ) -> (entries: Int, feed: Feed?)? {
+        let options = Int32(
+            XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue | XML_PARSE_RECOVER.rawValue)
+        guard let document = xmlReadMemory(chars.baseAddress, Int32(chars.count), base, nil, options) else { return nil }
+        defer { xmlFreeDoc(document) }
+        guard let reader = xmlReaderWalker(document) else { return nil }
+        defer { xmlFreeTextReader(reader) }
+        var walker = FeedWalker(reader: reader, url: url, hasBase: base != nil, rendition: rendition)
+        while xmlTextReaderRead(reader) == 1 {
+            do throws(FeedError) {
+                try walker.visit()
+            } catch {
+                return nil
+            }
+        }
+        return (walker.entriesRead, walker.feed)
     }
 
     private static let parserInitialized: Bool = {

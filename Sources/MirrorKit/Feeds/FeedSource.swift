@@ -44,6 +44,7 @@ package struct FeedSource: MirrorSource {
             return listing
         }
         listing.problems = feed.problems
+        for warning in feed.warnings { logger.warning("feed \(self.feed): \(warning)") }
         for (url, credentials) in feed.linkCredentials { engine.credentials.remember(credentials, forOriginOf: url, given: false) }
         var names = EnclosureNames(feed: self.feed.description, enclosures: feed.enclosures)
         var previewNames = EnclosureNames(feed: self.feed.description, enclosures: [])

@@ -13,6 +13,8 @@ struct FeedWalker {
     private var dialect: (any FeedDialect.Type)?
     private var title: String?
     private var enclosures: [FeedEnclosure] = []
+    /// Entries read to their end that offered a file: what a damaged feed is read for.
+    private(set) var entriesRead = 0
     private var problems: [String] = []
     /// The credentials links carried in their userinfo, taken out of them, by the link.
     private var linkCredentials: [(url: String, credentials: URLCredentials)] = []
@@ -162,6 +164,7 @@ struct FeedWalker {
     private mutating func closeEntry() {
         MediaRSS.closeAll(in: &self)
         guard var open = entry else { return }
+        if !open.found.isEmpty { entriesRead += 1 }
         // One file the entry lists twice (an enclosure and a Media RSS content) is one download;
         // the item's own thumbnail is the preview of those without one.
         var seen: Set<String> = []

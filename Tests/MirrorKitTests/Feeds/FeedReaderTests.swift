@@ -52,9 +52,20 @@ struct FeedReaderTests {
             url: "\(Self.base)/files/Python.tgz", mirrors: ["\(Self.base)/mirror-b/Python.tgz"], version: "3.14.6")])
     }
 
-    @Test func aMalformedFeedYieldsNothingButAnErrorWithItsLine() {
-        let error = #expect(throws: FeedError.self) { try fixture("broken.atom") }
-        #expect(error?.problem == "not well-formed XML at line 6: Extra content at the end of the document")
+    /// A feed cut short keeps its whole entries, as feed readers keep them, and says where it broke.
+    @Test func aFeedCutShortKeepsItsWholeEntriesWithAWarningNamingTheLine() throws {
+        let feed = try fixture("broken.atom")
+        #expect(feed.enclosures.map(\.url) == ["\(Self.base)/files/Alpha-2.1.docset.xar"])
+        #expect(feed.warnings.count == 1)
+        #expect(feed.warnings.first?.hasPrefix("not well-formed XML at line 6") == true, "\(feed.warnings)")
+        #expect(feed.warnings.first?.hasSuffix("read 1 entries anyway") == true, "\(feed.warnings)")
+    }
+
+    @Test func aDocumentWithoutAWholeEntryIsAnErrorWithItsLine() {
+        let error = #expect(throws: FeedError.self) {
+            try FeedReader.parse(Array("<?xml version=\"1.0\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\"><entry><title>x</ti".utf8), url: "https://x/feed")
+        }
+        #expect(error?.problem.hasPrefix("not well-formed XML at line 2") == true, "\(String(describing: error))")
     }
 
     @Test func refusesAnExternalEntity() {
