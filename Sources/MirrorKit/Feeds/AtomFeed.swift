@@ -34,6 +34,8 @@ enum AtomDialect: FeedDialect {
             case nil, "alternate": walker.setEntryPage(href)
             default: break
             }
+        case "logo" where node.depth == 1, "icon" where node.depth == 1:
+            walker.setFeedImage(walker.text())
         case "id" where walker.isInEntry(node):
             walker.setEntry(\.id, walker.text())
         case "updated" where walker.isInEntry(node), "modified" where walker.isInEntry(node):

@@ -45,3 +45,21 @@ enum FeedDialects {
         }
     }
 }
+
+/// The feed's own image, outside any entry: a podcast's `itunes:image href` and the
+/// `webfeeds:icon` Feedly reads, which any format may carry. (RSS's `image` and Atom's `logo` are
+/// their readers'.)
+enum FeedImage {
+    static let itunesNamespace = "http://www.itunes.com/dtds/podcast-1.0.dtd"
+    static let webfeedsNamespace = "http://webfeeds.org/rss/1.0"
+
+    /// Whether `node` was one of these (read into the walker).
+    static func element(_ node: FeedNode, in walker: inout FeedWalker) -> Bool {
+        switch (node.name, node.namespace) {
+        case ("image", itunesNamespace?): walker.setFeedImage(walker.attribute("href"))
+        case ("icon", webfeedsNamespace?): walker.setFeedImage(walker.text())
+        default: return false
+        }
+        return true
+    }
+}

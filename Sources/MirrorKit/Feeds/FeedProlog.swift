@@ -22,6 +22,7 @@ struct FeedProlog: BodyInspector {
         /// One byte per code unit: UTF-8 and the ASCII-based encodings.
         case bytes
         case utf16(bigEndian: Bool)
+        case utf32(bigEndian: Bool)
     }
 
     private enum State {
@@ -46,6 +47,18 @@ struct FeedProlog: BodyInspector {
     private var head: [UInt8] = []
     /// A UTF-16 code unit's first byte when a chunk ended between its two.
     private var halfUnit: UInt8?
+    /// A UTF-32 code unit's first bytes when a chunk ended inside it.
+    private var partialUnit: [UInt8] = []
+    /// The encoding the XML declaration names, where it names one.
+    private(set) var declaredEncoding: String?
+    /// The declared encoding is one libxml2 must not be left to read (see ``endDeclaration()``):
+    /// the feed is read as UTF-8, else Windows-1252, with a warning, as the scan read it.
+    private(set) var overridesDeclaredEncoding = false
+    /// The bytes are UTF-32: they are made UTF-8 before libxml2 reads them.
+    var isUTF32: Bool { if case .utf32? = layout { true } else { false } }
+    /// One byte per code unit (UTF-8 or an ASCII-based encoding), as far as the first bytes tell.
+    var isByteLayout: Bool { if case .bytes? = layout { true } else { false } }
+    var isUTF32BigEndian: Bool { if case .utf32(true)? = layout { true } else { false } }
     private var state = State.between(atStart: true)
     /// The XML declaration's text, blanks collapsed, non-ASCII as 0x80.
     private var declaration: [UInt8] = []
@@ -75,9 +88,12 @@ struct FeedProlog: BodyInspector {
     /// (and the feed refused) for UCS-4 and EBCDIC.
     private mutating func detectLayout() -> (Layout, Int)? {
         switch (head[0], head[1], head[2], head[3]) {
-        case (0x00, 0x00, 0xFE, 0xFF), (0xFF, 0xFE, 0x00, 0x00), (0x00, 0x00, 0xFF, 0xFE), (0xFE, 0xFF, 0x00, 0x00),
-             (0x00, 0x00, 0x00, 0x3C), (0x3C, 0x00, 0x00, 0x00), (0x00, 0x00, 0x3C, 0x00), (0x00, 0x3C, 0x00, 0x00):
-            verdict = .refused("is in UCS-4 (UTF-32); " + Self.readableEncodings)
+        case (0x00, 0x00, 0xFE, 0xFF): return (.utf32(bigEndian: true), 4)
+        case (0xFF, 0xFE, 0x00, 0x00): return (.utf32(bigEndian: false), 4)
+        case (0x00, 0x00, 0x00, 0x3C): return (.utf32(bigEndian: true), 0)
+        case (0x3C, 0x00, 0x00, 0x00): return (.utf32(bigEndian: false), 0)
+        case (0x00, 0x00, 0xFF, 0xFE), (0xFE, 0xFF, 0x00, 0x00), (0x00, 0x00, 0x3C, 0x00), (0x00, 0x3C, 0x00, 0x00):
+            verdict = .refused("is in UCS-4 of an unusual byte order (2143 or 3412); " + Self.readableEncodings)
             return nil
         case (0x4C, 0x6F, 0xA7, 0x94):
             verdict = .refused("is in EBCDIC; " + Self.readableEncodings)
@@ -122,6 +138,15 @@ struct FeedProlog: BodyInspector {
                 }
                 halfUnit = nil
                 let unit = bigEndian ? UInt16(first) << 8 | UInt16(byte) : UInt16(byte) << 8 | UInt16(first)
+                step(unit < 0x80 ? UInt8(unit) : 0x80)
+            }
+        case .utf32(let bigEndian)?:
+            for byte in bytes where verdict == .undecided {
+                partialUnit.append(byte)
+                guard partialUnit.count == 4 else { continue }
+                let value = partialUnit.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+                let unit = bigEndian ? value : value.byteSwapped
+                partialUnit = []
                 step(unit < 0x80 ? UInt8(unit) : 0x80)
             }
         case nil:
@@ -217,6 +242,13 @@ struct FeedProlog: BodyInspector {
             return
         }
         let name = String(rest[rest.index(after: rest.startIndex)..<close])
+        declaredEncoding = name
+        // In a byte layout, a name the scan cannot follow (UTF-7, EBCDIC's, a typo) is overridden:
+        // libxml2 is told to read the bytes as the scan read them.
+        if case .bytes? = layout, !Self.reads(encoding: name, in: .bytes) {
+            overridesDeclaredEncoding = true
+            return
+        }
         guard let layout, Self.reads(encoding: name, in: layout) else {
             verdict = .refused("declares the encoding \(name.prefix(64)); " + Self.readableEncodings)
             return
@@ -231,6 +263,8 @@ struct FeedProlog: BodyInspector {
         switch layout {
         case .utf16(let bigEndian):
             return key == "UTF16" || key == (bigEndian ? "UTF16BE" : "UTF16LE")
+        case .utf32(let bigEndian):
+            return ["UTF32", "UCS4", "ISO10646UCS4", bigEndian ? "UTF32BE" : "UTF32LE"].contains(key)
         case .bytes:
             if asciiBased.contains(key) { return true }
             return asciiBasedFamilies.contains { family in

@@ -39,11 +39,14 @@ struct Feed: Sendable, Equatable {
     var problems: [String] = []
     /// Damage read past, as feed readers do (HTML entities, a document cut short): said, not failed.
     var warnings: [String] = []
+    /// The feed's own image (RSS's `image`, `itunes:image`, `webfeeds:icon`, Atom's `logo` or `icon`).
+    var image: String?
     /// Credentials that links carried (`https://user:pass@host/file`), taken out of the links.
     var linkCredentials: [(url: String, credentials: URLCredentials)] = []
 
     static func == (lhs: Feed, rhs: Feed) -> Bool {
         lhs.kind == rhs.kind && lhs.title == rhs.title && lhs.enclosures == rhs.enclosures && lhs.problems == rhs.problems
+            && lhs.warnings == rhs.warnings && lhs.image == rhs.image
             && lhs.linkCredentials.map(\.url) == rhs.linkCredentials.map(\.url)
             && lhs.linkCredentials.map(\.credentials) == rhs.linkCredentials.map(\.credentials)
     }
@@ -84,7 +87,8 @@ enum FeedReader {
             throw FeedError(url: url, problem: reason)
         }
         initializeParserOnce()
-        let (bytes, mended) = FeedRepair.mendingReferences(bytes)
+        let (normalized, encoding, encodingWarning) = FeedRepair.normalizingEncoding(bytes, prolog: prolog)
+        let (bytes, mended) = FeedRepair.mendingReferences(normalized)
         let errors = ErrorCollector()
         // libxml2 reads the buffer in place, without copying, for as long as the reader lives:
         // the whole read loop runs inside the closure that lends the buffer, and the error
@@ -92,11 +96,12 @@ enum FeedReader {
         let result: Result<Feed, FeedError> = bytes.withUnsafeBufferPointer { buffer in
             withExtendedLifetime(errors) {
                 buffer.withMemoryRebound(to: CChar.self) { chars in
-                    read(chars, url: url, base: base, rendition: rendition, errors: errors)
+                    read(chars, url: url, base: base, encoding: encoding, rendition: rendition, errors: errors)
                 }
             }
         }
         var feed = try result.get()
+        if let encodingWarning { feed.warnings.insert(encodingWarning, at: 0) }
         if mended > 0 {
             feed.warnings.insert("\(mended) references XML does not know (HTML's `&eacute;`, a bare `&`) read as HTML reads them", at: 0)
         }
@@ -104,10 +109,11 @@ enum FeedReader {
     }
 
     private static func read(
-        _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, rendition: MediaRendition, errors: ErrorCollector
+        _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, encoding: String?, rendition: MediaRendition,
+        errors: ErrorCollector
     ) -> Result<Feed, FeedError> {
-        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
-        guard let reader = xmlReaderForMemory(chars.baseAddress, Int32(chars.count), base, nil, options) else {
+        let options = Self.options(encoding: encoding)
+        guard let reader = xmlReaderForMemory(chars.baseAddress, Int32(chars.count), base, encoding, options) else {
             return .failure(FeedError(url: url, problem: "libxml2 could not start a reader"))
         }
         defer { xmlFreeTextReader(reader) }
@@ -127,7 +133,7 @@ enum FeedReader {
                     let problem = errors.summary ?? "not well-formed XML"
                     // Read as feed readers read it: what came before the damage, or what libxml2's
                     // recovery makes of the whole (a tag left open), whichever holds more entries.
-                    let recovered = recover(chars, url: url, base: base, rendition: rendition)
+                    let recovered = recover(chars, url: url, base: base, encoding: encoding, rendition: rendition)
                     let (entries, best) = recovered.map { $0.entries > walker.entriesRead ? $0 : (walker.entriesRead, walker.feed) }
                         ?? (walker.entriesRead, walker.feed)
                     guard entries > 0, var feed = best else { throw FeedError(url: url, problem: problem) }
@@ -147,11 +153,10 @@ enum FeedReader {
     /// builds as best it can, walked as a document is. (A DOCTYPE was refused before: no entity
     /// of the document's own is expanded in recovery either.)
     private static func recover(
-        _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, rendition: MediaRendition
+        _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, encoding: String?, rendition: MediaRendition
     ) -> (entries: Int, feed: Feed?)? {
-        let options = Int32(
-            XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue | XML_PARSE_RECOVER.rawValue)
-        guard let document = xmlReadMemory(chars.baseAddress, Int32(chars.count), base, nil, options) else { return nil }
+        let options = Self.options(encoding: encoding) | Int32(XML_PARSE_RECOVER.rawValue)
+        guard let document = xmlReadMemory(chars.baseAddress, Int32(chars.count), base, encoding, options) else { return nil }
         defer { xmlFreeDoc(document) }
         guard let reader = xmlReaderWalker(document) else { return nil }
         defer { xmlFreeTextReader(reader) }
@@ -164,6 +169,14 @@ enum FeedReader {
             }
         }
         return (walker.entriesRead, walker.feed)
+    }
+
+    /// No network, no messages of libxml2's own; with an encoding given, the document's
+    /// declaration is not heeded (its bytes were made that encoding).
+    private static func options(encoding: String?) -> Int32 {
+        var options = XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
+        if encoding != nil { options |= XML_PARSE_IGNORE_ENC.rawValue }
+        return Int32(options)
     }
 
     private static let parserInitialized: Bool = {

@@ -81,4 +81,55 @@ enum FeedRepair {
         guard bytes.count >= 2 else { return true }
         return !((bytes[0] == 0xFE && bytes[1] == 0xFF) || (bytes[0] == 0xFF && bytes[1] == 0xFE) || bytes[0] == 0 || bytes[1] == 0)
     }
+
+    /// The bytes as libxml2 is to read them, the encoding it is told they are in (nil: the one
+    /// they declare), and what was wrong, said as a warning. UTF-32 (which libxml2 2.9 reads only
+    /// through iconv) becomes UTF-8; bytes that are not the UTF-8 they claim to be (none declared,
+    /// or UTF-8) are read as Windows-1252, as browsers read them; a declared name the prolog scan
+    /// cannot follow is overridden by UTF-8, else Windows-1252.
+    static func normalizingEncoding(_ bytes: [UInt8], prolog: FeedProlog) -> (bytes: [UInt8], encoding: String?, warning: String?) {
+        if prolog.isUTF32 {
+            return (utf8(fromUTF32: bytes, bigEndian: prolog.isUTF32BigEndian), "UTF-8", nil)
+        }
+        guard prolog.isByteLayout else { return (bytes, nil, nil) }
+        let declared = prolog.declaredEncoding
+        let claimsUTF8 = declared.map { $0.uppercased().filter { $0 != "-" && $0 != "_" } == "UTF8" } ?? true
+        guard prolog.overridesDeclaredEncoding || claimsUTF8 else { return (bytes, nil, nil) }
+        let said = declared.map { "the encoding \($0.prefix(64))" } ?? "no encoding (so UTF-8)"
+        if String(validating: bytes, as: UTF8.self) != nil {
+            return prolog.overridesDeclaredEncoding
+                ? (bytes, "UTF-8", "declares \(said), which mirror does not read: read as UTF-8") : (bytes, nil, nil)
+        }
+        return (windows1252ToUTF8(bytes), "UTF-8", "declares \(said) but is not UTF-8: read as Windows-1252")
+    }
+
+    private static func utf8(fromUTF32 bytes: [UInt8], bigEndian: Bool) -> [UInt8] {
+        var text = ""
+        var index = 0
+        while index + 4 <= bytes.count {
+            let units = bytes[index..<(index + 4)]
+            let value = bigEndian ? units.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } : units.reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            index += 4
+            if index == 4 && value == 0xFEFF { continue }
+            text.unicodeScalars.append(Unicode.Scalar(value) ?? "\u{FFFD}")
+        }
+        return Array(text.utf8)
+    }
+
+    /// Windows-1252's characters for 0x80–0x9F (Latin-1's for the rest; the five it leaves
+    /// undefined as their C1 controls, as browsers do).
+    private static let windows1252High: [UInt32] = [
+        0x20AC, 0x81, 0x201A, 0x192, 0x201E, 0x2026, 0x2020, 0x2021, 0x2C6, 0x2030, 0x160, 0x2039, 0x152, 0x8D, 0x17D, 0x8F,
+        0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x2DC, 0x2122, 0x161, 0x203A, 0x153, 0x9D, 0x17E, 0x178,
+    ]
+
+    private static func windows1252ToUTF8(_ bytes: [UInt8]) -> [UInt8] {
+        var text = ""
+        text.unicodeScalars.reserveCapacity(bytes.count)
+        for byte in bytes {
+            let value = (0x80..<0xA0).contains(byte) ? windows1252High[Int(byte) - 0x80] : UInt32(byte)
+            text.unicodeScalars.append(Unicode.Scalar(value)!)
+        }
+        return Array(text.utf8)
+    }
 }

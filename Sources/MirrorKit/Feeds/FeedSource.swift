@@ -83,13 +83,24 @@ package struct FeedSource: MirrorSource {
             // The thumbnail first, as Imgur's previews: it is small, and shown while the file comes.
             if let preview = enclosure.preview, seenURLs.insert(preview).inserted {
                 do {
-                    await sink.submit(try await planPreview(preview, of: job, names: &previewNames, sink: sink), forced: false)
+                    let thumbnail = try await planPreview(
+                        preview, item: "preview " + job.item, release: job.release, names: &previewNames, sink: sink)
+                    await sink.submit(thumbnail, forced: false)
                 } catch {
                     sink.halt(error)
                     break
                 }
             }
             await sink.submit(job, forced: true)
+        }
+        // The feed's own image, once: its preview, as an entry's thumbnail is.
+        if let image = feed.image, !sink.isHalted, seenURLs.insert(image).inserted {
+            do {
+                let job = try await planPreview(image, item: "image of feed \(self.feed.description)", release: nil, names: &previewNames, sink: sink)
+                await sink.submit(job, forced: false)
+            } catch {
+                sink.halt(error)
+            }
         }
         if feed.enclosures.isEmpty { logger.warning("feed \(self.feed) lists no enclosures") }
         await sink.revalidateTheRest(claiming: ["enclosures", Self.previewFolder])
@@ -131,19 +142,18 @@ package struct FeedSource: MirrorSource {
     /// Where a feed's thumbnails (Media RSS's) go: the previews of its files, beside `enclosures/`.
     static let previewFolder = "previews"
 
-    /// The job of the thumbnail at `url`, the preview of `content`'s file: an item of its own,
-    /// named after its URL's file name (tagged when another item has that name).
+    /// The job of the image at `url` (a file's thumbnail, the feed's own image), the item `item`:
+    /// named after its URL's file name, tagged when another item has that name.
     private func planPreview(
-        _ url: String, of content: MirrorJob, names: inout EnclosureNames, sink: SourceSink
+        _ url: String, item: String, release: FeedRelease?, names: inout EnclosureNames, sink: SourceSink
     ) async throws(MirrorError) -> MirrorJob {
-        let item = "preview " + content.item
         var name = Self.fileName(forURL: url)
         let owner = try await sink.store.item(owning: "\(Self.previewFolder)/\(name)")
         if !names.claim(name, for: item) || owner.map({ $0 != item }) == true {
             name = MirrorDirectory.tagged(name, try Self.digest(item).prefix(8))
             _ = names.claim(name, for: item)
         }
-        return MirrorJob(url: url, relativePath: "\(Self.previewFolder)/\(name)", item: item, release: content.release)
+        return MirrorJob(url: url, relativePath: "\(Self.previewFolder)/\(name)", item: item, release: release)
     }
 
     /// The newest file recorded for `item`; one an earlier version of mirror recorded under the

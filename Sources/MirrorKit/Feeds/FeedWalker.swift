@@ -12,6 +12,8 @@ struct FeedWalker {
     /// The format's reader, chosen by the root element.
     private var dialect: (any FeedDialect.Type)?
     private var title: String?
+    /// The feed's own image (its logo, a podcast's cover), resolved.
+    private var image: String?
     private var enclosures: [FeedEnclosure] = []
     /// Entries read to their end that offered a file: what a damaged feed is read for.
     private(set) var entriesRead = 0
@@ -53,7 +55,9 @@ struct FeedWalker {
 
     var feed: Feed? {
         guard let kind else { return nil }
-        return Feed(kind: kind, title: title, enclosures: enclosures, problems: problems, linkCredentials: linkCredentials)
+        var feed = Feed(kind: kind, title: title, enclosures: enclosures, problems: problems, linkCredentials: linkCredentials)
+        feed.image = image
+        return feed
     }
 
     mutating func visit() throws(FeedError) {
@@ -87,6 +91,8 @@ struct FeedWalker {
         }
         if node.namespace == MediaRSS.namespace, entry != nil {
             MediaRSS.element(node, in: &self)
+        } else if entry == nil, FeedImage.element(node, in: &self) {
+            // A podcast's or a site's image, in a namespace every format may carry.
         } else {
             dialect.element(node, in: &self)
         }
@@ -116,6 +122,12 @@ struct FeedWalker {
 
     mutating func setFeedTitle(_ value: String?) {
         if title == nil { title = value }
+    }
+
+    /// The feed's own image, the first one given.
+    mutating func setFeedImage(_ href: String?) {
+        guard image == nil, let href else { return }
+        image = pageLink(href)
     }
 
     mutating func setEntry(_ field: WritableKeyPath<OpenEntry, String?>, _ value: String?) {

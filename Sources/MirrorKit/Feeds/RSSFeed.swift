@@ -20,6 +20,9 @@ enum RSSDialect: FeedDialect {
         case "enclosure" where walker.isInAnEntry:
             guard let href = walker.attribute("url") else { return }
             walker.addFile(FeedFile(href: href, length: walker.attribute("length"), type: walker.attribute("type")))
+        case "url" where node.depth == 3 && !walker.isInAnEntry:
+            // rss > channel > image > url: the channel's image.
+            walker.setFeedImage(walker.text())
         default:
             break
         }
@@ -46,6 +49,9 @@ enum RDFDialect: FeedDialect {
             if walker.isInEntry(node) { walker.setEntry(\.title, value) } else if !walker.isInAnEntry { walker.setFeedTitle(value) }
         case ("link", rss10Namespace?) where walker.isInEntry(node), ("link", rss090Namespace?) where walker.isInEntry(node):
             if let href = walker.text() { walker.setEntryPage(href) }
+        case ("url", rss10Namespace?) where node.depth == 2 && !walker.isInAnEntry, ("url", rss090Namespace?) where node.depth == 2 && !walker.isInAnEntry:
+            // rdf:RDF > image > url.
+            walker.setFeedImage(walker.text())
         case ("date", dublinCoreNamespace?) where walker.isInEntry(node):
             walker.setEntry(\.updated, walker.text())
         case ("enclosure", enclosureNamespace?) where walker.isInAnEntry:

@@ -53,16 +53,43 @@ struct FeedDoctypeTests {
     }
 
     /// UTF-7 writes `<` as `+ADw-`: a byte scan sees no DOCTYPE where libxml2, decoding, would.
-    @Test(arguments: ["UTF-7", "ISO-2022-JP", "IBM037", "UTF-16"])
-    func aFeedDeclaringAnEncodingTheScanCannotReadIsRefused(_ encoding: String) {
-        let text = "<?xml version=\"1.0\" encoding=\"\(encoding)\"?>+ADw-!DOCTYPE rss +AFs- +ADw-!ENTITY % +AD4- +AF0APg-" + Self.rss
-        #expect(problem(parsing: Array(text.utf8))
-            == "declares the encoding \(encoding); mirror reads feeds in UTF-8, UTF-16 and encodings that extend ASCII")
+    /// So libxml2 is not left to decode it: the bytes are read as the scan read them (UTF-8), and
+    /// the hidden DOCTYPE is text, never a DTD.
+    @Test(arguments: ["UTF-7", "ISO-2022-JP", "IBM037", "UTF-16", "utf8x"])
+    func aFeedDeclaringAnEncodingTheScanCannotReadIsReadAsTheScanReadIt(_ encoding: String) throws {
+        let plain = "<?xml version=\"1.0\" encoding=\"\(encoding)\"?>" + Self.rss
+        let feed = try FeedReader.parse(Array(plain.utf8), url: "https://h/feed")
+        #expect(feed.enclosures.map(\.url) == ["https://h/a.mp3"])
+        #expect(feed.warnings == ["declares the encoding \(encoding), which mirror does not read: read as UTF-8"])
+        let hiding = "<?xml version=\"1.0\" encoding=\"\(encoding)\"?>+ADw-!DOCTYPE rss +AFs- +ADw-!ENTITY % +AD4- +AF0APg-" + Self.rss
+        if let problem = problem(parsing: Array(hiding.utf8)) {
+            #expect(problem.hasPrefix("not well-formed XML at line 1"), "\(problem)")
+        }
     }
 
-    @Test func aUCS4FeedIsRefused() {
-        let bytes = "<rss/>".unicodeScalars.flatMap { scalar -> [UInt8] in [0, 0, 0, UInt8(scalar.value)] }
-        #expect(problem(parsing: bytes) == "is in UCS-4 (UTF-32); mirror reads feeds in UTF-8, UTF-16 and encodings that extend ASCII")
+    @Test(arguments: [(true, true), (false, false), (true, false), (false, true)])
+    func aUTF32FeedIsReadAndItsDoctypeRefused(bigEndian: Bool, byteOrderMark: Bool) throws {
+        func utf32(_ text: String) -> [UInt8] {
+            ((byteOrderMark ? "\u{FEFF}" : "") + text).unicodeScalars.flatMap { scalar -> [UInt8] in
+                let value = scalar.value
+                let bytes = [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+                return bigEndian ? bytes : bytes.reversed()
+            }
+        }
+        let feed = try FeedReader.parse(utf32("<?xml version=\"1.0\" encoding=\"UTF-32\"?><rss><channel><title>Caf\u{E9} \u{1F408}</title><item><enclosure url=\"https://h/a.mp3\"/></item></channel></rss>"), url: "https://h/feed")
+        #expect(feed.title == "Café \u{1F408}")
+        #expect(feed.enclosures.map(\.url) == ["https://h/a.mp3"])
+        #expect(problem(parsing: utf32("<?xml version=\"1.0\"?>" + Self.brokenSubset + Self.rss)) == Self.doctype)
+    }
+
+    /// Windows-1252 bytes under a UTF-8 declaration (or none), as old CMSs write them.
+    @Test(arguments: ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>", ""])
+    func bytesThatAreNotTheUTF8TheyClaimAreReadAsWindows1252(_ declaration: String) throws {
+        let bytes = Array(declaration.utf8) + Array("<rss><channel><title>Caf".utf8) + [0xE9, 0x92, UInt8(ascii: "s"), 0x80]
+            + Array("</title><item><enclosure url=\"https://h/a.mp3\"/></item></channel></rss>".utf8)
+        let feed = try FeedReader.parse(bytes, url: "https://h/feed")
+        #expect(feed.title == "Café\u{2019}s\u{20AC}")
+        #expect(feed.warnings.first?.hasSuffix("but is not UTF-8: read as Windows-1252") == true, "\(feed.warnings)")
     }
 
     /// A body arriving in pieces gets the verdict a whole one gets, the moment the DOCTYPE's last

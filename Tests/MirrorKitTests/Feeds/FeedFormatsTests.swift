@@ -197,11 +197,40 @@ struct FeedFormatsTests {
         let pattern = #/url="https://media\.cmx\.edu\.kg(?<path>[^"]+)" type="[^"]*" fileSize="(?<size>\d+)"/#
         let files = text.matches(of: pattern).map { (String($0.output.path), Int($0.output.size)!) }
         #expect(files.count == 6)
-        try await mirror(text.replacingOccurrences(of: "https://media.cmx.edu.kg", with: "BASE"), files: files) { run, out, server in
+        // The account's avatar, as the channel's image and its webfeeds:icon both.
+        let avatar = "/accounts/avatars/000/079/074/original/c4beaaa4e61512f0.png"
+        try await mirror(text.replacingOccurrences(of: "https://media.cmx.edu.kg", with: "BASE"), files: files + [(avatar, 3000)]) { run, out, server in
             #expect(run.status == 0, "\(run.stderr)")
             for (path, _) in files {
                 let name = String(path.split(separator: "/").last!)
                 #expect(same(out, "enclosures/\(name)", server, path), "\(name)")
+            }
+            #expect(same(out, "previews/c4beaaa4e61512f0.png", server, avatar))
+            #expect(server.requestCount(path: avatar) == 1)
+        }
+    }
+
+    @Test func aPodcastsCoverIsSavedOnceAsTheFeedsPreview() async throws {
+        let feed = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"><channel><title>A show</title>
+              <itunes:image href="BASE/art/cover.jpg"/>
+              <item><title>One</title><guid>one</guid><enclosure url="BASE/files/one.mp3" length="9000" type="audio/mpeg"/></item>
+            </channel></rss>
+            """
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/art/cover.jpg", size: 4000)
+            server.addMedia(path: "/files/one.mp3", size: 9000)
+            server.setFeed(path: "/feeds/feed.xml", text: feed.replacingOccurrences(of: "BASE", with: server.baseURL))
+            try await TestSupport.withTemporaryDirectory { dir in
+                let out = dir.appendingPathComponent("out").path
+                for _ in 1...2 {
+                    let run = try await MirrorProcess.run(["feed", "\(server.baseURL)/feeds/feed.xml", "--out", out])
+                    #expect(run.status == 0, "\(run.stderr)")
+                }
+                #expect(same(out, "previews/cover.jpg", server, "/art/cover.jpg"))
+                #expect(server.requestCount(path: "/art/cover.jpg") == 1)
+                #expect((try? FileManager.default.contentsOfDirectory(atPath: out + "/previews")) == ["cover.jpg"])
             }
         }
     }
