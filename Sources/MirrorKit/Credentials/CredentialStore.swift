@@ -16,9 +16,12 @@ package final class CredentialStore: Sendable {
     /// link in a feed must not be able to collect by naming a host of its own.
     private let sourceHosts = Mutex<Set<String>>([])
     private let netrc: Netrc?
+    /// Whether there is anything to give: most runs have no login at all, and every request asks.
+    private let holdsAny: Atomic<Bool>
 
     package init(netrc: Netrc? = nil) {
         self.netrc = netrc
+        holdsAny = Atomic(netrc != nil)
     }
 
     /// Keeps `credentials` for the origin of `url`: the first given for an origin stays.
@@ -29,6 +32,7 @@ package final class CredentialStore: Sendable {
             if known[origin] == nil { known[origin] = credentials }
         }
         if isGiven { given.withLock { keep(&$0) } } else { linked.withLock { keep(&$0) } }
+        holdsAny.store(true, ordering: .releasing)
     }
 
     /// `url` is a source the user named: its host may use netrc's `default` entry.
@@ -40,7 +44,7 @@ package final class CredentialStore: Sendable {
     /// What a request to `url` authenticates with, if anything: the user's URL's, netrc's
     /// machine, a feed link's, then netrc's default for a source's own host.
     func credentials(for url: String) -> URLCredentials? {
-        guard let origin = Self.origin(of: url) else { return nil }
+        guard holdsAny.load(ordering: .acquiring), let origin = Self.origin(of: url) else { return nil }
         if let known = given.withLock({ $0[origin] }) { return known }
         let host = Self.host(ofOrigin: origin)
         if let machine = netrc?.machine(host) { return machine }
