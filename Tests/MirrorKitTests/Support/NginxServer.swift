@@ -16,6 +16,11 @@ final class NginxServer: Sendable {
 
     var baseURL: String { "https://127.0.0.1:\(port)" }
 
+    /// Starts nginx on a thread of its own (see ``TestSupport/apart(_:)``).
+    static func start() async throws -> NginxServer {
+        try await TestSupport.apart { try NginxServer() }
+    }
+
     /// Starts nginx on a free port; `root` is where the files it serves go.
     init() throws {
         work = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")

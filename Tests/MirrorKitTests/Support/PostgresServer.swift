@@ -116,7 +116,7 @@ final class PostgresServer: Sendable {
 
     /// Runs `body` with a server of its own, stopped after, whatever `body` does.
     static func with<T>(tls: TLS? = nil, passwordMethod: String? = nil, _ body: (PostgresServer) async throws -> T) async throws -> T {
-        let server = try PostgresServer(tls: tls, passwordMethod: passwordMethod)
+        let server = try await TestSupport.apart { try PostgresServer(tls: tls, passwordMethod: passwordMethod) }
         do {
             let result = try await body(server)
             await server.stop()

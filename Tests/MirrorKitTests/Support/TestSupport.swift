@@ -24,6 +24,15 @@ enum TestSupport {
     }()
 
     /// Runs `body` with a fixture server that is stopped afterwards, whatever happens.
+    /// Runs `work` (starting a server: child processes waited for, ports polled with sleeps) on a
+    /// thread of its own: on one of Swift's two cooperative threads it would hold back, for
+    /// seconds, every other test's tasks, the in-process fixture server's answers among them.
+    static func apart<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
     static func withServer<T>(_ body: (FixtureServer) async throws -> T) async throws -> T {
         let server = try await FixtureServer.start(fixtures: fixtures)
         do {

@@ -38,7 +38,7 @@ struct HTTP2Tests {
     }
 
     @Test func manyTransfersShareOneConnection() async throws {
-        let server = try NginxServer()
+        let server = try await NginxServer.start()
         var expected: [String: String] = [:]
         for index in 0..<24 {
             expected["/file-\(index).bin"] = TestSupport.digest(try server.addFile("file-\(index).bin", size: 64 << 10))
@@ -59,7 +59,7 @@ struct HTTP2Tests {
     }
 
     @Test func aForcedItemOvertakesStreamsOnTheSameConnectionAndEverythingCompletes() async throws {
-        let server = try NginxServer()
+        let server = try await NginxServer.start()
         var expected: [String: String] = [:]
         for index in 0..<6 {
             // Held to 512 KiB/s a response by the server: still under way when the forced one comes.
@@ -94,7 +94,7 @@ struct HTTP2Tests {
     }
 
     @Test func aThrottlingHostNeverCarriesMoreThanItsLimit() async throws {
-        let server = try NginxServer()
+        let server = try await NginxServer.start()
         var expected: [String: String] = [:]
         for index in 0..<4 {
             // 2 s each at the server's 256 KiB/s; past the first two the server allows a request
@@ -134,7 +134,7 @@ struct HTTP2Tests {
     }
 
     @Test func aHoldAskedForBeforeTheResponseIsNotAppliedToAnHTTP2Stream() async throws {
-        let server = try NginxServer()
+        let server = try await NginxServer.start()
         let expected = TestSupport.digest(try server.addFile("held.bin", size: 1 << 20))
         let engine = TransferEngine(configuration: .init(certificateAuthorities: server.certificate))
         let id = TransferID.next()
@@ -148,7 +148,7 @@ struct HTTP2Tests {
     }
 
     @Test func aThrottledStreamThatWasHeldGoesOnWhenResumed() async throws {
-        let server = try NginxServer()
+        let server = try await NginxServer.start()
         let expected = TestSupport.digest(try server.addFile("slow.bin", size: 1 << 20))
         // 256 KiB/s: the budget runs dry, and libcurl pauses the stream, whatever its protocol.
         let engine = TransferEngine(configuration: .init(
