@@ -18,6 +18,7 @@ struct FeedFile {
     var medium: String?
     var description: String?
     var rating: String?
+    var isMediaRSS = false
 }
 
 /// One feed format's reader: which elements open an entry and say what of it. The walker keeps

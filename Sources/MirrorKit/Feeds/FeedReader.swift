@@ -24,6 +24,9 @@ struct FeedEnclosure: Sendable, Equatable {
     var medium: String?
     var mediaDescription: String?
     var rating: String?
+    /// Read from Media RSS (not an enclosure): named apart, so that its reading changes no
+    /// enclosure's item.
+    var isMediaRSS = false
 }
 
 /// A parsed feed: its kind and every enclosure in document order.
@@ -133,11 +136,16 @@ enum FeedReader {
                     let problem = errors.summary ?? "not well-formed XML"
                     // Read as feed readers read it: what came before the damage, or what libxml2's
                     // recovery makes of the whole (a tag left open), whichever holds more entries.
-                    let recovered = recover(chars, url: url, base: base, encoding: encoding, rendition: rendition)
+                    // libxml2's recovery builds the whole tree: only for feeds of a size a tree of
+                    // which stays small (a hostile 64 MiB of tiny elements would be gigabytes).
+                    let recovered = chars.count <= Self.maximumRecoveredBytes
+                        ? recover(chars, url: url, base: base, encoding: encoding, rendition: rendition) : nil
                     let (entries, best) = recovered.map { $0.entries > walker.entriesRead ? $0 : (walker.entriesRead, walker.feed) }
                         ?? (walker.entriesRead, walker.feed)
-                    guard entries > 0, var feed = best else { throw FeedError(url: url, problem: problem) }
-                    feed.warnings.append("\(problem): read \(entries) entries anyway")
+                    // Not a Dash feed: its one entry's URLs are mirrors of one file, and a damaged
+                    // one cannot say which are (the real one that is damaged lists eight files).
+                    guard entries > 0, var feed = best, feed.kind != .dash else { throw FeedError(url: url, problem: problem) }
+                    feed.warnings.append("\(problem): read \(entries) \(entries == 1 ? "entry" : "entries") anyway")
                     return .success(feed)
                 }
                 try walker.visit()
@@ -148,6 +156,9 @@ enum FeedReader {
         guard let feed = walker.feed else { return .failure(FeedError(url: url, problem: "no root element")) }
         return .success(feed)
     }
+
+    /// The largest feed read again with libxml2's recovery when it is not well-formed.
+    static let maximumRecoveredBytes = 8 << 20
 
     /// The feed libxml2's recovery reads from a document that is not well-formed: the tree it
     /// builds as best it can, walked as a document is. (A DOCTYPE was refused before: no entity

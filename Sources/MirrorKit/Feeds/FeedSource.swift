@@ -49,6 +49,7 @@ package struct FeedSource: MirrorSource {
         var names = EnclosureNames(feed: self.feed.description, enclosures: feed.enclosures)
         var previewNames = EnclosureNames(feed: self.feed.description, enclosures: [])
         var seenURLs: Set<String> = []
+        var seenPreviews: Set<String> = []
         var leftOutURLs: Set<String> = []
         for enclosure in feed.enclosures where !sink.isHalted {
             // Two entries may offer the same URL; one download serves both.
@@ -81,10 +82,12 @@ package struct FeedSource: MirrorSource {
                 }
             }
             // The thumbnail first, as Imgur's previews: it is small, and shown while the file comes.
-            if let preview = enclosure.preview, seenURLs.insert(preview).inserted {
+            if let preview = enclosure.preview, seenPreviews.insert(preview).inserted {
                 do {
+                    // An item of its URL: entries that share a thumbnail share one file, whatever
+                    // entry comes first in a run.
                     let thumbnail = try await planPreview(
-                        preview, item: "preview " + job.item, release: job.release, names: &previewNames, sink: sink)
+                        preview, item: "preview \(self.feed.description) \(preview)", release: nil, names: &previewNames, sink: sink)
                     await sink.submit(thumbnail, forced: false)
                 } catch {
                     sink.halt(error)
@@ -94,7 +97,7 @@ package struct FeedSource: MirrorSource {
             await sink.submit(job, forced: true)
         }
         // The feed's own image, once: its preview, as an entry's thumbnail is.
-        if let image = feed.image, !sink.isHalted, seenURLs.insert(image).inserted {
+        if let image = feed.image, !sink.isHalted, seenPreviews.insert(image).inserted {
             do {
                 let job = try await planPreview(image, item: "image of feed \(self.feed.description)", release: nil, names: &previewNames, sink: sink)
                 await sink.submit(job, forced: false)

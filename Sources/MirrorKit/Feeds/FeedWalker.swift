@@ -38,6 +38,8 @@ struct FeedWalker {
         var page: String?
         /// Media RSS's thumbnail of the whole item.
         var thumbnail: String?
+        /// URLs of a Media RSS group's renditions that were not chosen.
+        var unchosenRenditions: Set<String> = []
         var found: [FeedEnclosure] = []
         var unusable: [String] = []
 
@@ -108,9 +110,26 @@ struct FeedWalker {
 
     // MARK: - What dialects build
 
-    /// Opens an entry at `depth`, unless one is open (an entry quoted in another's content is content).
-    mutating func openEntry(at depth: Int32) {
-        if entry == nil { entry = OpenEntry(depth: depth) }
+    /// Opens an entry at `depth`, unless one is open (an entry quoted in another's content is
+    /// content); true when it opened one.
+    @discardableResult
+    mutating func openEntry(at depth: Int32) -> Bool {
+        guard entry == nil else { return false }
+        entry = OpenEntry(depth: depth)
+        return true
+    }
+
+    /// An RSS item: one met inside another open item means the other was never closed (libxml2's
+    /// recovery nests the items after a tag left open): that one ends here.
+    mutating func openItem(at depth: Int32) -> Bool {
+        if entry != nil { closeEntry() }
+        return openEntry(at: depth)
+    }
+
+    /// Remembers the URLs of a group's renditions that were not chosen.
+    mutating func setUnchosenRenditions(_ urls: [String]) {
+        let resolved = urls.compactMap(pageLink)
+        entry?.unchosenRenditions.formUnion(resolved)
     }
 
     /// Whether `node` is a direct child of the open entry.
@@ -159,6 +178,7 @@ struct FeedWalker {
         enclosure.medium = file.medium
         enclosure.mediaDescription = file.description
         enclosure.rating = file.rating
+        enclosure.isMediaRSS = file.isMediaRSS
         entry?.found.append(enclosure)
     }
 
@@ -176,26 +196,49 @@ struct FeedWalker {
     private mutating func closeEntry() {
         MediaRSS.closeAll(in: &self)
         guard var open = entry else { return }
+        // A group's renditions not chosen are not mirrored, even where an enclosure names one.
+        open.found.removeAll { open.unchosenRenditions.contains($0.url) && !$0.isMediaRSS }
+        // One file the entry lists twice (an enclosure and a Media RSS content) is one download,
+        // the enclosure's, with what Media RSS says of it; the item's own thumbnail is the preview
+        // of those without one.
+        var merged: [FeedEnclosure] = []
+        for file in open.found {
+            guard let index = merged.firstIndex(where: { $0.url == file.url }) else {
+                merged.append(file)
+                continue
+            }
+            merged[index].preview = merged[index].preview ?? file.preview
+            merged[index].medium = merged[index].medium ?? file.medium
+            merged[index].mediaDescription = merged[index].mediaDescription ?? file.mediaDescription
+            merged[index].rating = merged[index].rating ?? file.rating
+            merged[index].length = merged[index].length ?? file.length
+        }
+        open.found = merged
         if !open.found.isEmpty { entriesRead += 1 }
-        // One file the entry lists twice (an enclosure and a Media RSS content) is one download;
-        // the item's own thumbnail is the preview of those without one.
-        var seen: Set<String> = []
-        open.found = open.found.filter { seen.insert($0.url).inserted }
         for index in open.found.indices where open.found[index].preview == nil {
             open.found[index].preview = open.thumbnail
         }
         // An entry's several enclosures (an episode as MP3 and as MP4) are told apart by type,
-        // which a new release keeps, rather than by their order, which it may not.
-        let types = open.found.map { $0.type ?? "" }
+        // which a new release keeps, rather than by their order, which it may not. Media RSS's
+        // files are told apart by their URL, so that reading them changes no enclosure's item.
+        let classic = open.found.filter { !$0.isMediaRSS }
+        let types = classic.map { $0.type ?? "" }
         let typesTell = Set(types).count == types.count
-        for (index, var enclosure) in open.found.enumerated() {
+        var classicIndex = 0
+        for var enclosure in open.found {
             enclosure.entryTitle = open.title
             enclosure.version = open.version
             enclosure.updated = open.updated
             enclosure.entryPage = open.page
-            enclosure.entryID = (open.docsetIdentifier ?? open.id).map { id in
-                guard open.found.count > 1 else { return id }
-                return typesTell ? "\(id)#\(types[index])" : "\(id)#\(index)"
+            if enclosure.isMediaRSS {
+                enclosure.entryID = (open.docsetIdentifier ?? open.id).map { "\($0)#media:\(Self.tag(enclosure.url))" }
+            } else {
+                let index = classicIndex
+                classicIndex += 1
+                enclosure.entryID = (open.docsetIdentifier ?? open.id).map { id in
+                    guard classic.count > 1 else { return id }
+                    return typesTell ? "\(id)#\(types[index])" : "\(id)#\(index)"
+                }
             }
             enclosures.append(enclosure)
         }
@@ -208,6 +251,16 @@ struct FeedWalker {
             }
         }
         entry = nil
+    }
+
+    /// A short tag of `text` that stays the same from run to run (FNV-1a, 64 bits, in hex).
+    static func tag(_ text: String) -> String {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01B3
+        }
+        return String(hash, radix: 16)
     }
 
     // MARK: - libxml2 access
@@ -281,7 +334,11 @@ struct FeedWalker {
 
     /// The element's text content, trimmed; nil when empty.
     func text() -> String? {
-        guard let value = xmlTextReaderReadString(reader) else { return nil }
+        // A reader walking a recovered tree cannot read ahead in the stream: the node's own
+        // content is there.
+        guard let value = xmlTextReaderReadString(reader) ?? xmlNodeGetContent(xmlTextReaderCurrentNode(reader)) else {
+            return nil
+        }
         defer { mirror_xml_free(value) }
         let text = String(cString: value).trimming(.spacesAndNewlines)
         return text.isEmpty ? nil : text

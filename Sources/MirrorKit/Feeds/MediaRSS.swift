@@ -53,12 +53,16 @@ enum MediaRSS {
     static func element(_ node: FeedNode, in walker: inout FeedWalker) {
         switch node.name {
         case "content":
-            guard let href = walker.attribute("url") else { return }
+            // A player (Flash) or a live stream is no file to keep.
+            guard let href = walker.attribute("url"), walker.attribute("type") != "application/x-shockwave-flash",
+                  walker.attribute("expression") != "nonstop" else { return }
             let reader = walker
             func number(_ name: String) -> Int64 { reader.attribute(name).flatMap { Int64($0.trimming(.spaces)) } ?? 0 }
             walker.media.content = Open(
                 depth: node.depth,
-                file: FeedFile(href: href, length: walker.attribute("fileSize"), type: walker.attribute("type"), medium: walker.attribute("medium")),
+                file: FeedFile(
+                    href: href, length: walker.attribute("fileSize"), type: walker.attribute("type"), medium: walker.attribute("medium"),
+                    isMediaRSS: true),
                 isDefault: walker.attribute("isDefault") == "true",
                 measures: [number("fileSize"), number("height"), number("bitrate")])
             if node.isEmpty { end(depth: node.depth, in: &walker) }
@@ -88,7 +92,8 @@ enum MediaRSS {
             }
         } else if let group = walker.media.group, group.depth == depth {
             walker.media.group = nil
-            guard var chosen = choose(from: group.renditions, walker.rendition)?.file else { return }
+            guard let choice = choose(from: group.renditions, walker.rendition), var chosen = choice.file else { return }
+            walker.setUnchosenRenditions(group.renditions.compactMap(\.file?.href).filter { $0 != chosen.href })
             // What the group says applies to the rendition that does not say it itself.
             chosen.thumbnail = chosen.thumbnail ?? group.file?.thumbnail
             chosen.description = chosen.description ?? group.file?.description
@@ -104,7 +109,10 @@ enum MediaRSS {
     }
 
     static func choose(from renditions: [Open], _ policy: MediaRendition) -> Open? {
-        let bySize = renditions.sorted { $0.measures.lexicographicallyPrecedes($1.measures) }
+        // By the first measure every rendition states (a missing one is not a small one), else
+        // in the feed's order.
+        let measure = (0..<3).first { index in renditions.allSatisfy { $0.measures[index] > 0 } }
+        let bySize = measure.map { index in renditions.sorted { $0.measures[index] < $1.measures[index] } } ?? renditions
         switch policy {
         case .preferred: return renditions.first(where: \.isDefault) ?? bySize.last
         case .largest: return bySize.last

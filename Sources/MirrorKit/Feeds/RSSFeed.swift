@@ -7,7 +7,7 @@ enum RSSDialect: FeedDialect {
         guard node.namespace == nil || node.namespace == userlandNamespace else { return }
         switch node.name {
         case "item":
-            walker.openEntry(at: node.depth)
+            walker.openItem(at: node.depth)
         case "guid" where walker.isInEntry(node):
             walker.setEntry(\.id, walker.text())
         case "pubDate" where walker.isInEntry(node):
@@ -42,8 +42,7 @@ enum RDFDialect: FeedDialect {
     static func element(_ node: FeedNode, in walker: inout FeedWalker) {
         switch (node.name, node.namespace) {
         case ("item", rss10Namespace?), ("item", rss090Namespace?):
-            walker.openEntry(at: node.depth)
-            walker.setEntry(\.id, walker.attribute("about", namespace: rdfNamespace))
+            if walker.openItem(at: node.depth) { walker.setEntry(\.id, walker.attribute("about", namespace: rdfNamespace)) }
         case ("title", rss10Namespace?), ("title", rss090Namespace?):
             let value = walker.text()
             if walker.isInEntry(node) { walker.setEntry(\.title, value) } else if !walker.isInAnEntry { walker.setFeedTitle(value) }

@@ -316,7 +316,7 @@ struct MirrorCommandTests {
                 // Cut short, with a whole entry: read as far as it goes, with a warning.
                 let broken = try await mirror(["feed", "\(server.baseURL)/feeds/broken.atom", "--out", out])
                 #expect(broken.status == 0, "\(broken.stderr)")
-                #expect(broken.stderr.contains("not well-formed XML at line 6") && broken.stderr.contains("read 1 entries anyway"))
+                #expect(broken.stderr.contains("not well-formed XML at line 6") && broken.stderr.contains("read 1 entry anyway"))
                 // Without one: data of the wrong shape.
                 server.setFeed(path: "/feeds/hopeless.atom", text: "<?xml version=\"1.0\"?>\n<feed xmlns=\"http://www.w3.org/2005/Atom\"><entry><title>x</ti")
                 let hopeless = try await mirror(["feed", "\(server.baseURL)/feeds/hopeless.atom", "--out", out])

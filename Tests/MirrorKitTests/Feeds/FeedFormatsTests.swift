@@ -102,8 +102,8 @@ struct FeedFormatsTests {
         for (choice, file) in [("largest", "abc-1080.mp4"), ("smallest", "abc-240.mp4")] {
             try await mirror(Self.peerTube, files: Self.peerTubeFiles, arguments: ["--media-rendition", choice]) { run, out, _ in
                 #expect(run.status == 0, "\(run.stderr)")
-                // The enclosure is the feed's own file, beside the rendition chosen.
-                #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: out + "/enclosures")) ?? []) == [file, "abc-720.mp4"])
+                // One rendition: the enclosure naming another of the group's is not mirrored beside it.
+                #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: out + "/enclosures")) ?? []) == [file])
             }
         }
     }
@@ -233,5 +233,23 @@ struct FeedFormatsTests {
                 #expect((try? FileManager.default.contentsOfDirectory(atPath: out + "/previews")) == ["cover.jpg"])
             }
         }
+    }
+
+    /// Reading Media RSS must not rename an enclosure's item: a mirror made before it keeps its files.
+    @Test func aMediaRSSFileBesideAnEnclosureLeavesTheEnclosuresItemAsItWas() throws {
+        let text = """
+            <rss version="2.0" xmlns:media="http://search.yahoo.com/mrss/"><channel><title>t</title>
+              <item><guid>ep-1</guid><enclosure url="https://h.example/ep-1.mp3" length="10" type="audio/mpeg"/>
+                <media:content url="https://gravatar.example/avatar.jpg" medium="image"/>
+                <media:content url="https://h.example/ep-1.mp3" medium="audio"><media:thumbnail url="https://h.example/ep-1.jpg"/></media:content>
+              </item></channel></rss>
+            """
+        let feed = try FeedReader.parse(Array(text.utf8), url: "https://h.example/feed")
+        #expect(feed.enclosures.map(\.url) == ["https://h.example/ep-1.mp3", "https://gravatar.example/avatar.jpg"])
+        #expect(feed.enclosures.first?.entryID == "ep-1")
+        // The duplicate's thumbnail and medium are kept on the enclosure.
+        #expect(feed.enclosures.first?.preview == "https://h.example/ep-1.jpg")
+        #expect(feed.enclosures.first?.medium == "audio")
+        #expect(feed.enclosures.last?.entryID?.hasPrefix("ep-1#media:") == true)
     }
 }

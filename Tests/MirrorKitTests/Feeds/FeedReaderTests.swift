@@ -58,7 +58,7 @@ struct FeedReaderTests {
         #expect(feed.enclosures.map(\.url) == ["\(Self.base)/files/Alpha-2.1.docset.xar"])
         #expect(feed.warnings.count == 1)
         #expect(feed.warnings.first?.hasPrefix("not well-formed XML at line 6") == true, "\(feed.warnings)")
-        #expect(feed.warnings.first?.hasSuffix("read 1 entries anyway") == true, "\(feed.warnings)")
+        #expect(feed.warnings.first?.hasSuffix("read 1 entry anyway") == true, "\(feed.warnings)")
     }
 
     @Test func aDocumentWithoutAWholeEntryIsAnErrorWithItsLine() {
