@@ -7,20 +7,6 @@ import Testing
 /// was mirrored): HTML's named entities, a bare `&`, a document cut short or with a tag left open.
 @Suite("Damaged feeds read as feed readers read them", .timeLimit(.minutes(2)))
 struct DamagedFeedTests {
-    private func mirror(
-        _ text: String, files: [(String, Int)], arguments: [String] = [], _ check: (MirrorProcess.Run, String, FixtureServer) throws -> Void
-    ) async throws {
-        try await TestSupport.withServer { server in
-            for (path, size) in files { server.addMedia(path: path, size: size) }
-            server.setFeed(path: "/feeds/feed.xml", text: text.replacingOccurrences(of: "BASE", with: server.baseURL))
-            try await TestSupport.withTemporaryDirectory { dir in
-                let out = dir.appendingPathComponent("out").path
-                let run = try await MirrorProcess.run(["feed", "\(server.baseURL)/feeds/feed.xml", "--out", out, "--metadata"] + arguments)
-                try check(run, out, server)
-            }
-        }
-    }
-
     private static func item(_ number: Int, title: String = "Episode", url: String? = nil) -> String {
         """
         <item><title>\(title) \(number)</title><guid>episode-\(number)</guid>
@@ -36,7 +22,7 @@ struct DamagedFeedTests {
             \(Self.item(1, title: "L&rsquo;&eacute;t&eacute; &", url: "BASE/files/get?id=1&amp;format=mp3&kind=audio"))
             </channel></rss>
             """
-        try await mirror(feed, files: [("/files/get", 1000)], arguments: ["--log-format", "json"]) { run, out, server in
+        try await MirrorProcess.mirrorFeed(feed, files: [("/files/get", 1000)], arguments: ["--log-format", "json"]) { run, out, server in
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stderr.contains("\"level\":\"warning\"") && run.stderr.contains("references XML does not know"), "\(run.stderr)")
             #expect(server.requests.contains { $0.path == "/files/get" })
@@ -54,7 +40,7 @@ struct DamagedFeedTests {
             </channel></rss>
             """
         let cut = String(whole[..<whole.range(of: "<guid>episode-3")!.lowerBound])
-        try await mirror(cut, files: (1...3).map { ("/files/episode-\($0).mp3", 1000) }) { run, out, _ in
+        try await MirrorProcess.mirrorFeed(cut, files: (1...3).map { ("/files/episode-\($0).mp3", 1000) }) { run, out, _ in
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stderr.contains("entries anyway"), "\(run.stderr)")
             #expect(run.stderr.contains("not well-formed XML at line"), "\(run.stderr)")
@@ -70,7 +56,7 @@ struct DamagedFeedTests {
             \(Self.item(3))
             </channel></rss>
             """
-        try await mirror(feed, files: (1...3).map { ("/files/episode-\($0).mp3", 1000) }) { run, out, _ in
+        try await MirrorProcess.mirrorFeed(feed, files: (1...3).map { ("/files/episode-\($0).mp3", 1000) }) { run, out, _ in
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stderr.contains("entries anyway"), "\(run.stderr)")
             #expect(FileManager.default.fileExists(atPath: out + "/enclosures/episode-1.mp3"))
@@ -82,7 +68,7 @@ struct DamagedFeedTests {
     }
 
     @Test func aDocumentWithNothingReadableIsStillAnError() async throws {
-        try await mirror("<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>x</ti", files: []) { run, _, _ in
+        try await MirrorProcess.mirrorFeed("<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>x</ti", files: []) { run, _, _ in
             #expect(run.status == 65, "\(run.stderr)")
             #expect(run.stderr.contains("not well-formed XML at line 1"), "\(run.stderr)")
         }

@@ -8,23 +8,6 @@ import Testing
 /// Atom 0.3 (Blogger).
 @Suite("Feed formats: Media RSS, RSS 0.9x and 1.0, Atom 0.3", .timeLimit(.minutes(2)))
 struct FeedFormatsTests {
-    /// Serves `text` (with `BASE` replaced by the server's address) as a feed, and each of `files`
-    /// (path, size) as media; mirrors it into a new directory and hands over the run and the directory.
-    private func mirror(
-        _ text: String, files: [(String, Int)], arguments: [String] = [],
-        _ check: (MirrorProcess.Run, String, FixtureServer) throws -> Void
-    ) async throws {
-        try await TestSupport.withServer { server in
-            for (path, size) in files { server.addMedia(path: path, size: size) }
-            server.setFeed(path: "/feeds/feed.xml", text: text.replacingOccurrences(of: "BASE", with: server.baseURL))
-            try await TestSupport.withTemporaryDirectory { dir in
-                let out = dir.appendingPathComponent("out").path
-                let run = try await MirrorProcess.run(["feed", "\(server.baseURL)/feeds/feed.xml", "--out", out, "--metadata"] + arguments)
-                try check(run, out, server)
-            }
-        }
-    }
-
     private func same(_ out: String, _ relativePath: String, _ server: FixtureServer, _ path: String) -> Bool {
         TestSupport.digest(ofFile: out + "/" + relativePath) == TestSupport.digest(server.content(of: path))
     }
@@ -50,7 +33,7 @@ struct FeedFormatsTests {
               </channel>
             </rss>
             """
-        try await mirror(feed, files: [
+        try await MirrorProcess.mirrorFeed(feed, files: [
             ("/system/media_attachments/files/original/a1.jpeg", 40000), ("/system/media_attachments/files/small/a1.jpeg", 3000),
             ("/system/media_attachments/files/original/a2.mp4", 90000), ("/system/media_attachments/files/small/a2.png", 2000),
         ]) { run, out, server in
@@ -92,7 +75,7 @@ struct FeedFormatsTests {
     ]
 
     @Test func aGroupGivesOneRenditionTheDefaultOneAndAURLListedTwiceIsFetchedOnce() async throws {
-        try await mirror(Self.peerTube, files: Self.peerTubeFiles) { run, out, server in
+        try await MirrorProcess.mirrorFeed(Self.peerTube, files: Self.peerTubeFiles) { run, out, server in
             #expect(run.status == 0, "\(run.stderr)")
             #expect((try? FileManager.default.contentsOfDirectory(atPath: out + "/enclosures")) == ["abc-720.mp4"])
             #expect(same(out, "previews/abc.jpg", server, "/lazy-static/thumbnails/abc.jpg"))
@@ -100,7 +83,7 @@ struct FeedFormatsTests {
             #expect(server.requestCount(path: "/static/web-videos/abc-1080.mp4") == 0)
         }
         for (choice, file) in [("largest", "abc-1080.mp4"), ("smallest", "abc-240.mp4")] {
-            try await mirror(Self.peerTube, files: Self.peerTubeFiles, arguments: ["--media-rendition", choice]) { run, out, _ in
+            try await MirrorProcess.mirrorFeed(Self.peerTube, files: Self.peerTubeFiles, arguments: ["--media-rendition", choice]) { run, out, _ in
                 #expect(run.status == 0, "\(run.stderr)")
                 // One rendition: the enclosure naming another of the group's is not mirrored beside it.
                 #expect(Set((try? FileManager.default.contentsOfDirectory(atPath: out + "/enclosures")) ?? []) == [file])
@@ -123,7 +106,7 @@ struct FeedFormatsTests {
               </item>
             </rdf:RDF>
             """
-        try await mirror(rss10, files: [("/files/slides.pdf", 30000)]) { run, out, server in
+        try await MirrorProcess.mirrorFeed(rss10, files: [("/files/slides.pdf", 30000)]) { run, out, server in
             #expect(run.status == 0, "\(run.stderr)")
             #expect(same(out, "enclosures/slides.pdf", server, "/files/slides.pdf"))
             let sidecar = String(decoding: TestSupport.bytes(at: out + "/meta/enclosures/slides.pdf.json") ?? [], as: UTF8.self)
@@ -139,7 +122,7 @@ struct FeedFormatsTests {
                 <enc:enclosure rdf:resource="BASE/files/episode.mp3" enc:type="audio/mpeg" enc:length="25000"/></item>
             </rdf:RDF>
             """
-        try await mirror(rss090, files: [("/files/episode.mp3", 25000)]) { run, out, server in
+        try await MirrorProcess.mirrorFeed(rss090, files: [("/files/episode.mp3", 25000)]) { run, out, server in
             #expect(run.status == 0, "\(run.stderr)")
             #expect(same(out, "enclosures/episode.mp3", server, "/files/episode.mp3"))
         }
@@ -152,7 +135,7 @@ struct FeedFormatsTests {
               <item><title>Show 1</title><enclosure url="BASE/files/show-1.mp3" length="11000" type="audio/mpeg"/></item>
             </channel></rss>
             """
-        try await mirror(rss092, files: [("/files/show-1.mp3", 11000)]) { run, out, server in
+        try await MirrorProcess.mirrorFeed(rss092, files: [("/files/show-1.mp3", 11000)]) { run, out, server in
             #expect(run.status == 0, "\(run.stderr)")
             #expect(same(out, "enclosures/show-1.mp3", server, "/files/show-1.mp3"))
         }
@@ -163,7 +146,7 @@ struct FeedFormatsTests {
                 <enclosure url="BASE/files/show-2.mp3" length="12000" type="audio/mpeg"/></item>
             </channel></rss>
             """
-        try await mirror(userland, files: [("/files/show-2.mp3", 12000)]) { run, out, server in
+        try await MirrorProcess.mirrorFeed(userland, files: [("/files/show-2.mp3", 12000)]) { run, out, server in
             #expect(run.status == 0, "\(run.stderr)")
             #expect(same(out, "enclosures/show-2.mp3", server, "/files/show-2.mp3"))
         }
@@ -181,7 +164,7 @@ struct FeedFormatsTests {
                 <modified>2005-01-02T00:00:00Z</modified></entry>
             </feed>
             """
-        try await mirror(atom03, files: [("/files/podcast-3.mp3", 13000)]) { run, out, server in
+        try await MirrorProcess.mirrorFeed(atom03, files: [("/files/podcast-3.mp3", 13000)]) { run, out, server in
             #expect(run.status == 0, "\(run.stderr)")
             #expect(same(out, "enclosures/podcast-3.mp3", server, "/files/podcast-3.mp3"))
             let sidecar = String(decoding: TestSupport.bytes(at: out + "/meta/enclosures/podcast-3.mp3.json") ?? [], as: UTF8.self)
@@ -199,7 +182,7 @@ struct FeedFormatsTests {
         #expect(files.count == 6)
         // The account's avatar, as the channel's image and its webfeeds:icon both.
         let avatar = "/accounts/avatars/000/079/074/original/c4beaaa4e61512f0.png"
-        try await mirror(text.replacingOccurrences(of: "https://media.cmx.edu.kg", with: "BASE"), files: files + [(avatar, 3000)]) { run, out, server in
+        try await MirrorProcess.mirrorFeed(text.replacingOccurrences(of: "https://media.cmx.edu.kg", with: "BASE"), files: files + [(avatar, 3000)]) { run, out, server in
             #expect(run.status == 0, "\(run.stderr)")
             for (path, _) in files {
                 let name = String(path.split(separator: "/").last!)

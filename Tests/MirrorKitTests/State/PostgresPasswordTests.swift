@@ -9,21 +9,14 @@ import Testing
 @Suite("PostgreSQL: no password in clear to an unverified server", .timeLimit(.minutes(2)))
 struct PostgresPasswordTests {
     private static let installed = PostgresServer.isAvailable
-    private static let noHome = ["HOME": "/nonexistent-mirror-home"]
+    private static let password = ["PGPASSWORD": PostgresServer.password]
 
     private static func open(_ url: String) async throws -> PostgresState {
-        let environment = noHome.merging(["PGPASSWORD": PostgresServer.password]) { $1 }
-        return try await PostgresState(try PostgresLocation(url, environment: environment), logger: TestSupport.logger)
+        try await PostgresServer.openState(url, environment: password)
     }
 
     private static func failure(_ url: String) async -> String {
-        do {
-            let state = try await open(url)
-            await state.close()
-            return "connected"
-        } catch {
-            return "\(error)"
-        }
+        await PostgresServer.openingFailure(url, environment: password)
     }
 
     @Test(.enabled(if: installed, "PostgreSQL is not installed (scripts/setup installs it)"))
@@ -33,13 +26,11 @@ struct PostgresPasswordTests {
             #expect(try await state.rows("SELECT 1").count == 1)
             await state.close()
         }
-        for method in ["password"] {
-            try await PostgresServer.with(passwordMethod: method) { postgres in
+        try await PostgresServer.with(passwordMethod: "password") { postgres in
             for mode in ["disable", "prefer"] {
                 let refused = await Self.failure("postgresql://\(PostgresServer.user)@127.0.0.1:\(postgres.port)/postgres?sslmode=\(mode)")
                 #expect(refused.contains("the server asked for the password in clear"), "\(mode): \(refused)")
                 #expect(!refused.contains("\n") && !refused.contains(PostgresServer.password), "\(refused)")
-            }
             }
         }
     }

@@ -16,23 +16,12 @@ struct PostgresTLSTests {
         return try rows.first?.decode(Bool.self) ?? false
     }
 
-    /// A home without ~/.postgresql: the defaults of the machine running the tests stay out.
-    private static let noHome = ["HOME": "/nonexistent-mirror-home"]
-
     private static func open(_ url: String, environment: [String: String] = [:]) async throws -> PostgresState {
-        try await PostgresState(
-            try PostgresLocation(url, environment: environment.merging(noHome) { given, _ in given }), logger: TestSupport.logger)
+        try await PostgresServer.openState(url, environment: environment)
     }
 
-    /// The one-line error of opening `url`.
     private static func failure(_ url: String) async -> String {
-        do {
-            let state = try await open(url)
-            await state.close()
-            return "connected"
-        } catch {
-            return "\(error)"
-        }
+        await PostgresServer.openingFailure(url)
     }
 
     @Test(.enabled(if: installed, "PostgreSQL is not installed (scripts/setup installs it)"))
@@ -112,7 +101,7 @@ struct PostgresTLSTests {
         chmod(root.path, 0o644)
         defer { try? FileManager.default.removeItem(at: root) }
         let base = "postgresql://u:s3cret@db.example/mirror"
-        let noHome = Self.noHome
+        let noHome = PostgresServer.noHome
         func tls(_ url: String, _ environment: [String: String] = [:]) throws -> PostgresTLS {
             try PostgresLocation(url, environment: environment.merging(noHome) { given, _ in given }).tls
         }

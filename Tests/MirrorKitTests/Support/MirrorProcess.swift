@@ -78,6 +78,24 @@ enum MirrorProcess {
         ["--client-id-file", idFile, "--api-base", server.baseURL, "--media-base", server.baseURL]
     }
 
+    /// Serves `text` (with `BASE` replaced by the server's address) as a feed and each of `files`
+    /// (path, size) as media, mirrors it with `--metadata` into a new directory, and hands `check`
+    /// the run, the directory and the server.
+    static func mirrorFeed(
+        _ text: String, files: [(String, Int)], arguments: [String] = [],
+        _ check: (Run, String, FixtureServer) throws -> Void
+    ) async throws {
+        try await TestSupport.withServer { server in
+            for (path, size) in files { server.addMedia(path: path, size: size) }
+            server.setFeed(path: "/feeds/feed.xml", text: text.replacingOccurrences(of: "BASE", with: server.baseURL))
+            try await TestSupport.withTemporaryDirectory { dir in
+                let out = dir.appendingPathComponent("out").path
+                let run = try await run(["feed", "\(server.baseURL)/feeds/feed.xml", "--out", out, "--metadata"] + arguments)
+                try check(run, out, server)
+            }
+        }
+    }
+
     /// A temporary directory holding a client id file; `body` gets both.
     static func withClientID<T>(_ body: (URL, String) async throws -> T) async throws -> T {
         try await TestSupport.withTemporaryDirectory { dir in

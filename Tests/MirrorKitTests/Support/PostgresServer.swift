@@ -1,4 +1,6 @@
 import Foundation
+@testable import MirrorKit
+@testable import MirrorPostgreSQL
 
 /// A real PostgreSQL server of its own for a test: Debian's postgresql, `initdb` into a temporary
 /// directory and the postmaster on a free loopback port, stopped (and its files removed) by
@@ -160,3 +162,26 @@ final class PostgresServer: Sendable {
         }
     }
 }
+
+extension PostgresServer {
+    /// A home without ~/.postgresql: the defaults of the machine running the tests stay out.
+    static let noHome = ["HOME": "/nonexistent-mirror-home"]
+
+    /// The state at `url`, with `environment` (PGPASSWORD, PGSSL…) over a home without defaults.
+    static func openState(_ url: String, environment: [String: String] = [:]) async throws -> PostgresState {
+        try await PostgresState(
+            try PostgresLocation(url, environment: environment.merging(noHome) { given, _ in given }), logger: TestSupport.logger)
+    }
+
+    /// The one-line error of opening `url`, or "connected".
+    static func openingFailure(_ url: String, environment: [String: String] = [:]) async -> String {
+        do {
+            let state = try await openState(url, environment: environment)
+            await state.close()
+            return "connected"
+        } catch {
+            return "\(error)"
+        }
+    }
+}
+
