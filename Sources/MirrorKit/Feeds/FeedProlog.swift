@@ -1,28 +1,43 @@
 import FoundationEssentials
 import Glibc
 
-/// Reads what comes before a feed's root element, byte by byte, and refuses a DOCTYPE before any
+/// Reads what comes before a feed's root element, byte by byte, and finds its DOCTYPE before any
 /// of it reaches libxml2.
 ///
-/// libxml2 reports a DOCTYPE only once it has parsed the internal subset that follows it: a
-/// gigabyte of entity declarations costs that time and memory however the reader treats the node
-/// afterwards, and libxml2 2.9 has no option to skip the subset. So the prolog is scanned first:
-/// the XML declaration, comments, processing instructions and blanks are passed over, a `<!DOCTYPE`
-/// (in any case) refuses the feed, and the first other markup, normally the root element, ends the
-/// scan. Feeding it a body as it downloads (it is a ``BodyInspector``) ends the download there too.
+/// libxml2 reads a DOCTYPE's internal subset whole, declarations and entities, before it reports
+/// it: a gigabyte of entity declarations costs that time and memory however the reader treats the
+/// node afterwards, and libxml2 2.9 has no option to skip the subset. So the prolog is scanned
+/// first: the XML declaration, comments, processing instructions and blanks are passed over; a
+/// `<!DOCTYPE` (in any case) is followed to its end through quoted literals, comments and
+/// instructions of its subset, and refused past ``maximumDoctypeUnits``; the first other markup,
+/// normally the root element, ends the scan. ``FeedDoctype`` then takes the DOCTYPE out of the
+/// document, so libxml2 never sees one. Feeding the scan a body as it downloads (it is a
+/// ``BodyInspector``) ends the download at a DOCTYPE too long, as at once as the bytes show it.
 ///
-/// The scan sees what libxml2 sees only if it decodes the bytes alike: it reads UTF-8, UTF-16 with
-/// either byte order (found as libxml2 finds them, by byte-order mark or by `<?` in the first four
-/// bytes) and the encodings that keep ASCII's bytes for ASCII's characters, and refuses any other a
-/// feed declares or starts with (UTF-7, ISO-2022, EBCDIC, UCS-4), where a DOCTYPE could hide.
+/// The scan sees what libxml2 sees only if it decodes the bytes alike: it reads UTF-8, UTF-16 and
+/// UTF-32 with either byte order (found as libxml2 finds them, by byte-order mark or by `<` in the
+/// first four bytes) and the encodings that keep ASCII's bytes for ASCII's characters, and
+/// overrides or refuses any other a feed declares or starts with (UTF-7, ISO-2022, EBCDIC), where
+/// a DOCTYPE could hide.
 struct FeedProlog: BodyInspector {
-    static let doctypeRefusal = "has a DOCTYPE; feeds have none, and entities can reach local files"
+    /// The most code units a DOCTYPE may take. A feed's is a line (Netscape's RSS 0.91 public
+    /// identifier) or a few entity declarations.
+    static let maximumDoctypeUnits = 1 << 20
+    static let doctypeTooLong = "has a DOCTYPE longer than 1 MiB; a feed's is a line or a few declarations"
 
     private enum Layout: Equatable {
         /// One byte per code unit: UTF-8 and the ASCII-based encodings.
         case bytes
         case utf16(bigEndian: Bool)
         case utf32(bigEndian: Bool)
+
+        var unitSize: Int {
+            switch self {
+            case .bytes: 1
+            case .utf16: 2
+            case .utf32: 4
+            }
+        }
     }
 
     private enum State {
@@ -40,6 +55,14 @@ struct FeedProlog: BodyInspector {
         case bang(matched: Int, comment: Bool)
         /// Inside a comment, after this many consecutive `-`.
         case comment(dashes: Int)
+        /// Inside the DOCTYPE, within a quoted literal or not, within its internal subset or not.
+        case doctype(quote: UInt8?, subset: Bool)
+        /// In the internal subset, after `<`.
+        case subsetOpen
+        /// In the internal subset, after `<!` and this many `-`.
+        case subsetBang(dashes: Int)
+        case subsetComment(dashes: Int)
+        case subsetInstruction(question: Bool)
     }
 
     private var layout: Layout?
@@ -59,7 +82,16 @@ struct FeedProlog: BodyInspector {
     /// One byte per code unit (UTF-8 or an ASCII-based encoding), as far as the first bytes tell.
     var isByteLayout: Bool { if case .bytes? = layout { true } else { false } }
     var isUTF32BigEndian: Bool { if case .utf32(true)? = layout { true } else { false } }
+    /// The bytes are UTF-16: they are made UTF-8 before libxml2 reads them.
+    var isUTF16: Bool { if case .utf16? = layout { true } else { false } }
+    var isUTF16BigEndian: Bool { if case .utf16(true)? = layout { true } else { false } }
     private var state = State.between(atStart: true)
+    /// Code units stepped through so far (a byte-order mark counted).
+    private var units = 0
+    /// Where the DOCTYPE starts (its `<`) and ends (after its `>`), in code units: in bytes, for
+    /// a byte layout.
+    private(set) var doctypeStart: Int?
+    private(set) var doctypeEnd: Int?
     /// The XML declaration's text, blanks collapsed, non-ASCII as 0x80.
     private var declaration: [UInt8] = []
     private var verdict = BodyInspection.undecided
@@ -77,6 +109,7 @@ struct FeedProlog: BodyInspector {
             guard head.count == 4 else { return .undecided }
             guard let (found, skip) = detectLayout() else { return verdict }
             layout = found
+            units = skip / found.unitSize
             let first = head
             first.withUnsafeBytes { feed(units: UnsafeRawBufferPointer(rebasing: $0.dropFirst(skip))) }
         }
@@ -118,13 +151,20 @@ struct FeedProlog: BodyInspector {
                 // In a comment or an instruction only `-` or `?` can begin its end: a prolog of
                 // megabytes of comment is skipped at memchr's pace, not a step at a time.
                 let awaited: UInt8? = switch state {
-                case .comment(dashes: 0): UInt8(ascii: "-")
-                case .instruction(question: false): UInt8(ascii: "?")
+                case .comment(dashes: 0), .subsetComment(dashes: 0): UInt8(ascii: "-")
+                case .instruction(question: false), .subsetInstruction(question: false): UInt8(ascii: "?")
+                case .doctype(let quote?, _): quote
                 default: nil
                 }
                 if let awaited {
-                    guard let found = memchr(bytes.baseAddress! + index, Int32(awaited), bytes.count - index) else { return }
-                    index = bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
+                    guard let found = memchr(bytes.baseAddress! + index, Int32(awaited), bytes.count - index) else {
+                        units += bytes.count - index
+                        checkDoctypeLength()
+                        return
+                    }
+                    let skipped = bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
+                    units += skipped - index
+                    index = skipped
                 }
                 let byte = bytes[index]
                 step(byte < 0x80 ? byte : 0x80)
@@ -155,6 +195,18 @@ struct FeedProlog: BodyInspector {
     }
 
     private mutating func step(_ c: UInt8) {
+        units += 1
+        advance(c)
+        checkDoctypeLength()
+    }
+
+    private mutating func checkDoctypeLength() {
+        if let doctypeStart, doctypeEnd == nil, units - doctypeStart > Self.maximumDoctypeUnits, verdict == .undecided {
+            verdict = .refused(Self.doctypeTooLong)
+        }
+    }
+
+    private mutating func advance(_ c: UInt8) {
         switch state {
         case .between(let atStart):
             if c == UInt8(ascii: "<") {
@@ -202,7 +254,12 @@ struct FeedProlog: BodyInspector {
             } else if comment {
                 if c == UInt8(ascii: "-") { state = .comment(dashes: 0) } else { verdict = .accepted }
             } else if Self.uppercased(c) == Array("DOCTYPE".utf8)[matched] {
-                if matched == 6 { verdict = .refused(Self.doctypeRefusal) } else { state = .bang(matched: matched + 1, comment: false) }
+                if matched == 6 {
+                    doctypeStart = units - "<!DOCTYPE".utf8.count
+                    state = .doctype(quote: nil, subset: false)
+                } else {
+                    state = .bang(matched: matched + 1, comment: false)
+                }
             } else {
                 // `<!` that opens neither a comment nor a DOCTYPE: libxml2 fails on it.
                 verdict = .accepted
@@ -213,6 +270,44 @@ struct FeedProlog: BodyInspector {
             } else {
                 state = .comment(dashes: c == UInt8(ascii: "-") ? dashes + 1 : 0)
             }
+        case .doctype(let quote?, let subset):
+            if c == quote { state = .doctype(quote: nil, subset: subset) }
+        case .doctype(nil, let subset):
+            switch c {
+            case UInt8(ascii: "\""), UInt8(ascii: "'"): state = .doctype(quote: c, subset: subset)
+            case UInt8(ascii: "["): state = .doctype(quote: nil, subset: true)
+            case UInt8(ascii: "]") where subset: state = .doctype(quote: nil, subset: false)
+            case UInt8(ascii: "<") where subset: state = .subsetOpen
+            case UInt8(ascii: ">") where !subset:
+                // The DOCTYPE is over; the root element follows (``FeedDoctype`` checks the rest).
+                doctypeEnd = units
+                verdict = .accepted
+            default: break
+            }
+        case .subsetOpen:
+            switch c {
+            case UInt8(ascii: "?"): state = .subsetInstruction(question: false)
+            case UInt8(ascii: "!"): state = .subsetBang(dashes: 0)
+            default:
+                state = .doctype(quote: nil, subset: true)
+                advance(c)
+            }
+        case .subsetBang(let dashes):
+            if c == UInt8(ascii: "-") {
+                state = dashes == 1 ? .subsetComment(dashes: 0) : .subsetBang(dashes: 1)
+            } else {
+                // A declaration (`<!ENTITY`, `<!ELEMENT`…): its literals are followed as quotes.
+                state = .doctype(quote: nil, subset: true)
+                advance(c)
+            }
+        case .subsetComment(let dashes):
+            if dashes >= 2 && c == UInt8(ascii: ">") {
+                state = .doctype(quote: nil, subset: true)
+            } else {
+                state = .subsetComment(dashes: c == UInt8(ascii: "-") ? dashes + 1 : 0)
+            }
+        case .subsetInstruction(let question):
+            state = question && c == UInt8(ascii: ">") ? .doctype(quote: nil, subset: true) : .subsetInstruction(question: c == UInt8(ascii: "?"))
         }
     }
 

@@ -65,14 +65,14 @@ package struct FeedError: Error, Sendable, Equatable, CustomStringConvertible {
     package var description: String { "feed \(url): \(problem)" }
 }
 
-/// Reads Atom 1.0, RSS 2.0 and Dash docset feeds with libxml2's pull parser.
+/// Reads Atom, RSS and Dash docset feeds with libxml2's pull parser.
 ///
-/// A feed with a DOCTYPE is refused before libxml2 sees a byte of it (``FeedProlog``): entities are
-/// how XML files reach local files and the network, and libxml2 would parse an internal subset of
-/// any size before it reported the DOCTYPE. The parser runs with `NONET` and without `NOENT`,
-/// `DTDLOAD` or `HUGE` all the same. Elements are matched by namespace URI, never by prefix.
-/// Nothing is returned unless the whole document parsed: libxml2 streams nodes before it notices
-/// a document is malformed.
+/// libxml2 never sees a DOCTYPE: mirror reads it and takes it out first (``FeedProlog``,
+/// ``FeedDoctype``), expanding the internal entities it declares within a budget
+/// (``EntityExpansion``) and loading nothing it names. The parser runs with `NONET` and without
+/// `NOENT`, `DTDLOAD` or `HUGE` all the same. Elements are matched by namespace URI, never by
+/// prefix. A document that is not well-formed is read as far as its whole entries go (or as
+/// libxml2's recovery reads it), with a warning: libxml2 streams nodes before it notices.
 enum FeedReader {
 
     /// Parses a feed fetched from `url`; relative links resolve against it (and `xml:base`).
@@ -91,7 +91,15 @@ enum FeedReader {
         }
         initializeParserOnce()
         let (normalized, encoding, encodingWarning) = FeedRepair.normalizingEncoding(bytes, prolog: prolog)
-        let (bytes, mended) = FeedRepair.mendingReferences(normalized)
+        let (withoutDoctype, doctype) = try takingOutDoctype(normalized, seen: prolog.doctypeStart != nil, url: url)
+        var entities = EntityExpansion(doctype)
+        let bytes: [UInt8]
+        let mended: Int
+        do {
+            (bytes, mended) = try FeedRepair.mendingReferences(withoutDoctype, entities: &entities)
+        } catch {
+            throw FeedError(url: url, problem: error.reason)
+        }
         let errors = ErrorCollector()
         // libxml2 reads the buffer in place, without copying, for as long as the reader lives:
         // the whole read loop runs inside the closure that lends the buffer, and the error
@@ -109,6 +117,29 @@ enum FeedReader {
             feed.warnings.insert("\(mended) references XML does not know (HTML's `&eacute;`, a bare `&`) read as HTML reads them", at: 0)
         }
         return feed
+    }
+
+    /// The document without its DOCTYPE (``FeedDoctype``), found again in the bytes as they now
+    /// are (UTF-16 and UTF-32 made UTF-8), and checked to be the only one.
+    private static func takingOutDoctype(_ bytes: [UInt8], seen: Bool, url: String) throws(FeedError) -> ([UInt8], FeedDoctype) {
+        guard seen else { return (bytes, FeedDoctype()) }
+        func scanned(_ bytes: [UInt8]) -> FeedProlog {
+            var prolog = FeedProlog()
+            _ = bytes.withUnsafeBytes { prolog.inspect($0) }
+            return prolog
+        }
+        let found = scanned(bytes)
+        guard let start = found.doctypeStart, let end = found.doctypeEnd else {
+            throw FeedError(url: url, problem: "has a DOCTYPE mirror cannot read: it is never closed")
+        }
+        let taken: (bytes: [UInt8], doctype: FeedDoctype)
+        do {
+            taken = try FeedDoctype.takeOut(of: bytes, at: start..<end)
+        } catch {
+            throw FeedError(url: url, problem: "has a DOCTYPE mirror cannot read: \(error.reason)")
+        }
+        guard scanned(taken.bytes).doctypeStart == nil else { throw FeedError(url: url, problem: "has two DOCTYPEs") }
+        return taken
     }
 
     private static func read(
@@ -161,8 +192,8 @@ enum FeedReader {
     static let maximumRecoveredBytes = 8 << 20
 
     /// The feed libxml2's recovery reads from a document that is not well-formed: the tree it
-    /// builds as best it can, walked as a document is. (A DOCTYPE was refused before: no entity
-    /// of the document's own is expanded in recovery either.)
+    /// builds as best it can, walked as a document is. (The DOCTYPE was taken out before: no
+    /// entity is expanded in recovery either.)
     private static func recover(
         _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, encoding: String?, rendition: MediaRendition
     ) -> (entries: Int, feed: Feed?)? {

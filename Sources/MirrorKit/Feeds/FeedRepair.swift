@@ -1,17 +1,21 @@
 import FoundationEssentials
 
 /// Mends the damage feed readers forgive before libxml2 reads a feed: a named reference XML does
-/// not know (`&eacute;`, `&nbsp;`: HTML's, undeclared in XML) becomes its numeric reference, and
-/// an `&` that starts no reference (`?a=1&b=2`) becomes `&amp;`. Comments, CDATA sections and
-/// processing instructions are left as they are.
+/// not know (`&eacute;`, `&nbsp;`: HTML's, undeclared in XML) becomes its numeric reference, a
+/// numeric reference to no character XML allows becomes U+FFFD's, and an `&` that starts no
+/// reference (`?a=1&b=2`) becomes `&amp;`. References to the entities the feed's DOCTYPE declares
+/// are expanded (``EntityExpansion``). Comments, CDATA sections and processing instructions are
+/// left as they are.
 ///
-/// Only references change, and only into references: no markup can appear or vanish. A feed with
-/// a DOCTYPE is refused before this runs (``FeedProlog``), so no entity of the document's own can
-/// be meant. Bytes in an encoding that does not keep ASCII's bytes (UTF-16) are left to libxml2.
+/// Only references change, and only into references and escaped text: no markup can appear or
+/// vanish. The bytes are UTF-8 or an encoding that keeps ASCII's bytes (UTF-16 and UTF-32 were
+/// made UTF-8 before).
 enum FeedRepair {
-    /// `bytes` mended, and how many references were.
-    static func mendingReferences(_ bytes: [UInt8]) -> (bytes: [UInt8], mended: Int) {
-        guard bytes.contains(UInt8(ascii: "&")), isASCIICompatible(bytes) else { return (bytes, 0) }
+    /// `bytes` mended, and how many references were damage (an expanded entity is none).
+    static func mendingReferences(
+        _ bytes: [UInt8], entities: inout EntityExpansion
+    ) throws(EntityExpansion.Refusal) -> (bytes: [UInt8], mended: Int) {
+        guard bytes.contains(UInt8(ascii: "&")) else { return (bytes, 0) }
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count + 64)
         var mended = 0
@@ -28,14 +32,14 @@ enum FeedRepair {
                 index += 1
                 continue
             }
-            let (replacement, length) = reference(bytes, at: index)
-            if let replacement {
+            let mend = try reference(bytes, at: index, entities: &entities)
+            if let replacement = mend.replacement {
                 output += replacement
-                mended += 1
+                if mend.isDamage { mended += 1 }
             } else {
-                output += bytes[index..<(index + length)]
+                output += bytes[index..<(index + mend.length)]
             }
-            index += length
+            index += mend.length
         }
         return (output, mended)
     }
@@ -52,22 +56,46 @@ enum FeedRepair {
         return nil
     }
 
-    /// What the `&` at `index` becomes (nil: it stays), and how many bytes it and its
-    /// reference take.
-    private static func reference(_ bytes: [UInt8], at index: Int) -> (replacement: [UInt8]?, length: Int) {
+    /// What the `&` at `index` becomes (nil: it stays), how many bytes it and its reference
+    /// take, and whether it was damage.
+    static func reference(
+        _ bytes: [UInt8], at index: Int, entities: inout EntityExpansion
+    ) throws(EntityExpansion.Refusal) -> (replacement: [UInt8]?, length: Int, isDamage: Bool) {
         var end = index + 1
         while end < bytes.count, end - index <= 40, isNameByte(bytes[end]) || (end == index + 1 && bytes[end] == UInt8(ascii: "#")) {
             end += 1
         }
-        guard end < bytes.count, bytes[end] == UInt8(ascii: ";"), end > index + 1 else {
-            return (Array("&amp;".utf8), 1)
-        }
+        let asText = (replacement: Optional(Array("&amp;".utf8)), length: 1, isDamage: true)
+        guard end < bytes.count, bytes[end] == UInt8(ascii: ";"), end > index + 1 else { return asText }
         let name = String(decoding: bytes[(index + 1)..<end], as: UTF8.self)
         let length = end + 1 - index
-        if name.hasPrefix("#") || ["amp", "lt", "gt", "quot", "apos"].contains(name) { return (nil, length) }
-        if let codePoint = HTMLEntities.codePoints[name] { return (Array("&#\(codePoint);".utf8), length) }
+        if name.hasPrefix("#") {
+            guard let codePoint = characterReference(name.dropFirst()) else { return asText }
+            return isXMLCharacter(codePoint) ? (nil, length, false) : (Array("&#65533;".utf8), length, true)
+        }
+        if ["amp", "lt", "gt", "quot", "apos"].contains(name) { return (nil, length, false) }
+        if let text = try entities.replacement(for: name) { return (text, length, false) }
+        if let codePoint = HTMLEntities.codePoints[name] {
+            // Netscape's RSS 0.91 DTD declares HTML's Latin-1 entities: those are no damage there.
+            let isDeclared = entities.doctype.declaresLatin1Entities && (160...255).contains(codePoint)
+            return (Array("&#\(codePoint);".utf8), length, !isDeclared)
+        }
         // A name no one declared: its text, as written.
-        return (Array("&amp;".utf8), 1)
+        return asText
+    }
+
+    /// The code point of `&#…;`'s digits (`x` and hex, or decimal); nil for none (or too large:
+    /// its text, as written).
+    private static func characterReference(_ digits: Substring) -> UInt32? {
+        let isHex = digits.first == "x"
+        let number = isHex ? digits.dropFirst() : digits
+        return UInt32(number, radix: isHex ? 16 : 10)
+    }
+
+    /// XML 1.0's `Char`: what a character reference may name.
+    private static func isXMLCharacter(_ value: UInt32) -> Bool {
+        value == 0x9 || value == 0xA || value == 0xD || (0x20...0xD7FF).contains(value) || (0xE000...0xFFFD).contains(value)
+            || (0x10000...0x10FFFF).contains(value)
     }
 
     private static func isNameByte(_ byte: UInt8) -> Bool {
@@ -76,20 +104,17 @@ enum FeedRepair {
             || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "x")
     }
 
-    /// Not UTF-16 (by byte-order mark or by the zero bytes of `<?`): ASCII's bytes are ASCII.
-    private static func isASCIICompatible(_ bytes: [UInt8]) -> Bool {
-        guard bytes.count >= 2 else { return true }
-        return !((bytes[0] == 0xFE && bytes[1] == 0xFF) || (bytes[0] == 0xFF && bytes[1] == 0xFE) || bytes[0] == 0 || bytes[1] == 0)
-    }
-
     /// The bytes as libxml2 is to read them, the encoding it is told they are in (nil: the one
     /// they declare), and what was wrong, said as a warning. UTF-32 (which libxml2 2.9 reads only
-    /// through iconv) becomes UTF-8; bytes that are not the UTF-8 they claim to be (none declared,
+    /// through iconv) and UTF-16 become UTF-8; bytes that are not the UTF-8 they claim to be (none declared,
     /// or UTF-8) are read as Windows-1252, as browsers read them; a declared name the prolog scan
     /// cannot follow is overridden by UTF-8, else Windows-1252.
     static func normalizingEncoding(_ bytes: [UInt8], prolog: FeedProlog) -> (bytes: [UInt8], encoding: String?, warning: String?) {
         if prolog.isUTF32 {
             return (utf8(fromUTF32: bytes, bigEndian: prolog.isUTF32BigEndian), "UTF-8", nil)
+        }
+        if prolog.isUTF16 {
+            return (utf8(fromUTF16: bytes, bigEndian: prolog.isUTF16BigEndian), "UTF-8", nil)
         }
         guard prolog.isByteLayout else { return (bytes, nil, nil) }
         let declared = prolog.declaredEncoding
@@ -101,6 +126,21 @@ enum FeedRepair {
                 ? (bytes, "UTF-8", "declares \(said), which mirror does not read: read as UTF-8") : (bytes, nil, nil)
         }
         return (windows1252ToUTF8(bytes), "UTF-8", "declares \(said) but is not UTF-8: read as Windows-1252")
+    }
+
+    /// UTF-16 as UTF-8 (a lone surrogate as U+FFFD), so that it is mended and its DOCTYPE taken
+    /// out as any other feed's.
+    private static func utf8(fromUTF16 bytes: [UInt8], bigEndian: Bool) -> [UInt8] {
+        var units: [UInt16] = []
+        units.reserveCapacity(bytes.count / 2)
+        var index = 0
+        while index + 2 <= bytes.count {
+            let (high, low) = bigEndian ? (bytes[index], bytes[index + 1]) : (bytes[index + 1], bytes[index])
+            units.append(UInt16(high) << 8 | UInt16(low))
+            index += 2
+        }
+        if units.first == 0xFEFF { units.removeFirst() }
+        return Array(String(decoding: units, as: UTF16.self).utf8)
     }
 
     private static func utf8(fromUTF32 bytes: [UInt8], bigEndian: Bool) -> [UInt8] {

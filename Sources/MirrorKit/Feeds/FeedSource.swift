@@ -220,7 +220,8 @@ package struct FeedSource: MirrorSource {
     static let maximumFeedBytes = 64 << 20
 
     /// Fetches and parses the feed, waiting out network faults, 408, 429 and 5xx as downloads do.
-    /// The download ends at the first sign of a DOCTYPE, or once it grows past ``maximumFeedBytes``.
+    /// The download ends at a DOCTYPE longer than a feed's ever is, or once it grows past
+    /// ``maximumFeedBytes``.
     private func fetchFeed(_ address: String, named url: String, credentials: URLCredentials?) async throws(FeedError) -> Feed {
         var request = TransferRequest(
             url: address, headers: [("Accept", "application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.5")],

@@ -36,8 +36,10 @@ struct FeedWalker {
         var updated: String?
         /// The entry's web page: Atom's alternate link, RSS's `link`.
         var page: String?
-        /// Media RSS's thumbnail of the whole item.
+        /// Media RSS's thumbnail, alt text and rating of the whole item.
         var thumbnail: String?
+        var mediaDescription: String?
+        var rating: String?
         /// URLs of a Media RSS group's renditions that were not chosen.
         var unchosenRenditions: Set<String> = []
         var found: [FeedEnclosure] = []
@@ -65,9 +67,9 @@ struct FeedWalker {
     mutating func visit() throws(FeedError) {
         switch xmlTextReaderNodeType(reader) {
         case Int32(XML_READER_TYPE_DOCUMENT_TYPE.rawValue):
-            // FeedProlog refuses a DOCTYPE before parsing starts; this stays in case libxml2 ever
-            // finds one the scan did not, late (its subset parsed) but not with entities in use.
-            throw FeedError(url: url, problem: FeedProlog.doctypeRefusal)
+            // The DOCTYPE is taken out before parsing starts (FeedDoctype); this stays in case
+            // libxml2 ever finds one the scan did not, late (its subset parsed) but not in use.
+            throw FeedError(url: url, problem: "has a DOCTYPE mirror did not find; entities can reach local files")
         case Int32(XML_READER_TYPE_ELEMENT.rawValue):
             try element()
         case Int32(XML_READER_TYPE_END_ELEMENT.rawValue):
@@ -188,6 +190,12 @@ struct FeedWalker {
         if entry?.thumbnail == nil { entry?.thumbnail = link }
     }
 
+    /// The open entry's own alt text or rating (Media RSS's on the item), the first given: those of
+    /// files without one.
+    mutating func setEntryMedia(_ field: WritableKeyPath<OpenEntry, String?>, _ value: String?) {
+        if entry?[keyPath: field] == nil { entry?[keyPath: field] = value }
+    }
+
     /// Media RSS's state: the content and group open in the entry.
     var media = MediaRSS.State()
     /// Which rendition of a Media RSS group is mirrored.
@@ -215,8 +223,10 @@ struct FeedWalker {
         }
         open.found = merged
         if !open.found.isEmpty { entriesRead += 1 }
-        for index in open.found.indices where open.found[index].preview == nil {
-            open.found[index].preview = open.thumbnail
+        for index in open.found.indices {
+            open.found[index].preview = open.found[index].preview ?? open.thumbnail
+            open.found[index].mediaDescription = open.found[index].mediaDescription ?? open.mediaDescription
+            open.found[index].rating = open.found[index].rating ?? open.rating
         }
         // An entry's several enclosures (an episode as MP3 and as MP4) are told apart by type,
         // which a new release keeps, rather than by their order, which it may not. Media RSS's

@@ -12,7 +12,7 @@ package enum MediaRendition: String, Sendable, CaseIterable {
 /// and podcast hosts write it, in RSS or Atom: each `media:content` is a file of the entry, with
 /// its `fileSize` as the stated size; a `media:group` holds renditions of one file, of which one is
 /// mirrored; `media:thumbnail` (on a content, a group or the entry) is its preview, and
-/// `media:description` and `media:rating` go into the sidecar.
+/// `media:description` and `media:rating` (on the same three) go into the sidecar.
 enum MediaRSS {
     static let namespace = "http://search.yahoo.com/mrss/"
 
@@ -74,7 +74,9 @@ enum MediaRSS {
         case "description", "rating":
             let value = walker.text()
             let field: WritableKeyPath<FeedFile, String?> = node.name == "description" ? \.description : \.rating
-            _ = walker.media.update { $0[keyPath: field] = value }
+            if !walker.media.update({ $0[keyPath: field] = value }) {
+                walker.setEntryMedia(node.name == "description" ? \.mediaDescription : \.rating, value)
+            }
         default:
             break
         }

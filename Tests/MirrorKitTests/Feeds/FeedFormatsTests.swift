@@ -50,7 +50,7 @@ struct FeedFormatsTests {
     }
 
     /// PeerTube's video feed: the renditions of one video in a group, an enclosure naming one of
-    /// them again, and the thumbnail on the item.
+    /// them again, and the thumbnail, alt text and rating on the item.
     private static let peerTube = """
         <?xml version="1.0" encoding="utf-8"?>
         <rss version="2.0" xmlns:media="http://search.yahoo.com/mrss/" xmlns:content="http://purl.org/rss/1.0/modules/content/">
@@ -65,6 +65,8 @@ struct FeedFormatsTests {
               </media:group>
               <media:thumbnail url="BASE/lazy-static/thumbnails/abc.jpg" height="122" width="223"/>
               <media:title type="plain">A talk</media:title>
+              <media:description type="plain">A talk about archives</media:description>
+              <media:rating>nonadult</media:rating>
             </item>
           </channel>
         </rss>
@@ -79,6 +81,9 @@ struct FeedFormatsTests {
             #expect(run.status == 0, "\(run.stderr)")
             #expect((try? FileManager.default.contentsOfDirectory(atPath: out + "/enclosures")) == ["abc-720.mp4"])
             #expect(same(out, "previews/abc.jpg", server, "/lazy-static/thumbnails/abc.jpg"))
+            let sidecar = String(decoding: TestSupport.bytes(at: out + "/meta/enclosures/abc-720.mp4.json") ?? [], as: UTF8.self)
+            #expect(sidecar.contains("\"description\" : \"A talk about archives\""), "\(sidecar)")
+            #expect(sidecar.contains("\"rating\" : \"nonadult\""), "\(sidecar)")
             #expect(server.requestCount(path: "/static/web-videos/abc-720.mp4") == 1)
             #expect(server.requestCount(path: "/static/web-videos/abc-1080.mp4") == 0)
         }
