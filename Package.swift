@@ -39,6 +39,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(name: "CMirrorSystem"),
         .target(
             name: "MirrorKit",
@@ -48,6 +53,7 @@ let package = Package(
                 "CLibXML2",
                 "COpenSSL",
                 "CSQLite",
+                "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Subprocess", package: "swift-subprocess"),

@@ -42,6 +42,12 @@ static inline CURLcode mirror_curl_easy_setopt_xferinfo_callback(CURL *handle,
     return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
 }
 
+typedef int (*mirror_curl_debug_callback)(CURL *handle, curl_infotype type, char *data, size_t size, void *context);
+
+static inline CURLcode mirror_curl_easy_setopt_debug_callback(CURL *handle, mirror_curl_debug_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_DEBUGFUNCTION, value);
+}
+
 static inline CURLcode mirror_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -142,8 +142,16 @@ struct DownloadOptions: ParsableArguments {
     @Option(help: "Most bytes any file may have, whatever the API or its server claims, e.g. 4G (default \(RunSettings.Defaults.maxFileSize >> 30)G).")
     var maxFileSize: String?
 
+    @Option(help: ArgumentHelp("Archive every HTTP exchange of the run (API calls, feeds, media, redirects) as WARC/1.1 into this directory, as wget --warc-file does: mirror-<time>-<serial>.warc.gz files, no secret in them (see README, Archiving).", valueName: "dir"))
+    var warc: String?
+
+    @Option(help: ArgumentHelp("Close a WARC file and begin another past this size (default 1G).", valueName: "size"))
+    var warcMaxSize: String?
+
     func apply(to flags: inout MirrorConfiguration) {
         flags.mode = mode
+        flags.warc = warc
+        flags.warcMaxSize = warcMaxSize
         flags.maxBandwidth = maxBandwidth
         flags.retries = retries
         flags.netrc = netrcFile ?? (netrc ? RunSettings.defaultNetrc : nil)

@@ -85,6 +85,20 @@ struct RunLifecycle {
         }
     }
 
+    /// The run's WARC archive, when `--warc` names one; what killed runs left there is closed first.
+    private func openArchive(_ settings: RunSettings, logger: Logger) throws(MirrorError) -> WARCArchive? {
+        guard let path = settings.warc else { return nil }
+        do {
+            let archive = try WARCArchive(path: path, maxFileSize: settings.warcMaxSize)
+            for name in archive.recovered {
+                logger.warning("WARC archive: \(name) was left open by a run that ended without closing it: cut back to its last whole record and closed")
+            }
+            return archive
+        } catch {
+            throw .fileSystem(error)
+        }
+    }
+
     private func run(
         _ settings: RunSettings, connector: (any SharedDatabaseConnector)?, logger: Logger, _ makeRun: MakeRun
     ) async throws {
@@ -109,7 +123,10 @@ struct RunLifecycle {
             lock = try RunLock(directory: directory)
         }
         let sharing = shared.map { Sharing($0, maxPerHost: settings.clusterMaxPerHost) }
-        let engine = TransferEngine(configuration: settings.engine)
+        var engineConfiguration = settings.engine
+        let archive = try dryRun == nil ? openArchive(settings, logger: logger) : nil
+        engineConfiguration.archive = archive
+        let engine = TransferEngine(configuration: engineConfiguration)
         let tracker = ProgressTracker()
         let driver: MirrorDriver
         let sources: [any MirrorSource]
@@ -122,6 +139,7 @@ struct RunLifecycle {
         }
         // The run as the metrics file names it: its sources together.
         let runName = sources.map(\.name).joined(separator: ", ")
+        archive?.describe([("mirror-sources", runName), ("hostname", ProcessInfo.processInfo.hostName)])
         let lastSuccess: Date? = (try? await driver.state.lastSuccess(of: runName)) ?? nil
         let previous: RunRecord? = (try? await driver.state.lastRun(of: runName)) ?? nil
         let metrics = dryRun == nil ? settings.metricsFile.map(MetricsFile.init(path:)) : nil
@@ -152,6 +170,13 @@ struct RunLifecycle {
         // No libcurl call may be running once the process starts to exit.
         await engine.shutDown()
         Console.endProgress()
+        var archiveFailed = false
+        do {
+            try archive?.close()
+        } catch {
+            logger.error("WARC archive: \(error); the archive of this run is not whole")
+            archiveFailed = true
+        }
         let endedAt = Date()
         let startedAt = tracker.snapshot.startedAt
         // A signal or the deadline concerns the sources it cut short, not those done before it.
@@ -169,7 +194,7 @@ struct RunLifecycle {
                 logger.warning("the run could not be recorded for mirror status: \(error)")
             }
         }
-        let status = ExitStatus.worst(statuses)
+        let status = ExitStatus.worst(statuses + (archiveFailed ? [ExitStatus.cannotCreate] : []))
         // One source's record is the run's: the metrics' last success must be the time a later
         // run reads back from it, not a moment later (a second apart now and then).
         let single = results.count == 1 ? results.first : nil

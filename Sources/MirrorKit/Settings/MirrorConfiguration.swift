@@ -58,6 +58,10 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
     /// A netrc file whose `machine` entries give requests a login and password (`--netrc` reads
     /// `~/.netrc`, as curl and wget do); unset for none.
     package var netrc: String?
+    /// A directory to archive every HTTP exchange of a run into, as WARC/1.1 (`--warc`).
+    package var warc: String?
+    /// The size past which a WARC file is closed and another begun, e.g. `1G` (the default).
+    package var warcMaxSize: String?
     /// Which rendition of a Media RSS group a feed's run mirrors: `default`, `largest`, `smallest`.
     package var mediaRendition: MediaRendition?
     /// Conditions every file must meet (`type=animated`, `size<10M`); see ``MediaFilter``.
@@ -120,6 +124,8 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         clusterMaxPerHost = try container.decodeIfPresent(Int.self, forKey: .clusterMaxPerHost)
         budgetGroup = try text(.budgetGroup)
         netrc = try text(.netrc)
+        warc = try text(.warc)
+        warcMaxSize = try text(.warcMaxSize)
         mediaRendition = try choice(.mediaRendition, MediaRendition.self)
         if container.contains(.filter), try !container.decodeNil(forKey: .filter) {
             if let one = try? container.decode(String.self, forKey: .filter) {
@@ -139,7 +145,8 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case apiBase, mediaBase, clientIdFile, sort, window, pages, thumbnail, prefer, mode, concurrency
         case maxApiRate, maxBandwidth, maxWait, retries, maxDuration, maxFileSize
         case progress, logFormat, metadata, keepDeleted, exec, execShell, metricsFile
-        case state, leaseSeconds, clusterMaxPerHost, budgetGroup, netrc, mediaRendition, filter, since, until, sources
+        case state, leaseSeconds, clusterMaxPerHost, budgetGroup, netrc, warc, warcMaxSize, mediaRendition, filter, since, until
+        case sources
     }
 
     /// The keys a source's own settings may have: how it is listed, which of its files are taken,
@@ -275,6 +282,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         if let maxFileSize, (ByteCount.parse(maxFileSize) ?? 0) <= 0 {
             throw refuse(.maxFileSize, "must be a size such as 4G or 500M, got '\(maxFileSize)'")
         }
+        if let warcMaxSize, (ByteCount.parse(warcMaxSize) ?? 0) < 1 << 20 {
+            throw refuse(.warcMaxSize, "must be a size of at least 1M, such as 1G or 500M, got '\(warcMaxSize)'")
+        }
         if let maxWait, DurationText.parseWait(maxWait) == nil {
             throw refuse(.maxWait, "must be a duration such as 5m, 90s or 300 (seconds), or 0 to never wait, got '\(maxWait)'")
         }
@@ -359,6 +369,8 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .clusterMaxPerHost: pick(\.clusterMaxPerHost)
         case .budgetGroup: pick(\.budgetGroup)
         case .netrc: pick(\.netrc)
+        case .warc: pick(\.warc)
+        case .warcMaxSize: pick(\.warcMaxSize)
         case .mediaRendition: pick(\.mediaRendition)
         case .filter: pick(\.filter)
         case .since: pick(\.since)

@@ -34,6 +34,7 @@ package struct RunSettings: Sendable {
         package static let animated = MediaURLBuilder.defaultAnimated
         package static let mode = DownloadMode.skipIfExists
         package static let maxFileSize = Downloader.defaultMaxFileSize
+        package static let warcMaxSize: Int64 = 1 << 30
         package static let leaseSeconds = 30
         /// Four workers' worth of the default concurrency, less a third: N workers add up to more
         /// than one, but never to N times the connections on one CDN host.
@@ -69,6 +70,9 @@ package struct RunSettings: Sendable {
     var retry: RetryPolicy
     package var deadline: Duration?
     var maxFileSize: Int64
+    /// Where the run's exchanges are archived as WARC (`--warc`), and the size of a file there.
+    package var warc: String?
+    package var warcMaxSize: Int64
     package var progress: ProgressDisplay
     package var logFormat: LogFormat
     var metadata: Bool
@@ -139,6 +143,8 @@ package struct RunSettings: Sendable {
         retry = RetryPolicy(maxAttempts: given.retries ?? Defaults.retries)
         deadline = given.maxDuration.flatMap { DurationText.parse($0) }
         maxFileSize = given.maxFileSize.flatMap(ByteCount.parse) ?? Defaults.maxFileSize
+        warc = given.warc.map { HomeDirectory.expandingTilde(in: $0) }
+        warcMaxSize = given.warcMaxSize.flatMap(ByteCount.parse) ?? Defaults.warcMaxSize
         progress = given.progress ?? .auto
         logFormat = given.logFormat ?? .text
         metadata = given.metadata ?? false

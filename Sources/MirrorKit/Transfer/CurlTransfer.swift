@@ -53,6 +53,8 @@ final class CurlTransfer {
         return version == mirror_curl_http_version_2_0
     }
     private let bandwidth: BandwidthBudget?
+    /// What this transfer exchanged, for the run's WARC archive.
+    private let capture: ExchangeCapture?
 
     init(
         id: TransferID,
@@ -74,6 +76,7 @@ final class CurlTransfer {
         self.onBodyStart = onBodyStart
         self.continuation = continuation
         inspector = request.inspector
+        capture = configuration.archive.map { ExchangeCapture(archive: $0, easy: easy) }
         errorBuffer[0] = 0
         configure(configuration)
     }
@@ -112,7 +115,9 @@ final class CurlTransfer {
         switch request.destination {
         case .memory:
             // Let libcurl negotiate and undo compression: API bodies are JSON and compress well.
-            setString(CURLOPT_ACCEPT_ENCODING, "")
+            // Not when archiving: a WARC keeps the bytes as sent, and libcurl would hand over
+            // decoded ones.
+            if capture == nil { setString(CURLOPT_ACCEPT_ENCODING, "") }
         case .file(_, let offset):
             // The file as it is: compressed bytes under a file's name would be a corrupt file.
             headerLines.append("Accept-Encoding: identity")
@@ -144,6 +149,22 @@ final class CurlTransfer {
             return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
         }
         mirror_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        if capture != nil {
+            // The request heads as sent reach mirror only through the debug callback.
+            setLong(CURLOPT_VERBOSE, 1)
+            mirror_curl_easy_setopt_debug_callback(easy) { _, type, data, size, context in
+                guard type == CURLINFO_HEADER_OUT, let data, let context else { return 0 }
+                Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().sentRequestHead(UnsafeRawBufferPointer(start: data, count: size))
+                return 0
+            }
+            mirror_curl_easy_setopt_pointer(easy, CURLOPT_DEBUGDATA, context)
+        }
+    }
+
+    private func sentRequestHead(_ bytes: UnsafeRawBufferPointer) {
+        var effective: UnsafeMutablePointer<CChar>?
+        mirror_curl_easy_getinfo_string(easy, CURLINFO_EFFECTIVE_URL, &effective)
+        capture?.requestSent(bytes, url: effective.map { String(cString: $0) } ?? request.url)
     }
 
     private func setLong(_ option: CURLoption, _ value: Int) {
@@ -157,6 +178,7 @@ final class CurlTransfer {
     // MARK: - Callbacks
 
     private func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {
+        capture?.responseHeader(bytes)
         let line = String(decoding: bytes, as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             // A new response begins (after a redirect or a 100 Continue): only the last one counts.
@@ -181,7 +203,10 @@ final class CurlTransfer {
         }
         if !isBodyDecided { decideBody() }
         guard failure == nil else { return Int(mirror_curl_writefunc_error) }
-        guard isBodyAccepted else { return bytes.count }
+        guard isBodyAccepted else {
+            capture?.received(bytes)
+            return bytes.count
+        }
         if let bandwidth, !bandwidth.take(bytes.count) {
             isThrottled = true
             isCurlPaused = true
@@ -211,6 +236,7 @@ final class CurlTransfer {
             failure = error
             return Int(mirror_curl_writefunc_error)
         }
+        capture?.received(bytes)
         bytesReceived += Int64(bytes.count)
         reportProgressIfDue()
         return bytes.count
@@ -340,6 +366,7 @@ final class CurlTransfer {
                 failure = failure ?? error
             }
         }
+        capture?.finish(truncated: code == CURLE_OK && failure == nil ? nil : "disconnect")
         var response = makeResponse()
         if code == CURLE_OK && failure == nil { response?.bodyMD5 = md5 }
         if let failure {
@@ -362,6 +389,7 @@ final class CurlTransfer {
 
     /// Ends the transfer because its caller cancelled it, keeping what was written.
     func cancel() {
+        capture?.finish(truncated: "disconnect")
         if let sink { try? sink.flush(isLast: false) }
         continuation.resume(throwing: TransferError(url: request.url, reason: .cancelled, response: makeResponse()))
     }

@@ -51,15 +51,18 @@ struct DigestError: Error, Sendable, Equatable, CustomStringConvertible {
     var description: String { "OpenSSL cannot compute MD5 (\(step) failed: \(detail))" }
 }
 
-/// A running MD5. Used by one thread at a time (the engine thread, or a caller).
+/// A running MD5 (or SHA-1, for WARC records). Used by one thread at a time (the engine thread,
+/// or a caller).
 final class MD5Context {
     private let context: OpaquePointer
+    private let length: UInt32
 
-    init() throws(DigestError) {
+    init(sha1: Bool = false) throws(DigestError) {
         ERR_clear_error()
         guard let context = EVP_MD_CTX_new() else { throw DigestError(step: "EVP_MD_CTX_new") }
         self.context = context
-        guard EVP_DigestInit_ex(context, EVP_md5(), nil) == 1 else { throw DigestError(step: "EVP_DigestInit_ex") }
+        length = sha1 ? 20 : 16
+        guard EVP_DigestInit_ex(context, sha1 ? EVP_sha1() : EVP_md5(), nil) == 1 else { throw DigestError(step: "EVP_DigestInit_ex") }
     }
 
     deinit {
@@ -92,12 +95,16 @@ final class MD5Context {
     }
 
     func finalizeHex() throws(DigestError) -> String {
+        Self.hex(try finalize())
+    }
+
+    func finalize() throws(DigestError) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
-        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == 16 else {
+        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == self.length else {
             throw DigestError(step: "EVP_DigestFinal_ex")
         }
-        return Self.hex(digest.prefix(Int(length)))
+        return Array(digest.prefix(Int(length)))
     }
 
     /// Lower-case hex, without `String(format:)`: a digest is made for every partial's name, and

@@ -39,6 +39,8 @@ package final class TransferEngine: Sendable {
         var certificateAuthorities: String?
         /// What requests authenticate with (a private feed's password, netrc's entries).
         var credentials: CredentialStore
+        /// Where every exchange is archived as WARC records (`--warc`); nil for nowhere.
+        package var archive: WARCArchive?
 
         init(
             userAgent: String = "mirror/\(MirrorVersion.number)",

@@ -82,11 +82,12 @@ enum MirrorProcess {
     /// (path, size) as media, mirrors it with `--metadata` into a new directory, and hands `check`
     /// the run, the directory and the server.
     static func mirrorFeed(
-        _ text: String, files: [(String, Int)], arguments: [String] = [],
+        _ text: String, files: [(String, Int)], arguments: [String] = [], prepare: (FixtureServer) -> Void = { _ in },
         _ check: (Run, String, FixtureServer) throws -> Void
     ) async throws {
         try await TestSupport.withServer { server in
             for (path, size) in files { server.addMedia(path: path, size: size) }
+            prepare(server)
             server.setFeed(path: "/feeds/feed.xml", text: text.replacingOccurrences(of: "BASE", with: server.baseURL))
             try await TestSupport.withTemporaryDirectory { dir in
                 let out = dir.appendingPathComponent("out").path

@@ -1,0 +1,206 @@
+import CCurl
+import CMirrorSystem
+import Glibc
+
+/// What one transfer exchanged, hop by hop (each redirect a hop), taken as libcurl reports it:
+/// the request head as sent, the response head as received, the body as it arrives. Lives on the
+/// engine thread, with its transfer; handed to the ``WARCArchive`` when the transfer ends.
+///
+/// HTTP/2 exchanges are written in HTTP/1.1 form, as Browsertrix and warcprox write them. libcurl
+/// takes a chunked body's framing off before mirror sees it: the `Transfer-Encoding` field is
+/// kept as `X-Archive-Orig-Transfer-Encoding`, so a replay does not look for chunks the block
+/// does not have. An `Authorization` field's value (the API's Client-ID, a feed's password) is
+/// replaced by ``redacted``.
+final class ExchangeCapture {
+    static let redacted = "[redacted by mirror]"
+    /// Bodies up to this size wait in memory; larger ones go to a spool file as they arrive.
+    static let inMemoryLimit = 256 << 10
+
+    private struct Hop {
+        var url: String
+        var time: timespec
+        var requestHead: [UInt8]
+        var responseHead: [UInt8] = []
+        var status = 0
+        var address: String?
+    }
+
+    private let archive: WARCArchive
+    private let easy: UnsafeMutableRawPointer
+    private var hops: [Hop] = []
+    private var body: [UInt8] = []
+    private var spool: Int32 = -1
+    private var spoolLength: Int64 = 0
+    /// The last hop's body's digests, as its bytes arrive: the payload's, and the block's (the
+    /// head, then the body).
+    private var payloadDigest: MD5Context?
+    private var blockDigest: MD5Context?
+    private var failed = false
+
+    init(archive: WARCArchive, easy: UnsafeMutableRawPointer) {
+        self.archive = archive
+        self.easy = easy
+    }
+
+    deinit {
+        if spool >= 0 { close(spool) }
+    }
+
+    /// libcurl sent a request head (CURLINFO_HEADER_OUT): a new hop begins.
+    func requestSent(_ bytes: UnsafeRawBufferPointer, url: String) {
+        var text = String(decoding: bytes, as: UTF8.self)
+        if let lineEnd = text.firstRange(of: "\r\n"), text[..<lineEnd.lowerBound].hasSuffix(" HTTP/2") {
+            text = String(text[..<lineEnd.lowerBound].dropLast(" HTTP/2".count)) + " HTTP/1.1" + text[lineEnd.lowerBound...]
+        }
+        let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false).map { line -> Substring in
+            let lower = line.lowercased()
+            guard lower.hasPrefix("authorization:") || lower.hasPrefix("proxy-authorization:"),
+                  let colon = line.firstIndex(of: ":")
+            else { return line }
+            return line[...colon] + " " + Self.redacted
+        }
+        hops.append(Hop(url: URLUserinfo.split(url).url, time: WARCRecord.now(), requestHead: Array(lines.joined(separator: "\r\n").utf8)))
+        body = []
+        spoolLength = 0
+        payloadDigest = nil
+        blockDigest = nil
+    }
+
+    /// A line of a response head, as libcurl passes it (its CRLF included).
+    func responseHeader(_ bytes: UnsafeRawBufferPointer) {
+        guard !hops.isEmpty else { return }
+        let line = String(decoding: bytes, as: UTF8.self)
+        if line.hasPrefix("HTTP/") {
+            let parts = line.split(separator: " ", maxSplits: 2)
+            let status = parts.count > 1 ? Int(parts[1].prefix(3)) ?? 0 : 0
+            // An interim answer (100 Continue) is not the hop's response.
+            hops[hops.count - 1].responseHead = []
+            hops[hops.count - 1].status = status
+            var ip: UnsafeMutablePointer<CChar>?
+            mirror_curl_easy_getinfo_string(easy, CURLINFO_PRIMARY_IP, &ip)
+            hops[hops.count - 1].address = ip.map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+            if parts.first == "HTTP/2" || parts.first == "HTTP/3" {
+                let rest = parts.dropFirst().joined(separator: " ").trimming(.spacesAndNewlines)
+                hops[hops.count - 1].responseHead += Array("HTTP/1.1 \(rest)\(rest.count == 3 ? " " + Self.reason(status) : "")\r\n".utf8)
+                return
+            }
+        } else if line.lowercased().hasPrefix("transfer-encoding:") {
+            hops[hops.count - 1].responseHead += Array("X-Archive-Orig-".utf8) + Array(bytes)
+            return
+        }
+        hops[hops.count - 1].responseHead += Array(bytes)
+    }
+
+    /// Body bytes the transfer took.
+    func received(_ bytes: UnsafeRawBufferPointer) {
+        guard !failed, !hops.isEmpty else { return }
+        do throws(DigestError) {
+            if payloadDigest == nil {
+                payloadDigest = try MD5Context(sha1: true)
+                blockDigest = try Self.digest(of: hops[hops.count - 1].responseHead)
+            }
+            try payloadDigest?.update(bytes)
+            try blockDigest?.update(bytes)
+        } catch {
+            failed = true
+            return
+        }
+        if spool < 0 && body.count + bytes.count <= Self.inMemoryLimit {
+            body.append(contentsOf: bytes)
+            return
+        }
+        if spool < 0 {
+            spool = mirror_open_unnamed_file(archive.directory.descriptor)
+            guard spool >= 0 else {
+                archive.fail(FileSystemError.last(path: archive.directory.path(of: "(spool file)")))
+                failed = true
+                return
+            }
+            do throws(FileSystemError) {
+                try Directory.writeAll(body, to: spool, at: 0, path: archive.directory.path)
+            } catch {
+                archive.fail(error)
+                failed = true
+                return
+            }
+            spoolLength = Int64(body.count)
+            body = []
+        }
+        var written = 0
+        do throws(FileSystemError) {
+            try Directory.writeAll(bytes, to: spool, at: spoolLength, path: archive.directory.path, written: &written)
+        } catch {
+            archive.fail(error)
+            failed = true
+            return
+        }
+        spoolLength += Int64(bytes.count)
+    }
+
+    /// The transfer ended; `truncated` names why its last body is not whole (WARC-Truncated),
+    /// nil when it is.
+    func finish(truncated: String?) {
+        guard !failed else { return }
+        for (index, hop) in hops.enumerated() where !hop.responseHead.isEmpty {
+            let isLast = index == hops.count - 1
+            let bodyPart: WARCBody
+            if isLast && spool >= 0 {
+                bodyPart = .spool(SpoolFile(fd: spool, length: spoolLength))
+                spool = -1
+            } else {
+                bodyPart = .bytes(isLast ? body : [])
+            }
+            var response = WARCRecord(type: "response", fields: [("WARC-Target-URI", hop.url)], head: hop.responseHead, body: bodyPart)
+            response.contentType = "application/http;msgtype=response"
+            var request = WARCRecord(
+                type: "request", fields: [("WARC-Target-URI", hop.url), ("WARC-Concurrent-To", response.id)], head: hop.requestHead,
+                body: .bytes([]))
+            request.contentType = "application/http;msgtype=request"
+            if let address = hop.address {
+                response.fields.append(("WARC-IP-Address", address))
+                request.fields.append(("WARC-IP-Address", address))
+            }
+            do throws(DigestError) {
+                let hasBody = isLast && payloadDigest != nil
+                let payload = hasBody ? try payloadDigest!.finalize() : try Self.digest(of: []).finalize()
+                let block = hasBody ? try blockDigest!.finalize() : try Self.digest(of: hop.responseHead).finalize()
+                response.fields.append(("WARC-Payload-Digest", WARCRecord.digestLabel(sha1: payload)))
+                response.fields.append(("WARC-Block-Digest", WARCRecord.digestLabel(sha1: block)))
+                request.fields.append(("WARC-Block-Digest", WARCRecord.digestLabel(sha1: try Self.digest(of: hop.requestHead).finalize())))
+            } catch {
+                return
+            }
+            if isLast, let truncated { response.fields.append(("WARC-Truncated", truncated)) }
+            archive.append([request, response], date: hop.time)
+        }
+    }
+
+    /// A running SHA-1 that has taken `bytes`.
+    private static func digest(of bytes: [UInt8]) throws(DigestError) -> MD5Context {
+        let context = try MD5Context(sha1: true)
+        let result: Result<Void, DigestError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(DigestError) in try context.update(buffer) }
+        }
+        try result.get()
+        return context
+    }
+
+    private static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 206: "Partial Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 303: "See Other"
+        case 304: "Not Modified"
+        case 307: "Temporary Redirect"
+        case 308: "Permanent Redirect"
+        case 404: "Not Found"
+        case 416: "Range Not Satisfiable"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        default: ""
+        }
+    }
+}

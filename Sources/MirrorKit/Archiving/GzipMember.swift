@@ -1,0 +1,117 @@
+import CZlib
+import Glibc
+
+/// One gzip member written at the end of a file as its bytes come: a WARC record each, so that a
+/// reader can start at any record, and a file cut by a kill is cut at a member's end
+/// (``GzipMembers/wholeLength(of:)``) by the next run.
+final class GzipMember {
+    private let stream: UnsafeMutablePointer<z_stream>
+    private let output: UnsafeMutableRawBufferPointer
+    private let fd: Int32
+    private let path: String
+    /// Where the next compressed bytes go: the file's end.
+    private(set) var end: Int64
+
+    /// Level 1: media bytes do not compress, and the archive must not slow the run by much.
+    init(appendingTo fd: Int32, at offset: Int64, path: String, level: Int32 = 1) throws(FileSystemError) {
+        stream = .allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        output = .allocate(byteCount: 256 << 10, alignment: 16)
+        self.fd = fd
+        self.path = path
+        end = offset
+        guard mirror_deflate_init_gzip(stream, level) == Z_OK else {
+            stream.deallocate()
+            output.deallocate()
+            throw FileSystemError(path: path, problem: .system(ENOMEM))
+        }
+    }
+
+    deinit {
+        deflateEnd(stream)
+        stream.deallocate()
+        output.deallocate()
+    }
+
+    func add(_ bytes: UnsafeRawBufferPointer) throws(FileSystemError) {
+        guard !bytes.isEmpty else { return }
+        stream.pointee.next_in = UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: Bytef.self))
+        stream.pointee.avail_in = uInt(bytes.count)
+        try run(flush: Z_NO_FLUSH)
+    }
+
+    func add(_ bytes: [UInt8]) throws(FileSystemError) {
+        let result: Result<Void, FileSystemError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(FileSystemError) in try add(buffer) }
+        }
+        try result.get()
+    }
+
+    /// Ends the member; the file then ends with it.
+    func finish() throws(FileSystemError) {
+        stream.pointee.next_in = nil
+        stream.pointee.avail_in = 0
+        try run(flush: Z_FINISH)
+    }
+
+    private func run(flush: Int32) throws(FileSystemError) {
+        while true {
+            stream.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_out = uInt(output.count)
+            let result = deflate(stream, flush)
+            let produced = output.count - Int(stream.pointee.avail_out)
+            if produced > 0 {
+                var written = 0
+                try Directory.writeAll(UnsafeRawBufferPointer(rebasing: output[0..<produced]), to: fd, at: end, path: path, written: &written)
+                end += Int64(produced)
+            }
+            if flush == Z_FINISH {
+                if result == Z_STREAM_END { return }
+            } else if stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 {
+                return
+            }
+            guard result == Z_OK || result == Z_BUF_ERROR else { throw FileSystemError(path: path, problem: .system(EIO)) }
+        }
+    }
+}
+
+/// Reading a file of gzip members back.
+enum GzipMembers {
+    /// The length of the file's leading members that are whole: where a file a kill cut short is
+    /// to be cut back to. Reads the file once, inflating into a scratch buffer.
+    static func wholeLength(of fd: Int32) -> Int64 {
+        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        let input = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer {
+            inflateEnd(stream)
+            stream.deallocate()
+            input.deallocate()
+            scratch.deallocate()
+        }
+        guard mirror_inflate_init_gzip(stream) == Z_OK else { return 0 }
+        var whole: Int64 = 0
+        var readOffset: Int64 = 0
+        while true {
+            let count = pread(fd, input.baseAddress, input.count, off_t(readOffset))
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return whole }
+            let blockStart = readOffset
+            readOffset += Int64(count)
+            stream.pointee.next_in = input.baseAddress!.assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_in = uInt(count)
+            while stream.pointee.avail_in > 0 {
+                stream.pointee.next_out = scratch.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                stream.pointee.avail_out = uInt(scratch.count)
+                let result = inflate(stream, Z_NO_FLUSH)
+                if result == Z_STREAM_END {
+                    whole = blockStart + Int64(count) - Int64(stream.pointee.avail_in)
+                    inflateReset(stream)
+                } else if result != Z_OK && result != Z_BUF_ERROR {
+                    return whole
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// The run's WARC output (`--warc DIR`): every HTTP exchange of the run, appended as WARC/1.1
+/// records, each its own gzip member, to `mirror-<UTC time>-<serial>.warc.gz` files in the
+/// directory, rotated past a size.
+///
+/// A file is written as `….warc.gz.open`, under an exclusive `flock`, and given its name once
+/// synced and closed; files once closed are never written again. A `.open` file no live process
+/// holds (a killed run's) is cut back to its last whole record and closed when an archive next
+/// opens the directory, so no reader meets a torn record.
+///
+/// Records are written on a queue of the archive's own, in the order they were handed over; a
+/// body larger than ``ExchangeCapture/inMemoryLimit`` waits in an unnamed spool file.
+package final class WARCArchive: Sendable {
+    let directory: Directory
+    private let maxFileSize: Int64
+    private let queue = DispatchQueue(label: "mirror.warc")
+    /// The file being written: touched on the queue only (the lock is never contended; it makes
+    /// the state safe to share).
+    private let state: Mutex<State>
+    /// The first thing that could not be archived, from any thread: kept apart from the file, so
+    /// that saying it never waits for a large record being written.
+    private let failure = Mutex<FileSystemError?>(nil)
+    private let info = Mutex<[(String, String)]>([])
+    /// The names of `.open` files a killed run left, cut back and closed when the archive opened.
+    package let recovered: [String]
+
+    private struct State: ~Copyable {
+        var file: OpenFile?
+        var serial = 0
+    }
+
+    private struct OpenFile {
+        var fd: Int32
+        var name: String
+        var end: Int64
+    }
+
+    /// Opens (making it if need be) the archive directory at `path`, closing what killed runs left.
+    package init(path: String, maxFileSize: Int64) throws(FileSystemError) {
+        directory = try Directory.open(creating: path)
+        self.maxFileSize = maxFileSize
+        state = Mutex(State())
+        recovered = try Self.closeLeftovers(in: directory)
+    }
+
+    /// What the warcinfo record at the start of every file says of the run (its sources, say).
+    package func describe(_ fields: [(String, String)]) {
+        info.withLock { $0 = fields }
+    }
+
+    /// Appends `records` (a request and its response), dated `date`, in one go.
+    func append(_ records: [WARCRecord], date: timespec) {
+        queue.async { [self] in
+            guard failure.withLock({ $0 == nil }) else { return }
+            state.withLock { state in
+                do throws(FileSystemError) {
+                    for record in records { try write(record, date: date, state: &state) }
+                } catch {
+                    fail(error)
+                }
+            }
+        }
+    }
+
+    /// Something that was to go into the archive could not be kept: the run's archive is not whole.
+    func fail(_ error: FileSystemError) {
+        failure.withLock { failure in
+            if failure == nil { failure = error }
+        }
+    }
+
+    /// Writes what is queued, closes the file being written, and says whether anything failed.
+    package func close() throws(FileSystemError) {
+        queue.sync {
+            state.withLock { state in
+                do throws(FileSystemError) {
+                    try closeFile(&state)
+                } catch {
+                    fail(error)
+                }
+            }
+        }
+        if let failure = failure.withLock({ $0 }) { throw failure }
+    }
+
+    // MARK: - Files
+
+    private func write(_ record: WARCRecord, date: timespec, state: inout State) throws(FileSystemError) {
+        if state.file == nil { try openFile(&state) }
+        try writeMember(record, date: WARCRecord.date(date), state: &state)
+        if let file = state.file, file.end >= maxFileSize { try closeFile(&state) }
+    }
+
+    private func writeMember(_ record: WARCRecord, date: String, state: inout State) throws(FileSystemError) {
+        guard let file = state.file else { return }
+        let member = try GzipMember(appendingTo: file.fd, at: file.end, path: directory.path(of: file.name))
+        try member.add(record.header(date: date))
+        try member.add(record.head)
+        switch record.body {
+        case .bytes(let bytes):
+            try member.add(bytes)
+        case .spool(let spool):
+            try Self.copy(spool, into: member, path: directory.path(of: file.name))
+        }
+        try member.add(Array("\r\n\r\n".utf8))
+        try member.finish()
+        state.file?.end = member.end
+    }
+
+    private static func copy(_ spool: SpoolFile, into member: GzipMember, path: String) throws(FileSystemError) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while offset < spool.length {
+            let count = pread(spool.fd, buffer.baseAddress, Int(min(Int64(buffer.count), spool.length - offset)), off_t(offset))
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw FileSystemError(path: path, problem: .system(count < 0 ? errno : EIO)) }
+            try member.add(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            offset += Int64(count)
+        }
+    }
+
+    private func openFile(_ state: inout State) throws(FileSystemError) {
+        let stamp = Self.fileStamp(WARCRecord.now())
+        while true {
+            let name = "mirror-\(stamp)-\(Self.padded(state.serial)).warc.gz"
+            state.serial += 1
+            if directory.contains(name) { continue }
+            let fd: Int32
+            do {
+                fd = try directory.openFile(name + ".open", .write(create: true, exclusive: true))
+            } catch where error.problem == .system(EEXIST) {
+                continue
+            }
+            // Held while the file is written: a run that finds the file unlocked knows its writer is gone.
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+                Glibc.close(fd)
+                throw FileSystemError.last(path: directory.path(of: name + ".open"))
+            }
+            state.file = OpenFile(fd: fd, name: name, end: 0)
+            break
+        }
+        guard let file = state.file else { return }
+        var fields = [
+            "software: mirror/\(MirrorVersion.number)",
+            "format: WARC File Format 1.1",
+            "conformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        ]
+        fields += info.withLock { $0 }.map { "\($0.0): \($0.1)" }
+        fields.append("mirror-redaction: the value of every Authorization field of a request is written as \"\(ExchangeCapture.redacted)\"")
+        var info = WARCRecord(
+            type: "warcinfo", fields: [("WARC-Filename", file.name)], head: Array((fields.joined(separator: "\r\n") + "\r\n").utf8),
+            body: .bytes([]))
+        info.contentType = "application/warc-fields"
+        try writeMember(info, date: WARCRecord.date(WARCRecord.now()), state: &state)
+    }
+
+    private func closeFile(_ state: inout State) throws(FileSystemError) {
+        guard let file = state.file else { return }
+        state.file = nil
+        defer { Glibc.close(file.fd) }
+        guard fsync(file.fd) == 0 else { throw FileSystemError.last(path: directory.path(of: file.name + ".open")) }
+        try Self.giveName(file.name, in: directory)
+    }
+
+    /// `name.open` becomes `name`, never over a file of that name; the directory is synced.
+    private static func giveName(_ name: String, in directory: Directory) throws(FileSystemError) {
+        guard try directory.move(name + ".open", to: directory, as: name) else {
+            throw FileSystemError(path: directory.path(of: name), problem: .system(EEXIST))
+        }
+        try directory.sync()
+    }
+
+    /// Cuts each `.open` file no process holds back to its last whole record and closes it; an
+    /// empty one is removed.
+    private static func closeLeftovers(in directory: Directory) throws(FileSystemError) -> [String] {
+        var closed: [String] = []
+        for name in directory.names() where name.hasSuffix(".warc.gz.open") {
+            let fd = try directory.openFile(name, .write(create: false))
+            defer { Glibc.close(fd) }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            let whole = GzipMembers.wholeLength(of: fd)
+            guard ftruncate(fd, off_t(whole)) == 0, fsync(fd) == 0 else { throw FileSystemError.last(path: directory.path(of: name)) }
+            let finalName = String(name.dropLast(".open".count))
+            if whole == 0 {
+                directory.remove(name)
+            } else {
+                try giveName(finalName, in: directory)
+                closed.append(finalName)
+            }
+        }
+        return closed
+    }
+
+    /// `yyyyMMddHHmmssSSS`, UTC, as wget's and Heritrix's WARC names have it.
+    private static func fileStamp(_ time: timespec) -> String {
+        let date = WARCRecord.date(time).filter(\.isNumber)
+        return String(date.prefix(17))
+    }
+
+    private static func padded(_ serial: Int) -> String {
+        let digits = String(serial)
+        return String(repeating: "0", count: max(0, 5 - digits.count)) + digits
+    }
+}

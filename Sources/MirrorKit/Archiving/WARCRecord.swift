@@ -1,0 +1,103 @@
+import Glibc
+
+/// One WARC/1.1 record (ISO 28500:2017): its named fields, and a block of a head held in memory
+/// and a body held in memory or in an unnamed spool file. The digests are the block's and the
+/// payload's, computed as the bytes arrived.
+struct WARCRecord: Sendable {
+    var type: String
+    var id = WARCRecord.newID()
+    var fields: [(name: String, value: String)]
+    /// The part of the block before the body: an HTTP message's head.
+    var head: [UInt8]
+    var body: WARCBody
+    var contentType: String?
+
+    var blockLength: Int64 { Int64(head.count) + body.length }
+
+    /// The record's header, up to and including the blank line before the block.
+    func header(date: String) -> [UInt8] {
+        var text = "WARC/1.1\r\nWARC-Type: \(type)\r\nWARC-Record-ID: \(id)\r\nWARC-Date: \(date)\r\n"
+        for field in fields { text += "\(field.name): \(field.value)\r\n" }
+        if let contentType { text += "Content-Type: \(contentType)\r\n" }
+        text += "Content-Length: \(blockLength)\r\n\r\n"
+        return Array(text.utf8)
+    }
+
+    /// A new `<urn:uuid:…>` (version 4, random).
+    static func newID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = MD5Context.hex(bytes)
+        let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
+            String(hex.dropFirst(range.lowerBound).prefix(range.count))
+        }
+        return "<urn:uuid:\(parts.joined(separator: "-"))>"
+    }
+
+    /// `sha1:` and the digest in base32 (RFC 4648, upper case, no padding needed for 20 bytes),
+    /// as wget, warcio and the Internet Archive write it.
+    static func digestLabel(sha1 bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
+        var text: [UInt8] = []
+        var buffer = 0
+        var bits = 0
+        for byte in bytes {
+            buffer = (buffer << 8) | Int(byte)
+            bits += 8
+            while bits >= 5 {
+                text.append(alphabet[(buffer >> (bits - 5)) & 31])
+                bits -= 5
+            }
+        }
+        if bits > 0 { text.append(alphabet[(buffer << (5 - bits)) & 31]) }
+        return "sha1:" + String(decoding: text, as: UTF8.self)
+    }
+
+    /// WARC-Date's form: UTC, to the microsecond (WARC/1.1 allows a fraction).
+    static func date(_ time: timespec) -> String {
+        var seconds = time_t(time.tv_sec)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        var micros = String(Int(time.tv_nsec) / 1000)
+        micros = String(repeating: "0", count: 6 - micros.count) + micros
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(micros)Z"
+    }
+
+    static func now() -> timespec {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return time
+    }
+}
+
+/// A record's body: none, bytes, or an unnamed spool file (closed when the body is dropped).
+enum WARCBody: Sendable {
+    case bytes([UInt8])
+    case spool(SpoolFile)
+
+    var length: Int64 {
+        switch self {
+        case .bytes(let bytes): Int64(bytes.count)
+        case .spool(let file): file.length
+        }
+    }
+}
+
+/// A body too large to hold in memory while it waits to be archived: an unnamed file (O_TMPFILE)
+/// in the archive's directory, gone when closed or when the process dies.
+final class SpoolFile: Sendable {
+    let fd: Int32
+    let length: Int64
+
+    init(fd: Int32, length: Int64) {
+        self.fd = fd
+        self.length = length
+    }
+
+    deinit {
+        close(fd)
+    }
+}

@@ -1,0 +1,109 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// `--warc DIR`: every exchange of a run in WARC/1.1, read back by an independent reader
+/// (warcio) that checks each record's digests.
+@Suite("Archiving a run as WARC", .timeLimit(.minutes(3)), .enabled(if: WARCReader.isAvailable, "warcio is installed by scripts/setup"))
+struct WARCArchiveTests {
+    private func mediaFiles(in out: String) -> [String: String] {
+        var files: [String: String] = [:]
+        for case let path as String in FileManager.default.enumerator(atPath: out) ?? FileManager.default.enumerator(atPath: "/")!
+        where !path.hasPrefix(".mirror") && !path.hasPrefix("meta") {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: out + "/" + path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            files[(path as NSString).lastPathComponent] = TestSupport.digest(ofFile: out + "/" + path)
+        }
+        return files
+    }
+
+    @Test func aTagRunIsArchivedWithEveryFileAtItsURLAndNoClientID() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let warc = dir.appendingPathComponent("warc").path
+                let run = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + ["--warc", warc])
+                #expect(run.status == 0, "\(run.stderr)")
+                let names = try FileManager.default.contentsOfDirectory(atPath: warc)
+                #expect(names.count == 1 && names.allSatisfy { $0.hasPrefix("mirror-") && $0.hasSuffix(".warc.gz") }, "\(names)")
+                let records = try WARCReader.records(in: warc)
+                #expect(records.first?.type == "warcinfo")
+                #expect(records.first?.head.contains("software: mirror/") == true)
+                #expect(records.first?.head.contains("mirror-sources: tag cats") == true, "\(records.first?.head ?? "")")
+
+                // Every file mirrored is a 200's payload at its URL, byte for byte.
+                let responses = records.filter { $0.type == "response" }
+                let media = mediaFiles(in: out)
+                #expect(!media.isEmpty)
+                for (name, digest) in media {
+                    let found = responses.filter { $0.uri?.hasSuffix("/" + name) == true && $0.status == 200 }
+                    #expect(found.count == 1 && found.first?.md5 == digest, "\(name): \(found.map(\.uri))")
+                }
+                // API calls too, each request beside its response.
+                #expect(responses.contains { $0.uri == "\(server.baseURL)/3/gallery/t/cats/time/all/0" && $0.status == 200 })
+                let ids = Set(responses.map(\.id))
+                let requests = records.filter { $0.type == "request" }
+                #expect(requests.count == responses.count)
+                #expect(requests.allSatisfy { $0.concurrentTo.map(ids.contains) == true && $0.ip == "127.0.0.1" })
+                #expect(responses.allSatisfy { $0.ip == "127.0.0.1" && $0.payloadDigest?.hasPrefix("sha1:") == true })
+                // The client id is in no byte; the field that carried it says it was taken out.
+                let apiRequest = requests.first { $0.uri?.contains("/3/gallery/") == true }
+                #expect(apiRequest?.head.contains("Authorization: [redacted by mirror]") == true, "\(apiRequest?.head ?? "")")
+                for name in names {
+                    let bytes = try WARCReader.decompressed(warc + "/" + name)
+                    #expect(bytes.range(of: Data("fixtureid".utf8)) == nil)
+                    #expect(bytes.range(of: Data("Client-ID".utf8)) == nil)
+                }
+            }
+        }
+    }
+
+    /// A redirect is two exchanges: the 302 at the first URL, the file at the second.
+    @Test func eachRedirectHopIsAnExchangeOfItsOwn() async throws {
+        let feed = """
+            <rss version="2.0"><channel><title>t</title>
+            <item><guid>1</guid><enclosure url="BASE/go/one.mp3" length="300000" type="audio/mpeg"/></item>
+            </channel></rss>
+            """
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            try await MirrorProcess.mirrorFeed(feed, files: [("/files/one.mp3", 300_000)], arguments: ["--warc", warc], prepare: { server in
+                server.inject(.respond(status: 302, headers: ["Location": "\(server.baseURL)/files/one.mp3"]), path: "/go/one.mp3")
+            }) { run, _, server in
+                #expect(run.status == 0, "\(run.stderr)")
+                let records = try WARCReader.records(in: warc)
+                let hop = records.first { $0.type == "response" && $0.uri == "\(server.baseURL)/go/one.mp3" }
+                #expect(hop?.status == 302)
+                let file = records.first { $0.type == "response" && $0.uri == "\(server.baseURL)/files/one.mp3" }
+                #expect(file?.status == 200 && file?.md5 == TestSupport.digest(server.content(of: "/files/one.mp3")))
+                #expect(file?.length == 300_000)
+                #expect(records.filter { $0.type == "request" }.count == records.filter { $0.type == "response" }.count)
+            }
+        }
+    }
+
+    /// Past `--warc-max-size` a file is closed and another begun, each with its warcinfo first.
+    @Test func filesRotatePastTheirSizeEachStartingWithItsWarcinfo() async throws {
+        let items = (1...4).map { "<item><guid>\($0)</guid><enclosure url=\"BASE/files/\($0).bin\" length=\"700000\"/></item>" }.joined()
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            try await MirrorProcess.mirrorFeed(
+                "<rss version=\"2.0\"><channel><title>t</title>\(items)</channel></rss>",
+                files: (1...4).map { ("/files/\($0).bin", 700_000) }, arguments: ["--warc", warc, "--warc-max-size", "1M"]
+            ) { run, _, server in
+                #expect(run.status == 0, "\(run.stderr)")
+                let names = try FileManager.default.contentsOfDirectory(atPath: warc).sorted()
+                #expect(names.count >= 2, "\(names)")
+                for name in names {
+                    let records = try WARCReader.records(files: [warc + "/" + name])
+                    #expect(records.first?.type == "warcinfo", "\(name)")
+                }
+                let all = try WARCReader.records(in: warc)
+                for index in 1...4 {
+                    #expect(all.contains { $0.uri == "\(server.baseURL)/files/\(index).bin" && $0.md5 == TestSupport.digest(server.content(of: "/files/\(index).bin")) })
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+/// Reads WARC files with an independent reader, warcio (installed by `scripts/setup` into
+/// `.build/test-tools`), checking every record's block and payload digests as it goes.
+enum WARCReader {
+    struct Record: Decodable {
+        var file: String
+        var offset: Int
+        var type: String
+        var uri: String?
+        var id: String
+        var concurrentTo: String?
+        var ip: String?
+        var truncated: String?
+        var profile: String?
+        var refersToURI: String?
+        var payloadDigest: String?
+        var status: Int?
+        var contentType: String?
+        /// The payload (an HTTP body, or a resource's bytes): its MD5 (as TestSupport.digest gives it) and length.
+        var md5: String
+        var length: Int
+        /// The record's head as text (an HTTP message's head, or warcinfo's fields).
+        var head: String
+    }
+
+    struct Unreadable: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static let python: String = {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        // .build/<triple>/debug/mirrorPackageTests.xctest → .build/test-tools
+        var directory = testBinary.deletingLastPathComponent()
+        while directory.path != "/" && directory.lastPathComponent != ".build" { directory = directory.deletingLastPathComponent() }
+        return directory.appendingPathComponent("test-tools/bin/python").path
+    }()
+
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: python) }
+
+    private static let script = #"""
+        import sys, json, hashlib
+        from warcio.archiveiterator import ArchiveIterator
+        out = []
+        for path in sys.argv[1:]:
+            with open(path, 'rb') as f:
+                it = ArchiveIterator(f, check_digests='raise')
+                for r in it:
+                    h = r.rec_headers
+                    head = ''
+                    status = None
+                    if r.http_headers is not None:
+                        head = r.http_headers.to_str()
+                        try:
+                            status = int(r.http_headers.get_statuscode())
+                        except Exception:
+                            status = None
+                    payload = r.raw_stream.read()
+                    if r.rec_type == 'warcinfo':
+                        head = payload.decode('utf-8', 'replace')
+                    out.append({
+                        'file': path, 'offset': it.get_record_offset(), 'type': r.rec_type,
+                        'uri': h.get_header('WARC-Target-URI'), 'id': h.get_header('WARC-Record-ID'),
+                        'concurrentTo': h.get_header('WARC-Concurrent-To'), 'ip': h.get_header('WARC-IP-Address'),
+                        'truncated': h.get_header('WARC-Truncated'), 'profile': h.get_header('WARC-Profile'),
+                        'refersToURI': h.get_header('WARC-Refers-To-Target-URI'),
+                        'payloadDigest': h.get_header('WARC-Payload-Digest'),
+                        'status': status, 'contentType': h.get_header('Content-Type'),
+                        'md5': hashlib.md5(payload).hexdigest(), 'length': len(payload), 'head': head,
+                    })
+        json.dump(out, sys.stdout)
+        """#
+
+    /// Every record of the `.warc.gz` files in `directory`, in name order; throws when warcio
+    /// cannot read one to its end or a digest does not match.
+    static func records(in directory: String) throws -> [Record] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".warc.gz") }.sorted()
+        return try records(files: names.map { directory + "/" + $0 })
+    }
+
+    static func records(files: [String]) throws -> [Record] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-c", script] + files
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let problem = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Unreadable(description: "warcio: " + String(decoding: problem.suffix(2000), as: UTF8.self))
+        }
+        return try JSONDecoder().decode([Record].self, from: data)
+    }
+
+    /// The decompressed bytes of every member of `file`, for a search of what must not be there.
+    static func decompressed(_ file: String) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-dc", file]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return data
+    }
+}
