@@ -66,6 +66,38 @@ package final class WARCArchive: Sendable {
         }
     }
 
+    /// A `resource` record of the whole of a file that arrived in several ranges, read from the
+    /// descriptor `file` (which the archive closes), once verified.
+    func appendResource(url: String, file fd: Int32, length: Int64, contentType: String?) {
+        let spool = SpoolFile(fd: fd, length: length)
+        let date = WARCRecord.now()
+        queue.async { [self] in
+            guard failure.withLock({ $0 == nil }) else { return }
+            do throws(DigestError) {
+                let digest = WARCRecord.digestLabel(sha1: try Self.sha1(of: spool))
+                var record = WARCRecord(
+                    type: "resource", fields: [("WARC-Target-URI", url), ("WARC-Block-Digest", digest), ("WARC-Payload-Digest", digest)],
+                    head: [], body: .spool(spool))
+                record.contentType = contentType ?? "application/octet-stream"
+                state.withLock { state in
+                    do throws(FileSystemError) {
+                        try write(record, date: date, state: &state)
+                    } catch {
+                        fail(error)
+                    }
+                }
+            } catch {
+                fail(FileSystemError(path: url, problem: .system(EIO)))
+            }
+        }
+    }
+
+    private static func sha1(of spool: SpoolFile) throws(DigestError) -> [UInt8] {
+        let context = try MD5Context(sha1: true)
+        guard try context.update(fromFile: spool.fd, length: spool.length) else { throw DigestError(step: "read") }
+        return try context.finalize()
+    }
+
     /// Something that was to go into the archive could not be kept: the run's archive is not whole.
     func fail(_ error: FileSystemError) {
         failure.withLock { failure in

@@ -252,7 +252,14 @@ struct Downloader: Sendable {
         _ url: String, _ response: TransferResponse, expectedSize: ExpectedSize?, received: Int64
     ) throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
         do throws(DownloadError) {
-            return .success(try verified(url, response, expectedSize: expectedSize, received: received))
+            let file = try verified(url, response, expectedSize: expectedSize, received: received)
+            // Arrived in ranges (resumed in this run or from an earlier one): the archive holds
+            // the 206s it took, and now the whole, so that a replay serves it whole.
+            if let archive = engine.configuration.archive, response.bodyOffset > 0 || response.status == 416,
+               let location = try? partials.location(for: url), let fd = try? location.folder().openFile(location.name, .read) {
+                archive.appendResource(url: url, file: fd, length: file.length, contentType: response.headers["Content-Type"])
+            }
+            return .success(file)
         } catch {
             guard error.reason.isVerificationFailure else { throw error }
             partials.remove(url)

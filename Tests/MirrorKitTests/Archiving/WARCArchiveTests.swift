@@ -106,4 +106,66 @@ struct WARCArchiveTests {
             }
         }
     }
+
+    /// SIGKILL a third to four fifths into a 64 MiB file, then run again: every file of the
+    /// archive reads to its end, the 206 that finished the file is there, and so is the whole
+    /// file as one `resource` record at its URL.
+    @Test func aKilledRunLeavesNothingTornAndTheResumedFileIsArchivedWhole() async throws {
+        try await TestSupport.withServer { server in
+            let path = "/B1gF1le.jpg"
+            server.inject(.throttle(bytesPerSecond: 24 << 20), path: path)
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let warc = dir.appendingPathComponent("warc").path
+                let arguments = MirrorProcess.fixtureArguments("bigfile", out: out, server: server, idFile: idFile) + ["--warc", warc]
+                let first = try MirrorProcess.start(arguments, log: dir.appendingPathComponent("first.log"))
+                try await MirrorProcess.waitForPartial(in: out, atLeast: Int64.random(in: (20 << 20)...(50 << 20)))
+                first.signal(SIGKILL)
+                #expect(await first.wait() == .signalled(SIGKILL))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: warc).contains { $0.hasSuffix(".open") })
+
+                let second = try await MirrorProcess.run(arguments)
+                #expect(second.status == 0, "\(second.stderr)")
+                #expect(second.stderr.contains("was left open by a run that ended without closing it"), "\(second.stderr)")
+                let names = try FileManager.default.contentsOfDirectory(atPath: warc)
+                #expect(names.allSatisfy { $0.hasSuffix(".warc.gz") }, "\(names)")
+                let records = try WARCReader.records(in: warc)
+                let url = server.baseURL + path
+                let whole = TestSupport.digest(server.content(of: path))
+                #expect(records.contains { $0.type == "response" && $0.uri == url && $0.status == 206 })
+                let resources = records.filter { $0.type == "resource" && $0.uri == url }
+                #expect(resources.count == 1 && resources.first?.md5 == whole && resources.first?.length == 64 << 20)
+                #expect(TestSupport.digest(ofFile: out + "/full" + path) == whole)
+            }
+        }
+    }
+
+    /// A `.open` file whose last record a kill cut in the middle: the next run cuts it back to the
+    /// records before, byte for byte, and closes it under its name.
+    @Test func aTornLastRecordIsCutOffAndTheFileClosed() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            let feed = "<rss version=\"2.0\"><channel><title>t</title><item><guid>1</guid><enclosure url=\"BASE/files/a.bin\" length=\"400000\"/></item></channel></rss>"
+            try await MirrorProcess.mirrorFeed(feed, files: [("/files/a.bin", 400_000)], arguments: ["--warc", warc]) { run, _, _ in
+                #expect(run.status == 0, "\(run.stderr)")
+            }
+            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: warc).first)
+            let original = try #require(TestSupport.bytes(at: warc + "/" + name))
+            // The file again, and its last record (the 400 kB body's member) once more, cut in
+            // the middle as a kill would cut it. mirror's members begin alike: gzip's magic,
+            // deflate, no name or time, the fastest level, Unix.
+            let memberStart: [UInt8] = [0x1F, 0x8B, 0x08, 0, 0, 0, 0, 0, 0x04, 0x03]
+            let lastMember = try #require((0...(original.count - memberStart.count)).last { original[$0..<($0 + memberStart.count)].elementsEqual(memberStart) })
+            let torn = "mirror-20260101000000000-00000.warc.gz"
+            let cut = original[lastMember...].prefix((original.count - lastMember) / 2)
+            try TestSupport.write(original + cut, to: warc + "/" + torn + ".open")
+            try await MirrorProcess.mirrorFeed(feed, files: [("/files/a.bin", 400_000)], arguments: ["--warc", warc]) { run, _, _ in
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(run.stderr.contains("\(torn) was left open"), "\(run.stderr)")
+            }
+            #expect(TestSupport.digest(ofFile: warc + "/" + torn) == TestSupport.digest(original))
+            #expect(!FileManager.default.fileExists(atPath: warc + "/" + torn + ".open"))
+            _ = try WARCReader.records(in: warc)
+        }
+    }
 }

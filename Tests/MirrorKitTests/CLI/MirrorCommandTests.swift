@@ -23,21 +23,6 @@ struct MirrorCommandTests {
         return try ChildProcess(executable: Self.executable.path, arguments: arguments, standardError: error.fileDescriptor).start()
     }
 
-    /// Polls until the one partial download under `out` holds at least `bytes`.
-    private func waitForPartial(in out: String, atLeast bytes: Int64) async throws {
-        let partials = URL(fileURLWithPath: out).appendingPathComponent(".mirror/partials")
-        for _ in 0..<400 {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: partials.path)) ?? []
-            let length = names.filter { $0.hasSuffix(".part") }.compactMap { name -> Int64? in
-                let attributes = try? FileManager.default.attributesOfItem(atPath: partials.appendingPathComponent(name).path)
-                return (attributes?[.size] as? NSNumber)?.int64Value
-            }.max() ?? 0
-            if length >= bytes { return }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        Issue.record("the partial never reached \(bytes) bytes")
-    }
-
     private func withClientID<T>(_ body: (URL, String) async throws -> T) async throws -> T {
         try await MirrorProcess.withClientID(body)
     }
@@ -194,7 +179,7 @@ struct MirrorCommandTests {
                     "--api-base", server.baseURL, "--media-base", server.baseURL,
                 ]
                 let first = try launch(arguments, outputIn: dir)
-                try await waitForPartial(in: out, atLeast: Int64(size / 2))
+                try await MirrorProcess.waitForPartial(in: out, atLeast: Int64(size / 2))
                 kill(first.pid, signal)
                 let firstStatus = await first.wait()
                 if signal == SIGKILL {
@@ -225,7 +210,7 @@ struct MirrorCommandTests {
                     "bigfile", "--out", out, "--client-id-file", idFile, "--quiet",
                     "--api-base", server.baseURL, "--media-base", server.baseURL,
                 ], outputIn: dir)
-                try await waitForPartial(in: out, atLeast: 8 << 20)
+                try await MirrorProcess.waitForPartial(in: out, atLeast: 8 << 20)
                 // The running mirror rewrites its status every second.
                 try await eventually("status names the file", within: .seconds(3)) {
                     let status = (try? String(contentsOfFile: out + "/.mirror/status.json", encoding: .utf8)) ?? ""

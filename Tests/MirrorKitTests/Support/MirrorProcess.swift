@@ -1,4 +1,5 @@
 import FixtureServer
+import Testing
 import Foundation
 
 /// Runs the real `mirror` executable, as cron would.
@@ -104,5 +105,20 @@ enum MirrorProcess {
             try TestSupport.write(Array("fixtureid\n".utf8), to: idFile)
             return try await body(dir, idFile)
         }
+    }
+
+    /// Polls until the one partial download under `out` holds at least `bytes`.
+    static func waitForPartial(in out: String, atLeast bytes: Int64) async throws {
+        let partials = URL(fileURLWithPath: out).appendingPathComponent(".mirror/partials")
+        for _ in 0..<400 {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: partials.path)) ?? []
+            let length = names.filter { $0.hasSuffix(".part") }.compactMap { name -> Int64? in
+                let attributes = try? FileManager.default.attributesOfItem(atPath: partials.appendingPathComponent(name).path)
+                return (attributes?[.size] as? NSNumber)?.int64Value
+            }.max() ?? 0
+            if length >= bytes { return }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        Issue.record("the partial never reached \(bytes) bytes")
     }
 }
