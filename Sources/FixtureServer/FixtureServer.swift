@@ -93,6 +93,15 @@ public final class FixtureServer: Sendable {
         state.withLock { $0.media[path] = MediaResource(size: size, contentType: contentType) }
     }
 
+    /// Serves at `path` the very bytes served at `original` (a download mirror's copy).
+    public func addMirror(path: String, of original: String) {
+        state.withLock { state in
+            guard var resource = state.media[original] else { return }
+            resource.sameAs = original
+            state.media[path] = resource
+        }
+    }
+
     /// Changes the bytes (and so the ETag and Last-Modified) served at `path`, and at its mirrors.
     public func changeContent(path: String) {
         state.withLock { state in

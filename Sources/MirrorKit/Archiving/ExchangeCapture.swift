@@ -171,6 +171,11 @@ final class ExchangeCapture {
                 return
             }
             if isLast, let truncated { response.fields.append(("WARC-Truncated", truncated)) }
+            if hop.status == 304 {
+                // A revalidation: the copy held is current, and the archive says so.
+                response.type = "revisit"
+                response.fields.append(("WARC-Profile", WARCArchive.notModifiedProfile))
+            }
             archive.append([request, response], date: hop.time)
         }
     }

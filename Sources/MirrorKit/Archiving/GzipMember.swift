@@ -77,9 +77,17 @@ final class GzipMember {
 
 /// Reading a file of gzip members back.
 enum GzipMembers {
-    /// The length of the file's leading members that are whole: where a file a kill cut short is
-    /// to be cut back to. Reads the file once, inflating into a scratch buffer.
-    static func wholeLength(of fd: Int32) -> Int64 {
+    /// A whole member: where it lies in the file, and the first bytes it holds.
+    struct Member {
+        var offset: Int64
+        var length: Int64
+        var head: [UInt8]
+    }
+
+    /// The file's leading members that are whole, each with up to `headBytes` of what it holds,
+    /// and their length: where a file a kill cut short is to be cut back to. Reads the file once,
+    /// inflating into a scratch buffer.
+    static func wholeMembers(of fd: Int32, headBytes: Int = 64 << 10) -> (members: [Member], length: Int64) {
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
         let input = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
@@ -90,13 +98,15 @@ enum GzipMembers {
             input.deallocate()
             scratch.deallocate()
         }
-        guard mirror_inflate_init_gzip(stream) == Z_OK else { return 0 }
+        var members: [Member] = []
+        guard mirror_inflate_init_gzip(stream) == Z_OK else { return (members, 0) }
         var whole: Int64 = 0
         var readOffset: Int64 = 0
+        var head: [UInt8] = []
         while true {
             let count = pread(fd, input.baseAddress, input.count, off_t(readOffset))
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return whole }
+            guard count > 0 else { return (members, whole) }
             let blockStart = readOffset
             readOffset += Int64(count)
             stream.pointee.next_in = input.baseAddress!.assumingMemoryBound(to: Bytef.self)
@@ -105,11 +115,18 @@ enum GzipMembers {
                 stream.pointee.next_out = scratch.baseAddress!.assumingMemoryBound(to: Bytef.self)
                 stream.pointee.avail_out = uInt(scratch.count)
                 let result = inflate(stream, Z_NO_FLUSH)
+                let produced = scratch.count - Int(stream.pointee.avail_out)
+                if head.count < headBytes && produced > 0 {
+                    head += UnsafeRawBufferPointer(rebasing: scratch[0..<min(produced, headBytes - head.count)])
+                }
                 if result == Z_STREAM_END {
-                    whole = blockStart + Int64(count) - Int64(stream.pointee.avail_in)
+                    let end = blockStart + Int64(count) - Int64(stream.pointee.avail_in)
+                    members.append(Member(offset: whole, length: end - whole, head: head))
+                    whole = end
+                    head = []
                     inflateReset(stream)
                 } else if result != Z_OK && result != Z_BUF_ERROR {
-                    return whole
+                    return (members, whole)
                 }
             }
         }

@@ -31,12 +31,24 @@ package final class WARCArchive: Sendable {
     private struct State: ~Copyable {
         var file: OpenFile?
         var serial = 0
+        /// The first whole payload of each digest this archive holds: a later one is a revisit.
+        var payloads: [String: FirstCapture] = [:]
     }
+
+    private struct FirstCapture {
+        var uri: String
+        var date: String
+        var id: String
+    }
+
+    static let identicalPayloadProfile = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+    static let notModifiedProfile = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
     private struct OpenFile {
         var fd: Int32
         var name: String
         var end: Int64
+        var index = CDXJIndex()
     }
 
     /// Opens (making it if need be) the archive directory at `path`, closing what killed runs left.
@@ -123,7 +135,8 @@ package final class WARCArchive: Sendable {
 
     private func write(_ record: WARCRecord, date: timespec, state: inout State) throws(FileSystemError) {
         if state.file == nil { try openFile(&state) }
-        try writeMember(record, date: WARCRecord.date(date), state: &state)
+        let date = WARCRecord.date(date)
+        try writeMember(Self.deduplicated(record, date: date, seen: &state.payloads), date: date, state: &state)
         if let file = state.file, file.end >= maxFileSize { try closeFile(&state) }
     }
 
@@ -141,6 +154,47 @@ package final class WARCArchive: Sendable {
         try member.add(Array("\r\n\r\n".utf8))
         try member.finish()
         state.file?.end = member.end
+        state.file?.index.add(Self.indexed(record, date: date), offset: file.end, length: member.end - file.end, file: file.name)
+    }
+
+    /// `record`, or a revisit of the first record that held the same whole payload: a 200's body
+    /// (or a resource) seen before, at this URL or another, is written once.
+    private static func deduplicated(_ record: WARCRecord, date: String, seen: inout [String: FirstCapture]) -> WARCRecord {
+        let field = { (name: String) in record.fields.first { $0.name == name }?.value }
+        guard record.type == "response" || record.type == "resource", record.body.length > 0, field("WARC-Truncated") == nil,
+              let digest = field("WARC-Payload-Digest"), let uri = field("WARC-Target-URI"),
+              record.type == "resource" || HTTPHead(record.head).status == 200
+        else { return record }
+        guard let first = seen[digest] else {
+            seen[digest] = FirstCapture(uri: uri, date: date, id: record.id)
+            return record
+        }
+        guard record.type == "response", let block = try? MD5Context.sha1(of: record.head) else { return record }
+        var revisit = WARCRecord(
+            type: "revisit", id: record.id,
+            fields: record.fields.filter { $0.name != "WARC-Block-Digest" } + [
+                ("WARC-Block-Digest", WARCRecord.digestLabel(sha1: block)), ("WARC-Profile", identicalPayloadProfile),
+                ("WARC-Refers-To-Target-URI", first.uri), ("WARC-Refers-To-Date", first.date), ("WARC-Refers-To", first.id),
+            ],
+            head: record.head, body: .bytes([]))
+        revisit.contentType = record.contentType
+        return revisit
+    }
+
+    /// What the index says of `record`.
+    private static func indexed(_ record: WARCRecord, date: String) -> CDXJIndex.IndexedRecord {
+        let field = { (name: String) in record.fields.first { $0.name == name }?.value }
+        var indexed = CDXJIndex.IndexedRecord(
+            type: record.type, targetURI: field("WARC-Target-URI"), date: date, payloadDigest: field("WARC-Payload-Digest"))
+        switch record.type {
+        case "response", "revisit":
+            let http = HTTPHead(record.head)
+            indexed.status = http.status
+            indexed.mime = record.type == "revisit" ? "warc/revisit" : http.contentType
+        default:
+            indexed.mime = record.contentType.map(CDXJIndex.mediaType)
+        }
+        return indexed
     }
 
     private static func copy(_ spool: SpoolFile, into member: GzipMember, path: String) throws(FileSystemError) {
@@ -196,7 +250,13 @@ package final class WARCArchive: Sendable {
         state.file = nil
         defer { Glibc.close(file.fd) }
         guard fsync(file.fd) == 0 else { throw FileSystemError.last(path: directory.path(of: file.name + ".open")) }
+        try directory.replaceContents(of: Self.indexName(of: file.name), with: file.index.text)
         try Self.giveName(file.name, in: directory)
+    }
+
+    /// The CDXJ index beside a WARC file: `mirror-….cdxj` for `mirror-….warc.gz`.
+    static func indexName(of name: String) -> String {
+        String(name.dropLast(".warc.gz".count)) + ".cdxj"
     }
 
     /// `name.open` becomes `name`, never over a file of that name; the directory is synced.
@@ -215,12 +275,19 @@ package final class WARCArchive: Sendable {
             let fd = try directory.openFile(name, .write(create: false))
             defer { Glibc.close(fd) }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
-            let whole = GzipMembers.wholeLength(of: fd)
+            let (members, whole) = GzipMembers.wholeMembers(of: fd)
             guard ftruncate(fd, off_t(whole)) == 0, fsync(fd) == 0 else { throw FileSystemError.last(path: directory.path(of: name)) }
             let finalName = String(name.dropLast(".open".count))
             if whole == 0 {
                 directory.remove(name)
+                directory.remove(indexName(of: finalName))
             } else {
+                var index = CDXJIndex()
+                for member in members {
+                    guard let record = CDXJIndex.IndexedRecord(recordHead: member.head) else { continue }
+                    index.add(record, offset: member.offset, length: member.length, file: finalName)
+                }
+                try directory.replaceContents(of: indexName(of: finalName), with: index.text)
                 try giveName(finalName, in: directory)
                 closed.append(finalName)
             }

@@ -98,6 +98,16 @@ final class MD5Context {
         Self.hex(try finalize())
     }
 
+    /// The SHA-1 of `bytes`.
+    static func sha1(of bytes: [UInt8]) throws(DigestError) -> [UInt8] {
+        let context = try MD5Context(sha1: true)
+        let result: Result<Void, DigestError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(DigestError) in try context.update(buffer) }
+        }
+        try result.get()
+        return try context.finalize()
+    }
+
     func finalize() throws(DigestError) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0

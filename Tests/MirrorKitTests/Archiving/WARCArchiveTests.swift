@@ -25,8 +25,8 @@ struct WARCArchiveTests {
                 let warc = dir.appendingPathComponent("warc").path
                 let run = try await MirrorProcess.run(MirrorProcess.fixtureArguments("cats", out: out, server: server, idFile: idFile) + ["--warc", warc])
                 #expect(run.status == 0, "\(run.stderr)")
-                let names = try FileManager.default.contentsOfDirectory(atPath: warc)
-                #expect(names.count == 1 && names.allSatisfy { $0.hasPrefix("mirror-") && $0.hasSuffix(".warc.gz") }, "\(names)")
+                let names = try FileManager.default.contentsOfDirectory(atPath: warc).filter { $0.hasSuffix(".warc.gz") }
+                #expect(names.count == 1 && names.allSatisfy { $0.hasPrefix("mirror-") }, "\(names)")
                 let records = try WARCReader.records(in: warc)
                 #expect(records.first?.type == "warcinfo")
                 #expect(records.first?.head.contains("software: mirror/") == true)
@@ -42,14 +42,22 @@ struct WARCArchiveTests {
                 }
                 // API calls too, each request beside its response.
                 #expect(responses.contains { $0.uri == "\(server.baseURL)/3/gallery/t/cats/time/all/0" && $0.status == 200 })
-                let ids = Set(responses.map(\.id))
+                // The placeholder both removed images redirect to is the same bytes twice: a revisit.
+                let answers = records.filter { $0.type == "response" || $0.type == "revisit" }
+                #expect(records.filter { $0.type == "revisit" }.map(\.uri) == ["\(server.baseURL)/removed.png"])
+                let ids = Set(answers.map(\.id))
                 let requests = records.filter { $0.type == "request" }
-                #expect(requests.count == responses.count)
+                #expect(requests.count == answers.count)
                 #expect(requests.allSatisfy { $0.concurrentTo.map(ids.contains) == true && $0.ip == "127.0.0.1" })
                 #expect(responses.allSatisfy { $0.ip == "127.0.0.1" && $0.payloadDigest?.hasPrefix("sha1:") == true })
                 // The client id is in no byte; the field that carried it says it was taken out.
                 let apiRequest = requests.first { $0.uri?.contains("/3/gallery/") == true }
                 #expect(apiRequest?.head.contains("Authorization: [redacted by mirror]") == true, "\(apiRequest?.head ?? "")")
+                // The index beside the file is what the Webrecorder project's indexer makes of it.
+                #expect(try FileManager.default.contentsOfDirectory(atPath: warc).filter { $0.hasSuffix(".cdxj") }.count == 1)
+                for name in names {
+                    #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")))
+                }
                 for name in names {
                     let bytes = try WARCReader.decompressed(warc + "/" + name)
                     #expect(bytes.range(of: Data("fixtureid".utf8)) == nil)
@@ -93,7 +101,7 @@ struct WARCArchiveTests {
                 files: (1...4).map { ("/files/\($0).bin", 700_000) }, arguments: ["--warc", warc, "--warc-max-size", "1M"]
             ) { run, _, server in
                 #expect(run.status == 0, "\(run.stderr)")
-                let names = try FileManager.default.contentsOfDirectory(atPath: warc).sorted()
+                let names = try FileManager.default.contentsOfDirectory(atPath: warc).filter { $0.hasSuffix(".warc.gz") }.sorted()
                 #expect(names.count >= 2, "\(names)")
                 for name in names {
                     let records = try WARCReader.records(files: [warc + "/" + name])
@@ -128,7 +136,10 @@ struct WARCArchiveTests {
                 #expect(second.status == 0, "\(second.stderr)")
                 #expect(second.stderr.contains("was left open by a run that ended without closing it"), "\(second.stderr)")
                 let names = try FileManager.default.contentsOfDirectory(atPath: warc)
-                #expect(names.allSatisfy { $0.hasSuffix(".warc.gz") }, "\(names)")
+                #expect(names.allSatisfy { $0.hasSuffix(".warc.gz") || $0.hasSuffix(".cdxj") }, "\(names)")
+                for name in names where name.hasSuffix(".warc.gz") {
+                    #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
+                }
                 let records = try WARCReader.records(in: warc)
                 let url = server.baseURL + path
                 let whole = TestSupport.digest(server.content(of: path))
@@ -149,7 +160,7 @@ struct WARCArchiveTests {
             try await MirrorProcess.mirrorFeed(feed, files: [("/files/a.bin", 400_000)], arguments: ["--warc", warc]) { run, _, _ in
                 #expect(run.status == 0, "\(run.stderr)")
             }
-            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: warc).first)
+            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: warc).first { $0.hasSuffix(".warc.gz") })
             let original = try #require(TestSupport.bytes(at: warc + "/" + name))
             // The file again, and its last record (the 400 kB body's member) once more, cut in
             // the middle as a kill would cut it. mirror's members begin alike: gzip's magic,
@@ -165,7 +176,44 @@ struct WARCArchiveTests {
             }
             #expect(TestSupport.digest(ofFile: warc + "/" + torn) == TestSupport.digest(original))
             #expect(!FileManager.default.fileExists(atPath: warc + "/" + torn + ".open"))
+            #expect(try WARCReader.index(warc + "/" + torn) == TestSupport.bytes(at: warc + "/mirror-20260101000000000-00000.cdxj"))
             _ = try WARCReader.records(in: warc)
+        }
+    }
+
+    /// The same bytes at a second URL are a revisit of the first (identical payload); a 304 to a
+    /// run that asks again is a revisit too (server not modified).
+    @Test func repeatedBytesAndRevalidationsAreRevisits() async throws {
+        let feed = """
+            <rss version="2.0"><channel><title>t</title>
+            <item><guid>1</guid><enclosure url="BASE/files/a.bin" type="application/octet-stream"/></item>
+            <item><guid>2</guid><enclosure url="BASE/mirror-2/a.bin" type="application/octet-stream"/></item>
+            </channel></rss>
+            """
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/files/a.bin", size: 200_000)
+            server.addMirror(path: "/mirror-2/a.bin", of: "/files/a.bin")
+            server.setFeed(path: "/feeds/feed.xml", text: feed.replacingOccurrences(of: "BASE", with: server.baseURL))
+            try await TestSupport.withTemporaryDirectory { dir in
+                let warc = dir.appendingPathComponent("warc").path
+                let arguments = ["feed", "\(server.baseURL)/feeds/feed.xml", "--out", dir.appendingPathComponent("out").path, "--warc", warc, "--mode", "new-file"]
+                for _ in 1...2 {
+                    let run = try await MirrorProcess.run(arguments)
+                    #expect(run.status == 0, "\(run.stderr)")
+                }
+                let records = try WARCReader.records(in: warc)
+                let first = server.baseURL + "/files/a.bin"
+                let second = server.baseURL + "/mirror-2/a.bin"
+                let whole = records.filter { $0.type == "response" && $0.status == 200 && ($0.uri == first || $0.uri == second) }
+                #expect(whole.count == 1, "\(records.map { "\($0.type) \($0.uri ?? "") \($0.status ?? 0)" })")
+                let copy = records.first { $0.type == "revisit" && $0.profile == WARCArchive.identicalPayloadProfile }
+                #expect(copy != nil && copy?.refersToURI == whole.first?.uri && copy?.payloadDigest == whole.first?.payloadDigest && copy?.length == 0)
+                let revalidated = records.filter { $0.type == "revisit" && $0.profile == WARCArchive.notModifiedProfile }
+                #expect(revalidated.count == 2 && revalidated.allSatisfy { $0.status == 304 }, "\(revalidated.map(\.uri))")
+                for name in try FileManager.default.contentsOfDirectory(atPath: warc) where name.hasSuffix(".warc.gz") {
+                    #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
+                }
+            }
         }
     }
 }

@@ -96,6 +96,21 @@ enum WARCReader {
         return try JSONDecoder().decode([Record].self, from: data)
     }
 
+    /// The index the Webrecorder project's cdxj-indexer (installed beside warcio) makes of
+    /// `file`, sorted.
+    static func index(_ file: String) throws -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent("cdxj-indexer")
+        process.arguments = ["--sort", file]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Unreadable(description: "cdxj-indexer failed on \(file)") }
+        return Array(data)
+    }
+
     /// The decompressed bytes of every member of `file`, for a search of what must not be there.
     static func decompressed(_ file: String) throws -> Data {
         let process = Process()

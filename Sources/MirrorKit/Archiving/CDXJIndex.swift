@@ -1,0 +1,154 @@
+import Glibc
+
+/// The index of a WARC file in CDXJ, as pywb and the Webrecorder project's cdxj-indexer write it:
+/// one line per response, resource and revisit record, `SURT timestamp {json}`, sorted, with the
+/// record's URL, media type, status, payload digest, and where its gzip member lies in the file.
+struct CDXJIndex {
+    struct Entry {
+        var line: String
+    }
+
+    private(set) var entries: [Entry] = []
+
+    static let emptyPayloadDigest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
+
+    /// Adds the record `record`, dated `date` (WARC-Date's form), whose member of the WARC file
+    /// `file` starts at `offset` and is `length` bytes long; records of other types are not indexed.
+    mutating func add(_ record: IndexedRecord, offset: Int64, length: Int64, file: String) {
+        guard ["response", "resource", "revisit"].contains(record.type), let url = record.targetURI else { return }
+        var fields: [(String, String)] = [("url", url)]
+        if let mime = record.mime { fields.append(("mime", mime)) }
+        if let status = record.status { fields.append(("status", String(status))) }
+        // A record without one (a 304's revisit) is given the digest of no bytes, as cdxj-indexer gives it.
+        fields.append(("digest", record.payloadDigest ?? Self.emptyPayloadDigest))
+        fields += [("length", String(length)), ("offset", String(offset)), ("filename", file)]
+        let json = "{" + fields.map { "\(Self.quoted($0.0)): \(Self.quoted($0.1))" }.joined(separator: ", ") + "}"
+        let timestamp = String(record.date.filter(\.isNumber).prefix(14))
+        entries.append(Entry(line: "\(Self.surt(url)) \(timestamp) \(json)"))
+    }
+
+    /// The index's text: its lines sorted as bytes, as `sort` and cdxj-indexer's `--sort` order them.
+    var text: [UInt8] {
+        entries.map { Array($0.line.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }.flatMap { $0 + [0x0A] }
+    }
+
+    /// What the index says of a record: read from the record as it is written, or from the file
+    /// when a killed run's file is indexed again.
+    struct IndexedRecord {
+        var type: String
+        var targetURI: String?
+        var date: String
+        var payloadDigest: String?
+        var status: Int?
+        var mime: String?
+    }
+
+    /// The Sort-friendly URI Reordering Transform, as the `surt` package (and so cdxj-indexer and
+    /// pywb) makes it: no scheme, the host lower-cased without `www.` and its labels reversed, a
+    /// port other than the scheme's kept, the rest lower-cased, the query's parameters sorted and
+    /// the fragment dropped.
+    static func surt(_ url: String) -> String {
+        var rest = Substring(url)
+        var scheme = ""
+        if let range = rest.firstRange(of: "://") {
+            scheme = rest[..<range.lowerBound].lowercased()
+            rest = rest[range.upperBound...]
+        }
+        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        let pathStart = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        var authority = rest[..<pathStart].lowercased()
+        if let at = authority.lastIndex(of: "@") { authority = String(authority[authority.index(after: at)...]) }
+        var port = ""
+        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
+            port = String(authority[authority.index(after: colon)...])
+            authority = String(authority[..<colon])
+        }
+        if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") { port = "" }
+        authority = authority.filter { $0 != "[" && $0 != "]" }
+        var labels = authority.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        if let first = labels.first, labels.count > 2, first.hasPrefix("www"), first.dropFirst(3).allSatisfy(\.isNumber) {
+            labels.removeFirst()
+        }
+        var key = labels.reversed().joined(separator: ",") + (port.isEmpty ? "" : ":" + port) + ")"
+        var pathAndQuery = rest[pathStart...].lowercased()
+        var query = ""
+        if let question = pathAndQuery.firstIndex(of: "?") {
+            query = String(pathAndQuery[pathAndQuery.index(after: question)...])
+            pathAndQuery = String(pathAndQuery[..<question])
+        }
+        key += pathAndQuery.isEmpty ? "/" : pathAndQuery
+        let parameters = query.split(separator: "&").map(String.init).sorted()
+        if !parameters.isEmpty { key += "?" + parameters.joined(separator: "&") }
+        return key
+    }
+
+    /// A JSON string, as Python's `json.dumps` writes one (non-ASCII as `\u` escapes).
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for unit in text.utf16 {
+            switch unit {
+            case 0x22: out += "\\\""
+            case 0x5C: out += "\\\\"
+            case 0x0A: out += "\\n"
+            case 0x0D: out += "\\r"
+            case 0x09: out += "\\t"
+            case 0x20..<0x7F: out.unicodeScalars.append(Unicode.Scalar(UInt8(unit)))
+            default:
+                let hex = String(unit, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            }
+        }
+        return out + "\""
+    }
+}
+
+extension CDXJIndex.IndexedRecord {
+    /// What a record's first bytes (its WARC header, and an HTTP response's head after it) say;
+    /// nil when they are no WARC record.
+    init?(recordHead bytes: [UInt8]) {
+        guard bytes.starts(with: "WARC/".utf8), let end = bytes.firstRange(of: [13, 10, 13, 10]) else { return nil }
+        let text = String(decoding: bytes[..<end.lowerBound], as: UTF8.self)
+        var fields: [String: String] = [:]
+        for line in text.split(separator: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimming(.spaces)
+        }
+        guard let type = fields["warc-type"], let date = fields["warc-date"] else { return nil }
+        self.init(type: type, targetURI: fields["warc-target-uri"], date: date, payloadDigest: fields["warc-payload-digest"])
+        let block = Array(bytes[end.upperBound...])
+        switch type {
+        case "response", "revisit":
+            let http = HTTPHead(block)
+            status = http.status
+            mime = type == "revisit" ? "warc/revisit" : http.contentType
+        default:
+            mime = fields["content-type"].map(CDXJIndex.mediaType)
+        }
+    }
+}
+
+extension CDXJIndex {
+    /// A Content-Type up to its first `;` or blank, as cdxj-indexer keeps it.
+    static func mediaType(_ value: String) -> String {
+        String(value.prefix { $0 != ";" && $0 != " " && $0 != "\t" })
+    }
+}
+
+/// The status and media type an HTTP response's head states.
+struct HTTPHead {
+    var status: Int?
+    var contentType: String?
+
+    init(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes.prefix(64 << 10), as: UTF8.self)
+        let head = text.firstRange(of: "\r\n\r\n").map { text[..<$0.lowerBound] } ?? text[...]
+        let lines = head.split(separator: "\r\n")
+        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/") else { return }
+        let parts = statusLine.split(separator: " ")
+        status = parts.count > 1 ? Int(parts[1]) : nil
+        for line in lines.dropFirst() where line.lowercased().hasPrefix("content-type:") {
+            contentType = CDXJIndex.mediaType(line.dropFirst("content-type:".count).trimming(.spaces))
+            break
+        }
+    }
+}
