@@ -86,10 +86,12 @@ struct RunLifecycle {
     }
 
     /// The run's WARC archive, when `--warc` names one; what killed runs left there is closed first.
-    private func openArchive(_ settings: RunSettings, logger: Logger) throws(MirrorError) -> WARCArchive? {
+    private func openArchive(_ settings: RunSettings, shared: Bool, logger: Logger) throws(MirrorError) -> WARCArchive? {
         guard let path = settings.warc else { return nil }
         do {
-            let archive = try WARCArchive(path: path, maxFileSize: settings.warcMaxSize)
+            // Workers that share a state each write files of their own, named for their host and process.
+            let worker = shared ? "\(ProcessInfo.processInfo.hostName)-\(getpid())" : nil
+            let archive = try WARCArchive(path: path, maxFileSize: settings.warcMaxSize, worker: worker)
             for name in archive.recovered {
                 logger.warning("WARC archive: \(name) was left open by a run that ended without closing it: cut back to its last whole record and closed")
             }
@@ -124,7 +126,7 @@ struct RunLifecycle {
         }
         let sharing = shared.map { Sharing($0, maxPerHost: settings.clusterMaxPerHost) }
         var engineConfiguration = settings.engine
-        let archive = try dryRun == nil ? openArchive(settings, logger: logger) : nil
+        let archive = try dryRun == nil ? openArchive(settings, shared: shared != nil, logger: logger) : nil
         engineConfiguration.archive = archive
         let engine = TransferEngine(configuration: engineConfiguration)
         let tracker = ProgressTracker()

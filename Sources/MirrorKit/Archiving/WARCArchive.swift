@@ -5,7 +5,8 @@ import Synchronization
 
 /// The run's WARC output (`--warc DIR`): every HTTP exchange of the run, appended as WARC/1.1
 /// records, each its own gzip member, to `mirror-<UTC time>-<serial>.warc.gz` files in the
-/// directory, rotated past a size.
+/// directory (`mirror-<UTC time>-<host>-<pid>-<serial>.warc.gz` for a worker sharing a state),
+/// rotated past a size, each with its CDXJ index beside it once closed.
 ///
 /// A file is written as `….warc.gz.open`, under an exclusive `flock`, and given its name once
 /// synced and closed; files once closed are never written again. A `.open` file no live process
@@ -51,10 +52,15 @@ package final class WARCArchive: Sendable {
         var index = CDXJIndex()
     }
 
-    /// Opens (making it if need be) the archive directory at `path`, closing what killed runs left.
-    package init(path: String, maxFileSize: Int64) throws(FileSystemError) {
+    /// Names the files of one worker among several (a shared state): its host and process.
+    private let worker: String?
+
+    /// Opens (making it if need be) the archive directory at `path`, closing what killed runs
+    /// left. `worker` (`host-pid`) goes into the files' names when several workers share it.
+    package init(path: String, maxFileSize: Int64, worker: String? = nil) throws(FileSystemError) {
         directory = try Directory.open(creating: path)
         self.maxFileSize = maxFileSize
+        self.worker = worker.map { $0.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" } }.map { String($0) }
         state = Mutex(State())
         recovered = try Self.closeLeftovers(in: directory)
     }
@@ -213,7 +219,7 @@ package final class WARCArchive: Sendable {
     private func openFile(_ state: inout State) throws(FileSystemError) {
         let stamp = Self.fileStamp(WARCRecord.now())
         while true {
-            let name = "mirror-\(stamp)-\(Self.padded(state.serial)).warc.gz"
+            let name = "mirror-\(stamp)-" + (worker.map { "\($0)-" } ?? "") + "\(Self.padded(state.serial)).warc.gz"
             state.serial += 1
             if directory.contains(name) { continue }
             let fd: Int32

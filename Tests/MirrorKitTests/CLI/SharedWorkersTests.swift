@@ -68,7 +68,8 @@ struct SharedWorkersTests {
                 let ids = server.generatedImageIDs("shared")
                 try await MirrorProcess.withClientID { dir, idFile in
                     let out = dir.appendingPathComponent("out").path
-                    let arguments = workerArguments("shared", out: out, idFile: idFile, server: server, postgres: postgres)
+                    let warc = dir.appendingPathComponent("warc").path
+                    let arguments = workerArguments("shared", out: out, idFile: idFile, server: server, postgres: postgres) + ["--warc", warc]
                     let workers = try (0..<3).map { try MirrorProcess.start(arguments, log: dir.appendingPathComponent("worker-\($0).log")) }
                     // Every small full-size file lands, and one worker is a third into the large one.
                     let pids = workers.map(\.pid)
@@ -114,11 +115,29 @@ struct SharedWorkersTests {
                     let sent = server.bodyBytesSent(path: "/\(big).jpg")
                     #expect(Double(sent) <= Double(size) * 1.05, "\(sent) bytes sent for a file of \(size)")
 
-                    // A rerun finds nothing to fetch.
+                    // Each worker archived into files of its own, named for its host and process; the
+                    // killed one's is left open, for the next run to close.
+                    let host = ProcessInfo.processInfo.hostName
+                    let archived = files(in: warc)
+                    for worker in workers {
+                        let own = archived.filter { $0.contains("-\(host)-\(worker.pid)-") }
+                        #expect(own.contains { $0.hasSuffix(worker.pid == killed.pid ? ".warc.gz.open" : ".warc.gz") }, "\(worker.pid): \(archived)")
+                    }
+                    #expect(archived.allSatisfy { name in workers.contains { name.contains("-\(host)-\($0.pid)-") } }, "\(archived)")
+
+                    // A rerun finds nothing to fetch, and closes the killed worker's file.
                     let before = mediaRequests(server)
                     let rerun = try await MirrorProcess.run(arguments)
                     #expect(rerun.status == 0, "\(rerun.stderr)")
                     #expect(mediaRequests(server) == before)
+                    #expect(!files(in: warc).contains { $0.hasSuffix(".open") }, "\(files(in: warc))")
+                    if WARCReader.isAvailable {
+                        let records = try WARCReader.records(in: warc)
+                        // Every small file is archived once, whichever worker fetched it.
+                        for id in ids where id != big {
+                            #expect(records.filter { $0.type == "response" && $0.uri == server.baseURL + "/\(id).jpg" }.count == 1, "\(id)")
+                        }
+                    }
                 }
             }
         }
