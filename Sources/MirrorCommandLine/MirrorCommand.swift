@@ -13,7 +13,7 @@ struct MirrorCommand: AsyncParsableCommand {
 
             """ + ExitStatus.help,
         version: MirrorVersion.current,
-        subcommands: [TagCommand.self, FeedCommand.self, StatusCommand.self],
+        subcommands: [TagCommand.self, FeedCommand.self, StatusCommand.self, WarcCommand.self],
         defaultSubcommand: TagCommand.self)
 }
 

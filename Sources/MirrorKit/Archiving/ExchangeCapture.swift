@@ -96,7 +96,7 @@ final class ExchangeCapture {
         guard !failed, !hops.isEmpty else { return }
         do throws(DigestError) {
             if payloadDigest == nil {
-                payloadDigest = try MD5Context(sha1: true)
+                payloadDigest = try MD5Context(.sha1)
                 blockDigest = try Self.digest(of: hops[hops.count - 1].responseHead)
             }
             try payloadDigest?.update(bytes)
@@ -182,7 +182,7 @@ final class ExchangeCapture {
 
     /// A running SHA-1 that has taken `bytes`.
     private static func digest(of bytes: [UInt8]) throws(DigestError) -> MD5Context {
-        let context = try MD5Context(sha1: true)
+        let context = try MD5Context(.sha1)
         let result: Result<Void, DigestError> = bytes.withUnsafeBytes { buffer in
             Result { () throws(DigestError) in try context.update(buffer) }
         }

@@ -111,7 +111,7 @@ package final class WARCArchive: Sendable {
     }
 
     private static func sha1(of spool: SpoolFile) throws(DigestError) -> [UInt8] {
-        let context = try MD5Context(sha1: true)
+        let context = try MD5Context(.sha1)
         guard try context.update(fromFile: spool.fd, length: spool.length) else { throw DigestError(step: "read") }
         return try context.finalize()
     }
@@ -175,7 +175,7 @@ package final class WARCArchive: Sendable {
             seen[digest] = FirstCapture(uri: uri, date: date, id: record.id)
             return record
         }
-        guard record.type == "response", let block = try? MD5Context.sha1(of: record.head) else { return record }
+        guard record.type == "response", let block = try? MD5Context.hash(of: record.head, .sha1) else { return record }
         var revisit = WARCRecord(
             type: "revisit", id: record.id,
             fields: record.fields.filter { $0.name != "WARC-Block-Digest" } + [
@@ -288,12 +288,7 @@ package final class WARCArchive: Sendable {
                 directory.remove(name)
                 directory.remove(indexName(of: finalName))
             } else {
-                var index = CDXJIndex()
-                for member in members {
-                    guard let record = CDXJIndex.IndexedRecord(recordHead: member.head) else { continue }
-                    index.add(record, offset: member.offset, length: member.length, file: finalName)
-                }
-                try directory.replaceContents(of: indexName(of: finalName), with: index.text)
+                try directory.replaceContents(of: indexName(of: finalName), with: CDXJIndex.of(members, named: finalName).text)
                 try giveName(finalName, in: directory)
                 closed.append(finalName)
             }

@@ -51,18 +51,27 @@ struct DigestError: Error, Sendable, Equatable, CustomStringConvertible {
     var description: String { "OpenSSL cannot compute MD5 (\(step) failed: \(detail))" }
 }
 
-/// A running MD5 (or SHA-1, for WARC records). Used by one thread at a time (the engine thread,
-/// or a caller).
+/// A running MD5 (or SHA-1 and SHA-256, for WARC records and WACZ packages). Used by one thread
+/// at a time (the engine thread, or a caller).
 final class MD5Context {
+    enum Algorithm {
+        case md5, sha1, sha256
+    }
+
     private let context: OpaquePointer
     private let length: UInt32
 
-    init(sha1: Bool = false) throws(DigestError) {
+    init(_ algorithm: Algorithm = .md5) throws(DigestError) {
         ERR_clear_error()
         guard let context = EVP_MD_CTX_new() else { throw DigestError(step: "EVP_MD_CTX_new") }
         self.context = context
-        length = sha1 ? 20 : 16
-        guard EVP_DigestInit_ex(context, sha1 ? EVP_sha1() : EVP_md5(), nil) == 1 else { throw DigestError(step: "EVP_DigestInit_ex") }
+        let (method, length): (OpaquePointer?, UInt32) = switch algorithm {
+        case .md5: (EVP_md5(), 16)
+        case .sha1: (EVP_sha1(), 20)
+        case .sha256: (EVP_sha256(), 32)
+        }
+        self.length = length
+        guard EVP_DigestInit_ex(context, method, nil) == 1 else { throw DigestError(step: "EVP_DigestInit_ex") }
     }
 
     deinit {
@@ -98,9 +107,9 @@ final class MD5Context {
         Self.hex(try finalize())
     }
 
-    /// The SHA-1 of `bytes`.
-    static func sha1(of bytes: [UInt8]) throws(DigestError) -> [UInt8] {
-        let context = try MD5Context(sha1: true)
+    /// The digest of `bytes`.
+    static func hash(of bytes: [UInt8], _ algorithm: Algorithm) throws(DigestError) -> [UInt8] {
+        let context = try MD5Context(algorithm)
         let result: Result<Void, DigestError> = bytes.withUnsafeBytes { buffer in
             Result { () throws(DigestError) in try context.update(buffer) }
         }
