@@ -34,6 +34,18 @@ struct ConfigurationTests {
         #expect(find([:], []) == nil)
     }
 
+    @Test func theWARCKeysLoadAndASizeTooSmallIsRefused() async throws {
+        try await withFile(#"{"warc": "~/archive", "warcMaxSize": "500M"}"#) { path in
+            let settings = try RunSettings(file: MirrorConfiguration.load(from: path))
+            #expect(settings.warc == HomeDirectory.expandingTilde(in: "~/archive") && settings.warc?.hasPrefix("/") == true)
+            #expect(settings.warcMaxSize == 500 << 20)
+        }
+        try await withFile(#"{"warcMaxSize": "10k"}"#) { path in
+            #expect(throws: MirrorError.self) { try RunSettings(file: MirrorConfiguration.load(from: path)) }
+        }
+        #expect(try RunSettings(file: MirrorConfiguration()).warcMaxSize == 1 << 30)
+    }
+
     @Test func durationsAndModesLoadIntoTheSettings() async throws {
         try await withFile(#"{"maxWait": "5m", "maxDuration": 3000, "mode": "newFile", "sort": "top"}"#) { path in
             let settings = try RunSettings(file: MirrorConfiguration.load(from: path))
