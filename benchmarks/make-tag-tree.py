@@ -11,6 +11,7 @@ before, so the same URLs are asked for again; the tools' URL lists repeat them l
 """
 import json
 import os
+import zlib
 import sys
 
 root, tag = sys.argv[1], sys.argv[2]
@@ -24,9 +25,11 @@ pool = os.urandom(1 << 20)
 
 
 def write_bytes(path, size):
+    # Each file starts at its own place in the pool: no two files are the same bytes (a WARC
+    # archive would store repeats as revisits, which real tags seldom have).
     with open(path, "wb") as out:
         left = size
-        offset = 0
+        offset = zlib.crc32(path.encode())
         while left > 0:
             chunk = pool[offset % len(pool):][:left]
             out.write(chunk)

@@ -9,7 +9,8 @@
 #   benchmarks/throughput.sh small rtt          # some of them
 #   benchmarks/throughput.sh --smoke            # seconds-long, tiny sizes, 1 round (CI)
 #
-# Workloads: small (1,000 images: 50 KiB full-size + 8 KiB thumbnail), rtt (300 images of
+# mirror+warc is mirror archiving every exchange (--warc), beside its plain run on small, rtt and
+# large. Workloads: small (1,000 images: 50 KiB full-size + 8 KiB thumbnail), rtt (300 images of
 # 200 KiB through a 50 ms round trip), large (4 x 256 MiB), dup (30 % duplicate URLs: requests
 # must equal unique URLs), rerun (an unchanged second run of 10,000 items: < 1 s, no media requests),
 # and, only when named, tag100k (a first run and an unchanged rerun of 100,000 images of 1 KiB +
@@ -145,8 +146,14 @@ measure() { # tool tag base
     : > "$work/access.log"
     case "$tool" in
         # MIRROR_WRAPPER="perf record -g -o /tmp/perf.data" profiles mirror's runs in place.
-        mirror) command=(${MIRROR_WRAPPER:-} "$bin/mirror" "$tag" --out "$out" --client-id-file "$work/client-id" --quiet
-                         --api-base "$base" --media-base "$base" --concurrency 16) ;;
+        mirror|mirror+warc)
+                command=(${MIRROR_WRAPPER:-} "$bin/mirror" "$tag" --out "$out" --client-id-file "$work/client-id" --quiet
+                         --api-base "$base" --media-base "$base" --concurrency 16)
+                # mirror+warc: the same run archiving every exchange as WARC (--warc), anew each time.
+                if [ "$tool" = mirror+warc ]; then
+                    rm -rf "$work/warc"
+                    command+=(--warc "$work/warc")
+                fi ;;
         curl|curl+sync) sed "s|^\(.*\)$|url = \"$base\1\"\noutput = \"$out\1\"|" "$work/www/urls.txt" > "$work/curl.cfg"
               command=(curl --parallel --parallel-max 16 -s -S -f -K "$work/curl.cfg")
               # curl+sync: then its files written to disk, what mirror pays for (it syncs each
@@ -162,12 +169,15 @@ measure() { # tool tag base
     /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${command[@]}" >/dev/null 2>"$work/$tool.stderr" || status=$?
     sleep 0.2  # nginx writes its log line after the response
     read -r wall user system rss < <(tail -1 "$work/time")
-    if [ "$tool" = mirror ]; then
+    if [ "$tool" = mirror ] || [ "$tool" = mirror+warc ]; then
         # A figure for a run that failed, or left files out, would be no figure at all.
         local want got
         want=$(sort -u "$work/www/urls.txt" | wc -l)
         got=$(find "$out" -path "$out/.mirror" -prune -o -type f -print | wc -l)
-        [ "$status" -eq 0 ] || echo "$tag: mirror exited with $status: $(head -3 "$work/mirror.stderr")" >> "$work/problems"
+        [ "$status" -eq 0 ] || echo "$tag: $tool exited with $status: $(head -3 "$work/$tool.stderr")" >> "$work/problems"
+        if [ "$tool" = mirror+warc ] && ! ls "$work/warc"/*.warc.gz >/dev/null 2>&1; then
+            echo "$tag: mirror+warc wrote no WARC file" >> "$work/problems"
+        fi
         [ "$got" -eq "$want" ] || echo "$tag: mirror saved $got files of $want" >> "$work/problems"
     fi
     local requests media bytes
@@ -201,6 +211,8 @@ compare() {
         printf '| %-8s | %9.2f | %9.2f | %8.1f | %8d | %12d |\n' "$tool" "$wall" "$cpu" "$(echo "$rss / 1024" | bc -l)" "$requests" "$bytes"
         if [ "$tool" = mirror ]; then
             mirror_wall=$wall
+        elif [ "$tool" = mirror+warc ]; then
+            :
         elif [ -z "$best" ] || [ "$(echo "$wall < $best" | bc)" = 1 ]; then
             best=$wall
         fi
@@ -208,6 +220,17 @@ compare() {
     [ -n "$best" ] && [ -n "$mirror_wall" ] && printf 'mirror / best peer (wall): %.2f\n' "$(echo "$mirror_wall / $best" | bc -l)"
     # The machine's speed drifts within minutes: the ratio of each round's own runs, taken side
     # by side, is the figure to trust; their median and spread.
+    if [ -s "$work/results-mirror" ] && [ -s "$work/results-mirror+warc" ]; then
+        # What archiving costs: each round's WARC run against its plain run, side by side.
+        local column name ratios
+        for column in 1:wall 2:CPU 3:RSS; do
+            name=${column#*:}
+            ratios=$(paste -d' ' <(cut -d' ' -f"${column%%:*}" "$work/results-mirror+warc") <(cut -d' ' -f"${column%%:*}" "$work/results-mirror") \
+                | awk '$2 > 0 { printf "%.2f\n", $1 / $2 }' | sort -n)
+            printf 'mirror+warc / mirror per round (%s): median %s, from %s to %s\n' "$name" \
+                "$(median <<< "$ratios")" "$(head -1 <<< "$ratios")" "$(tail -1 <<< "$ratios")"
+        done
+    fi
     if [ -s "$work/results-mirror" ] && [ -s "$work/results-curl" ]; then
         local ratios
         ratios=$(paste -d' ' <(cut -d' ' -f1 "$work/results-mirror") <(cut -d' ' -f1 "$work/results-curl") \
@@ -266,17 +289,17 @@ for workload in "${workloads[@]}"; do
             images=$(scale 1000 40)
             make_tree small "$images" $((50 << 10)) $((8 << 10))
             echo; echo "## small: $images images, 50 KiB + 8 KiB, loopback"
-            compare small "$direct" mirror curl curl+sync aria2c wget ;;
+            compare small "$direct" mirror mirror+warc curl curl+sync aria2c wget ;;
         rtt)
             images=$(scale 300 20)
             make_tree rtt "$images" $((200 << 10)) $((8 << 10))
             echo; echo "## rtt: $images images of 200 KiB + 8 KiB, 50 ms round trip"
-            compare rtt "$delayed" mirror curl aria2c wget ;;
+            compare rtt "$delayed" mirror mirror+warc curl aria2c wget ;;
         large)
             size=$(scale $((256 << 20)) $((4 << 20)))
             make_tree large 4 "$size" $((8 << 10))
             echo; echo "## large: 4 files of $((size >> 20)) MiB (and 4 thumbnails), loopback"
-            compare large "$direct" mirror curl curl+sync aria2c ;;
+            compare large "$direct" mirror mirror+warc curl curl+sync aria2c ;;
         dup)
             images=$(scale 1000 40)
             make_tree dup "$images" $((50 << 10)) $((8 << 10)) 30

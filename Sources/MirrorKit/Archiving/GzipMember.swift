@@ -1,36 +1,41 @@
 import CZlib
 import Glibc
 
-/// One gzip member written at the end of a file as its bytes come: a WARC record each, so that a
+/// Writes gzip members at the end of a file as their bytes come: a WARC record each, so that a
 /// reader can start at any record, and a file cut by a kill is cut at a member's end
-/// (``GzipMembers/wholeLength(of:)``) by the next run.
-final class GzipMember {
+/// (``GzipMembers/wholeMembers(of:headBytes:)``) by the next run. One writer serves every member
+/// of an archive, its zlib state reset between them.
+final class GzipMemberWriter {
     private let stream: UnsafeMutablePointer<z_stream>
     private let output: UnsafeMutableRawBufferPointer
-    private let fd: Int32
-    private let path: String
+    private var fd: Int32 = -1
+    private var path = ""
     /// Where the next compressed bytes go: the file's end.
-    private(set) var end: Int64
+    private(set) var end: Int64 = 0
 
-    /// Level 1: media bytes do not compress, and the archive must not slow the run by much.
-    init(appendingTo fd: Int32, at offset: Int64, path: String, level: Int32 = 1) throws(FileSystemError) {
+    init() {
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
         output = .allocate(byteCount: 256 << 10, alignment: 16)
-        self.fd = fd
-        self.path = path
-        end = offset
-        guard mirror_deflate_init_gzip(stream, level) == Z_OK else {
-            stream.deallocate()
-            output.deallocate()
-            throw FileSystemError(path: path, problem: .system(ENOMEM))
-        }
+        // zlib fails this only without memory, which Swift's own allocations would hit first.
+        precondition(mirror_deflate_init_gzip(stream, 6) == Z_OK, "zlib could not start a gzip stream")
     }
 
     deinit {
         deflateEnd(stream)
         stream.deallocate()
         output.deallocate()
+    }
+
+    /// Begins a member at `offset` of `fd`. `compresses` false stores its bytes in deflate's
+    /// stored blocks (still gzip, and read as any other): media does not compress, and trying
+    /// would cost the run more than the archive saves.
+    func begin(appendingTo fd: Int32, at offset: Int64, path: String, compresses: Bool) {
+        self.fd = fd
+        self.path = path
+        end = offset
+        deflateReset(stream)
+        deflateParams(stream, compresses ? 6 : 0, Z_DEFAULT_STRATEGY)
     }
 
     func add(_ bytes: UnsafeRawBufferPointer) throws(FileSystemError) {

@@ -31,6 +31,7 @@ package final class WARCArchive: Sendable {
 
     private struct State: ~Copyable {
         var file: OpenFile?
+        let gzip = GzipMemberWriter()
         var serial = 0
         /// The first whole payload of each digest this archive holds: a later one is a revisit.
         var payloads: [String: FirstCapture] = [:]
@@ -148,7 +149,8 @@ package final class WARCArchive: Sendable {
 
     private func writeMember(_ record: WARCRecord, date: String, state: inout State) throws(FileSystemError) {
         guard let file = state.file else { return }
-        let member = try GzipMember(appendingTo: file.fd, at: file.end, path: directory.path(of: file.name))
+        let member = state.gzip
+        member.begin(appendingTo: file.fd, at: file.end, path: directory.path(of: file.name), compresses: Self.compresses(record))
         try member.add(record.header(date: date))
         try member.add(record.head)
         switch record.body {
@@ -187,6 +189,14 @@ package final class WARCArchive: Sendable {
         return revisit
     }
 
+    /// Whether a record's member is worth compressing: heads, and text (JSON, XML, HTML), not
+    /// media, whose bytes are compressed already.
+    private static func compresses(_ record: WARCRecord) -> Bool {
+        guard record.body.length > 0 else { return true }
+        let type = (record.type == "resource" ? record.contentType : HTTPHead(record.head).contentType)?.lowercased() ?? ""
+        return type.hasPrefix("text/") || type.hasSuffix("json") || type.hasSuffix("xml") || type.hasSuffix("javascript")
+    }
+
     /// What the index says of `record`.
     private static func indexed(_ record: WARCRecord, date: String) -> CDXJIndex.IndexedRecord {
         let field = { (name: String) in record.fields.first { $0.name == name }?.value }
@@ -203,7 +213,7 @@ package final class WARCArchive: Sendable {
         return indexed
     }
 
-    private static func copy(_ spool: SpoolFile, into member: GzipMember, path: String) throws(FileSystemError) {
+    private static func copy(_ spool: SpoolFile, into member: GzipMemberWriter, path: String) throws(FileSystemError) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         var offset: Int64 = 0
