@@ -3,8 +3,8 @@
 /// few hundred) is refused after ``maximumExpandedBytes`` of work, in milliseconds.
 ///
 /// An entity's value stands as text: its references are expanded, mended as the document's are
-/// (``FeedRepair``), and its `<`, `"` and `'` escaped, so that an expansion can neither open
-/// markup nor end the attribute it is used in. A reference to an external entity refuses the feed:
+/// (``FeedRepair``), and its `<`, `>`, `"` and `'` escaped, so that an expansion can neither open
+/// markup, end a text with `]]>`, nor end the attribute it is used in. A reference to an external entity refuses the feed:
 /// nothing is ever loaded from a file or the network.
 struct EntityExpansion {
     /// The most bytes expansions may produce, all references of a document together.
@@ -61,6 +61,8 @@ struct EntityExpansion {
                 index += mend.length
                 continue
             case UInt8(ascii: "<"): text += "&lt;".utf8
+            // `]]>` is not allowed in text: no expansion may make one.
+            case UInt8(ascii: ">"): text += "&gt;".utf8
             case UInt8(ascii: "\""): text += "&quot;".utf8
             case UInt8(ascii: "'"): text += "&apos;".utf8
             default: text.append(byte)

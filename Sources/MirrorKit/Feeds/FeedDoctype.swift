@@ -43,8 +43,9 @@ struct FeedDoctype {
             _ = try name()
             let hadBlank = try blanks(required: false)
             if hadBlank, let keyword = peekKeyword(), keyword == "SYSTEM" || keyword == "PUBLIC" {
-                let publicID = try externalID()
-                doctype.declaresLatin1Entities = publicID?.uppercased().contains("DTD RSS 0.91") == true
+                let id = try externalID()
+                doctype.declaresLatin1Entities = id.public?.uppercased().contains("DTD RSS 0.91") == true
+                    || id.system?.lowercased().hasSuffix("/rss-0.91.dtd") == true
                 try blanks(required: false)
             }
             if peek == UInt8(ascii: "[") {
@@ -115,17 +116,18 @@ struct FeedDoctype {
             index += 1
         }
 
-        /// `SYSTEM "uri"` or `PUBLIC "id" "uri"`; the public identifier, where there is one.
-        private mutating func externalID() throws(Unreadable) -> String? {
+        /// `SYSTEM "uri"` or `PUBLIC "id" "uri"`: the identifiers there are.
+        private mutating func externalID() throws(Unreadable) -> (public: String?, system: String?) {
             let keyword = peekKeyword()
             index += 6
             try blanks(required: true)
-            let first = try literal()
-            guard keyword == "PUBLIC" else { return nil }
+            let first = String(decoding: try literal(), as: UTF8.self)
+            guard keyword == "PUBLIC" else { return (nil, first) }
             // The system literal may be left out in a DOCTYPE (SGML's habit, which some write).
             let hadBlank = try blanks(required: false)
-            if hadBlank, peek == UInt8(ascii: "\"") || peek == UInt8(ascii: "'") { _ = try literal() }
-            return String(decoding: first, as: UTF8.self)
+            var system: String?
+            if hadBlank, peek == UInt8(ascii: "\"") || peek == UInt8(ascii: "'") { system = String(decoding: try literal(), as: UTF8.self) }
+            return (first, system)
         }
 
         /// `<!ELEMENT`, `<!ATTLIST`, `<!NOTATION`: up to its `>`, through its literals.

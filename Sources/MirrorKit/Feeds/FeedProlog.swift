@@ -225,7 +225,12 @@ struct FeedProlog: BodyInspector {
             default: verdict = .accepted
             }
         case .target(let atStart, let matched):
-            if let matched, matched < 3, c == Array("xml".utf8)[matched] {
+            if matched == 0 && !Self.startsName(c) {
+                // `<?` without a target: libxml2 fails on it, and its recovery reads on after the
+                // `<?` as if it were not there, so a DOCTYPE the scan took for the instruction's
+                // text would reach libxml2's recovery.
+                verdict = .refused("has `<?` without a name before its root element")
+            } else if let matched, matched < 3, c == Array("xml".utf8)[matched] {
                 state = .target(atStart: atStart, matched: matched + 1)
             } else if Self.isBlank(c) || c == UInt8(ascii: "?") {
                 let isDeclaration = atStart && matched == 3 && Self.isBlank(c)
@@ -243,6 +248,12 @@ struct FeedProlog: BodyInspector {
             if question && c == UInt8(ascii: ">") {
                 endDeclaration()
                 state = .between(atStart: false)
+                return
+            }
+            if c == UInt8(ascii: ">") {
+                // libxml2 ends a declaration that lacks its `?` at this `>`: what the scan would
+                // go on taking for the declaration, libxml2 reads as the prolog.
+                verdict = .refused("has an XML declaration mirror cannot read (a `>` without its `?`)")
                 return
             }
             if question { keep(UInt8(ascii: "?")) }
@@ -375,6 +386,12 @@ struct FeedProlog: BodyInspector {
     ]
     /// Followed by digits: ISO-8859-1…16, latin1…, windows-1250…1258, cp1250….
     private static let asciiBasedFamilies = ["ISO8859", "LATIN", "WINDOWS125", "CP125"]
+
+    /// XML's NameStartChar, as far as the scan sees it (anything beyond ASCII is 0x80).
+    private static func startsName(_ c: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c)
+            || c == UInt8(ascii: "_") || c == UInt8(ascii: ":") || c >= 0x80
+    }
 
     private static func isBlank(_ c: UInt8) -> Bool {
         c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D

@@ -1,4 +1,5 @@
 import CLibXML2
+import Glibc
 import FoundationEssentials
 
 /// A file a feed offers for download.
@@ -128,7 +129,11 @@ enum FeedReader {
             _ = bytes.withUnsafeBytes { prolog.inspect($0) }
             return prolog
         }
-        let found = scanned(bytes)
+        var found = FeedProlog()
+        if case .refused(let reason) = bytes.withUnsafeBytes({ found.inspect($0) }) {
+            // Made UTF-8, a UTF-16 DOCTYPE can grow past the limit.
+            throw FeedError(url: url, problem: reason)
+        }
         guard let start = found.doctypeStart, let end = found.doctypeEnd else {
             throw FeedError(url: url, problem: "has a DOCTYPE mirror cannot read: it is never closed")
         }
@@ -169,7 +174,9 @@ enum FeedReader {
                     // recovery makes of the whole (a tag left open), whichever holds more entries.
                     // libxml2's recovery builds the whole tree: only for feeds of a size a tree of
                     // which stays small (a hostile 64 MiB of tiny elements would be gigabytes).
-                    let recovered = chars.count <= Self.maximumRecoveredBytes
+                    // Nor where a DOCTYPE is left anywhere: libxml2's recovery may read one where
+                    // its strict reading (and the scan) did not.
+                    let recovered = chars.count <= Self.maximumRecoveredBytes && !Self.mentionsDoctype(chars)
                         ? recover(chars, url: url, base: base, encoding: encoding, rendition: rendition) : nil
                     let (entries, best) = recovered.map { $0.entries > walker.entriesRead ? $0 : (walker.entriesRead, walker.feed) }
                         ?? (walker.entriesRead, walker.feed)
@@ -186,6 +193,20 @@ enum FeedReader {
         }
         guard let feed = walker.feed else { return .failure(FeedError(url: url, problem: "no root element")) }
         return .success(feed)
+    }
+
+    /// Whether `<!DOCTYPE`, in any case, is anywhere in the bytes.
+    private static func mentionsDoctype(_ chars: UnsafeBufferPointer<CChar>) -> Bool {
+        let word = Array("<!DOCTYPE".utf8)
+        guard chars.count >= word.count else { return false }
+        var index = 0
+        while index <= chars.count - word.count {
+            guard let found = memchr(chars.baseAddress! + index, Int32(UInt8(ascii: "<")), chars.count - word.count + 1 - index) else { return false }
+            index = UnsafeRawPointer(chars.baseAddress!).distance(to: UnsafeRawPointer(found))
+            if (0..<word.count).allSatisfy({ UInt8(bitPattern: chars[index + $0]) & 0xDF == word[$0] & 0xDF }) { return true }
+            index += 1
+        }
+        return false
     }
 
     /// The largest feed read again with libxml2's recovery when it is not well-formed.

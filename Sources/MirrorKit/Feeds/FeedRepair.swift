@@ -71,7 +71,9 @@ enum FeedRepair {
         let length = end + 1 - index
         if name.hasPrefix("#") {
             guard let codePoint = characterReference(name.dropFirst()) else { return asText }
-            return isXMLCharacter(codePoint) ? (nil, length, false) : (Array("&#65533;".utf8), length, true)
+            guard isXMLCharacter(codePoint) else { return (Array("&#65533;".utf8), length, true) }
+            // `&#X41;`: HTML reads an upper-case X, XML only a lower-case one.
+            return name.hasPrefix("#X") ? (Array("&#\(codePoint);".utf8), length, true) : (nil, length, false)
         }
         if ["amp", "lt", "gt", "quot", "apos"].contains(name) { return (nil, length, false) }
         if let text = try entities.replacement(for: name) { return (text, length, false) }
@@ -87,7 +89,7 @@ enum FeedRepair {
     /// The code point of `&#…;`'s digits (`x` and hex, or decimal); nil for none (or too large:
     /// its text, as written).
     private static func characterReference(_ digits: Substring) -> UInt32? {
-        let isHex = digits.first == "x"
+        let isHex = digits.first == "x" || digits.first == "X"
         let number = isHex ? digits.dropFirst() : digits
         return UInt32(number, radix: isHex ? 16 : 10)
     }
@@ -101,7 +103,7 @@ enum FeedRepair {
     private static func isNameByte(_ byte: UInt8) -> Bool {
         (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
             || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "x")
+            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":") || byte >= 0x80
     }
 
     /// The bytes as libxml2 is to read them, the encoding it is told they are in (nil: the one
@@ -166,7 +168,8 @@ enum FeedRepair {
     private static func windows1252ToUTF8(_ bytes: [UInt8]) -> [UInt8] {
         var text = ""
         text.unicodeScalars.reserveCapacity(bytes.count)
-        for byte in bytes {
+        // A UTF-8 byte-order mark before bytes that are not UTF-8 is still no text.
+        for byte in bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...] {
             let value = (0x80..<0xA0).contains(byte) ? windows1252High[Int(byte) - 0x80] : UInt32(byte)
             text.unicodeScalars.append(Unicode.Scalar(value)!)
         }

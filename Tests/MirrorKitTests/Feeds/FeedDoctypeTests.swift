@@ -126,6 +126,35 @@ struct FeedDoctypeTests {
         #expect(try title(parsing: Array(xml.utf8)) == "ok")
     }
 
+    /// Prologs libxml2 reads otherwise than the scan would: an instruction without a name (which
+    /// libxml2's recovery steps over, reading the DOCTYPE after it), and a declaration without its
+    /// `?` (which libxml2 ends at the first `>`). Refused before libxml2 sees them.
+    @Test(arguments: [
+        (#"<?xml version="1.0"?><? <!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd"><!ENTITY a "leak">]><rss><channel><title>&x;&a;</title><item><enclosure url="https://h/a.mp3"/></item></channel></rss> ?>"#,
+         "has `<?` without a name before its root element"),
+        (#"<?xml version="1.0"><!DOCTYPE r [<!ENTITY a "leak">]><rss><channel><title>&a;</title></channel></rss><?x ?>"#,
+         "has an XML declaration mirror cannot read (a `>` without its `?`)"),
+    ])
+    func aDoctypeHiddenFromTheScanIsRefused(_ xml: String, _ expected: String) {
+        #expect(problem(parsing: Array(xml.utf8)) == expected)
+    }
+
+    @Test func damageMendedAsHTMLWouldReadIt() throws {
+        // Netscape's DTD named by its system identifier alone declares Latin-1's entities too.
+        let netscape = try FeedReader.parse(Array(#"<!DOCTYPE rss SYSTEM "http://my.netscape.com/publish/formats/rss-0.91.dtd"><rss version="0.91"><channel><title>Caf&eacute;</title></channel></rss>"#.utf8), url: "https://h/feed")
+        #expect(netscape.title == "Café" && netscape.warnings.isEmpty, "\(netscape.warnings)")
+        // `&#X41;` as HTML reads it; `]]>` in an entity's value; a name beyond ASCII.
+        let xml = #"<!DOCTYPE rss [<!ENTITY t "a]]>b"><!ENTITY café "c">]><rss><channel><title>&#X41;&t;&café;</title></channel></rss>"#
+        let feed = try FeedReader.parse(Array(xml.utf8), url: "https://h/feed")
+        #expect(feed.title == "Aa]]>bc")
+        #expect(feed.warnings == ["1 references XML does not know (HTML's `&eacute;`, a bare `&`) read as HTML reads them"])
+    }
+
+    @Test func aByteOrderMarkBeforeBytesThatAreNotUTF8IsNoText() throws {
+        let bytes: [UInt8] = [0xEF, 0xBB, 0xBF] + Array("<rss><channel><title>Caf".utf8) + [0xE9] + Array("</title></channel></rss>".utf8)
+        #expect(try FeedReader.parse(bytes, url: "https://h/feed").title == "Café")
+    }
+
     @Test func twoDoctypesAreRefused() {
         #expect(problem(parsing: Array("<!DOCTYPE rss><!DOCTYPE rss [<!ENTITY a \"b\">]><rss/>".utf8)) == "has two DOCTYPEs")
     }
