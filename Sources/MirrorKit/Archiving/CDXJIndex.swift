@@ -138,6 +138,7 @@ extension CDXJIndex {
 struct HTTPHead {
     var status: Int?
     var contentType: String?
+    var contentLength: Int64?
 
     init(_ bytes: [UInt8]) {
         let text = String(decoding: bytes.prefix(64 << 10), as: UTF8.self)
@@ -146,9 +147,13 @@ struct HTTPHead {
         guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/") else { return }
         let parts = statusLine.split(separator: " ")
         status = parts.count > 1 ? Int(parts[1]) : nil
-        for line in lines.dropFirst() where line.lowercased().hasPrefix("content-type:") {
-            contentType = CDXJIndex.mediaType(line.dropFirst("content-type:".count).trimming(.spaces))
-            break
+        for line in lines.dropFirst() {
+            let lower = line.lowercased()
+            if contentType == nil, lower.hasPrefix("content-type:") {
+                contentType = CDXJIndex.mediaType(line.dropFirst("content-type:".count).trimming(.spaces))
+            } else if contentLength == nil, lower.hasPrefix("content-length:") {
+                contentLength = Int64(line.dropFirst("content-length:".count).trimming(.spaces))
+            }
         }
     }
 }

@@ -49,6 +49,9 @@ final class ExchangeCapture {
     /// libcurl sent a request head (CURLINFO_HEADER_OUT): a new hop begins.
     func requestSent(_ bytes: UnsafeRawBufferPointer, url: String) {
         var text = String(decoding: bytes, as: UTF8.self)
+        // A proxy's tunnel is no exchange with the target (its answer libcurl keeps to itself:
+        // CURLOPT_SUPPRESS_CONNECT_HEADERS).
+        if text.hasPrefix("CONNECT ") { return }
         if let lineEnd = text.firstRange(of: "\r\n"), text[..<lineEnd.lowerBound].hasSuffix(" HTTP/2") {
             text = String(text[..<lineEnd.lowerBound].dropLast(" HTTP/2".count)) + " HTTP/1.1" + text[lineEnd.lowerBound...]
         }
@@ -68,7 +71,9 @@ final class ExchangeCapture {
 
     /// A line of a response head, as libcurl passes it (its CRLF included).
     func responseHeader(_ bytes: UnsafeRawBufferPointer) {
-        guard !hops.isEmpty else { return }
+        // After the body, lines are a chunked body's trailer: not part of the head recorded (and
+        // digested) before the body.
+        guard !hops.isEmpty, payloadDigest == nil else { return }
         let line = String(decoding: bytes, as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             let parts = line.split(separator: " ", maxSplits: 2)
@@ -102,6 +107,7 @@ final class ExchangeCapture {
             try payloadDigest?.update(bytes)
             try blockDigest?.update(bytes)
         } catch {
+            archive.fail(FileSystemError(path: hops[hops.count - 1].url, problem: .system(EIO)))
             failed = true
             return
         }
@@ -168,9 +174,14 @@ final class ExchangeCapture {
                 response.fields.append(("WARC-Block-Digest", WARCRecord.digestLabel(sha1: block)))
                 request.fields.append(("WARC-Block-Digest", WARCRecord.digestLabel(sha1: try Self.digest(of: hop.requestHead).finalize())))
             } catch {
+                archive.fail(FileSystemError(path: hop.url, problem: .system(EIO)))
                 return
             }
             if isLast, let truncated { response.fields.append(("WARC-Truncated", truncated)) }
+            if !isLast, let length = HTTPHead(hop.responseHead).contentLength, length > 0 {
+                // A redirect's body, which libcurl does not read when it follows the redirect.
+                response.fields.append(("WARC-Truncated", "length"))
+            }
             if hop.status == 304 {
                 // A revalidation: the copy held is current, and the archive says so.
                 response.type = "revisit"

@@ -63,7 +63,7 @@ package final class WARCArchive: Sendable {
         self.maxFileSize = maxFileSize
         self.worker = worker.map { $0.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" } }.map { String($0) }
         state = Mutex(State())
-        recovered = try Self.closeLeftovers(in: directory)
+        recovered = try Self.closeLeftovers(in: directory, worker: self.worker)
     }
 
     /// What the warcinfo record at the start of every file says of the run (its sources, say).
@@ -151,16 +151,23 @@ package final class WARCArchive: Sendable {
         guard let file = state.file else { return }
         let member = state.gzip
         member.begin(appendingTo: file.fd, at: file.end, path: directory.path(of: file.name), compresses: Self.compresses(record))
-        try member.add(record.header(date: date))
-        try member.add(record.head)
-        switch record.body {
-        case .bytes(let bytes):
-            try member.add(bytes)
-        case .spool(let spool):
-            try Self.copy(spool, into: member, path: directory.path(of: file.name))
+        do throws(FileSystemError) {
+            try member.add(record.header(date: date))
+            try member.add(record.head)
+            switch record.body {
+            case .bytes(let bytes):
+                try member.add(bytes)
+            case .spool(let spool):
+                try Self.copy(spool, into: member, path: directory.path(of: file.name))
+            }
+            try member.add(Array("\r\n\r\n".utf8))
+            try member.finish()
+        } catch {
+            // A disk that filled part way: what was written of the record goes, so the file
+            // still ends with a whole one.
+            _ = ftruncate(file.fd, off_t(file.end))
+            throw error
         }
-        try member.add(Array("\r\n\r\n".utf8))
-        try member.finish()
         state.file?.end = member.end
         state.file?.index.add(Self.indexed(record, date: date), offset: file.end, length: member.end - file.end, file: file.name)
     }
@@ -238,10 +245,12 @@ package final class WARCArchive: Sendable {
             } catch where error.problem == .system(EEXIST) {
                 continue
             }
-            // Held while the file is written: a run that finds the file unlocked knows its writer is gone.
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            // Held while the file is written: a run that finds the file unlocked knows its writer
+            // is gone. One that locked the new file in the moment before this could have removed
+            // it: the name must still be this file's.
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0, Self.isStill(fd, named: name + ".open", in: directory) else {
                 Glibc.close(fd)
-                throw FileSystemError.last(path: directory.path(of: name + ".open"))
+                continue
             }
             state.file = OpenFile(fd: fd, name: name, end: 0)
             break
@@ -258,16 +267,38 @@ package final class WARCArchive: Sendable {
             type: "warcinfo", fields: [("WARC-Filename", file.name)], head: Array((fields.joined(separator: "\r\n") + "\r\n").utf8),
             body: .bytes([]))
         info.contentType = "application/warc-fields"
-        try writeMember(info, date: WARCRecord.date(WARCRecord.now()), state: &state)
+        do throws(FileSystemError) {
+            try writeMember(info, date: WARCRecord.date(WARCRecord.now()), state: &state)
+        } catch {
+            // Not a file to name: it stays `.open` and empty, which the next run removes.
+            state.file = nil
+            Glibc.close(file.fd)
+            throw error
+        }
     }
 
+    /// Whether `name` in `directory` is the file open as `fd` (not removed, nor another file by now).
+    private static func isStill(_ fd: Int32, named name: String, in directory: Directory) -> Bool {
+        var open = stat()
+        var named = stat()
+        guard fstat(fd, &open) == 0, fstatat(directory.descriptor, name, &named, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+    }
+
+    /// Syncs the file being written, names it and writes its index. Whatever fails, the file
+    /// ends with its last whole record; if it cannot be named it stays `.open`, for the next run
+    /// to close.
     private func closeFile(_ state: inout State) throws(FileSystemError) {
         guard let file = state.file else { return }
         state.file = nil
         defer { Glibc.close(file.fd) }
-        guard fsync(file.fd) == 0 else { throw FileSystemError.last(path: directory.path(of: file.name + ".open")) }
-        try directory.replaceContents(of: Self.indexName(of: file.name), with: file.index.text)
+        guard ftruncate(file.fd, off_t(file.end)) == 0, fsync(file.fd) == 0 else {
+            throw FileSystemError.last(path: directory.path(of: file.name + ".open"))
+        }
         try Self.giveName(file.name, in: directory)
+        // After the name: a name refused leaves no other file's index overwritten. A kill between
+        // the two leaves a file without an index, which `warc pack` makes again from the file.
+        try directory.replaceContents(of: Self.indexName(of: file.name), with: file.index.text)
     }
 
     /// The CDXJ index beside a WARC file: `mirror-….cdxj` for `mirror-….warc.gz`.
@@ -283,14 +314,23 @@ package final class WARCArchive: Sendable {
         try directory.sync()
     }
 
-    /// Cuts each `.open` file no process holds back to its last whole record and closes it; an
-    /// empty one is removed.
-    private static func closeLeftovers(in directory: Directory) throws(FileSystemError) -> [String] {
+    /// Cuts each `.open` file whose writer is gone back to its last whole record and closes it;
+    /// an empty one is removed. A writer is gone when no process holds the file's lock and, for a
+    /// worker's file (named for its host and process), when it is of this host and its process is
+    /// no more: a lock over NFS is not to be trusted, and a worker of another host, paused, may
+    /// still be writing. Such files are left for a run on their own host.
+    private static func closeLeftovers(in directory: Directory, worker: String?) throws(FileSystemError) -> [String] {
         var closed: [String] = []
         for name in directory.names() where name.hasSuffix(".warc.gz.open") {
-            let fd = try directory.openFile(name, .write(create: false))
+            guard Self.writerIsGone(of: name, thisHost: worker.map { String($0[..<($0.lastIndex(of: "-") ?? $0.endIndex)]) }) else { continue }
+            let fd: Int32
+            do {
+                fd = try directory.openFile(name, .write(create: false))
+            } catch where error.problem == .system(ENOENT) {
+                continue  // closed by its writer, or another run, since the listing
+            }
             defer { Glibc.close(fd) }
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0, isStill(fd, named: name, in: directory) else { continue }
             let (members, whole) = GzipMembers.wholeMembers(of: fd)
             guard ftruncate(fd, off_t(whole)) == 0, fsync(fd) == 0 else { throw FileSystemError.last(path: directory.path(of: name)) }
             let finalName = String(name.dropLast(".open".count))
@@ -304,6 +344,17 @@ package final class WARCArchive: Sendable {
             }
         }
         return closed
+    }
+
+    /// Whether the process that wrote `name` can be taken to be gone (see ``closeLeftovers``):
+    /// always for a file of a run without workers (`mirror-<time>-<serial>`); for a worker's
+    /// (`mirror-<time>-<host>-<pid>-<serial>`), only if `thisHost` is its host and the pid is dead.
+    private static func writerIsGone(of name: String, thisHost: String?) -> Bool {
+        let parts = name.dropLast(".warc.gz.open".count).split(separator: "-")
+        guard parts.count >= 5, let pid = Int32(parts[parts.count - 2]) else { return true }
+        let host = parts[2..<(parts.count - 2)].joined(separator: "-")
+        guard let thisHost, host == thisHost else { return false }
+        return kill(pid, 0) != 0 && errno == ESRCH
     }
 
     /// `yyyyMMddHHmmssSSS`, UTC, as wget's and Heritrix's WARC names have it.

@@ -152,6 +152,7 @@ final class CurlTransfer {
         if capture != nil {
             // The request heads as sent reach mirror only through the debug callback.
             setLong(CURLOPT_VERBOSE, 1)
+            setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
             mirror_curl_easy_setopt_debug_callback(easy) { _, type, data, size, context in
                 guard type == CURLINFO_HEADER_OUT, let data, let context else { return 0 }
                 Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().sentRequestHead(UnsafeRawBufferPointer(start: data, count: size))

@@ -257,7 +257,9 @@ struct Downloader: Sendable {
             // the 206s it took, and now the whole, so that a replay serves it whole.
             if let archive = engine.configuration.archive, response.bodyOffset > 0 || response.status == 416,
                let location = try? partials.location(for: url), let fd = try? location.folder().openFile(location.name, .read) {
-                archive.appendResource(url: url, file: fd, length: file.length, contentType: response.headers["Content-Type"])
+                // A 416's type is its error page's, not the file's.
+                archive.appendResource(
+                    url: url, file: fd, length: file.length, contentType: response.status == 416 ? nil : response.headers["Content-Type"])
             }
             return .success(file)
         } catch {

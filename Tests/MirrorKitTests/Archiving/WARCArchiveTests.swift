@@ -163,10 +163,10 @@ struct WARCArchiveTests {
             let name = try #require(try FileManager.default.contentsOfDirectory(atPath: warc).first { $0.hasSuffix(".warc.gz") })
             let original = try #require(TestSupport.bytes(at: warc + "/" + name))
             // The file again, and its last record (the 400 kB body's member) once more, cut in
-            // the middle as a kill would cut it. mirror's members begin alike: gzip's magic,
-            // deflate, no name or time, the fastest level, Unix.
-            let memberStart: [UInt8] = [0x1F, 0x8B, 0x08, 0, 0, 0, 0, 0, 0x04, 0x03]
-            let lastMember = try #require((0...(original.count - memberStart.count)).last { original[$0..<($0 + memberStart.count)].elementsEqual(memberStart) })
+            // the middle as a kill would cut it.
+            let fd = open(warc + "/" + name, O_RDONLY)
+            let lastMember = Int(try #require(GzipMembers.wholeMembers(of: fd).members.last?.offset))
+            close(fd)
             let torn = "mirror-20260101000000000-00000.warc.gz"
             let cut = original[lastMember...].prefix((original.count - lastMember) / 2)
             try TestSupport.write(original + cut, to: warc + "/" + torn + ".open")
@@ -214,6 +214,33 @@ struct WARCArchiveTests {
                     #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
                 }
             }
+        }
+    }
+
+    /// The archive's disk fills part way into a record: the run says the archive is not whole
+    /// (73), and what it holds still reads to its end, the torn record cut off.
+    @Test(.enabled(if: geteuid() == 0, "needs root to mount a small file system"))
+    func aFullDiskLeavesAnArchiveThatReadsToItsEnd() async throws {
+        // Bodies held in memory (under 256 KiB), so that the archive file is what meets the full disk.
+        let items = (1...8).map { "<item><guid>\($0)</guid><enclosure url=\"BASE/files/\($0).bin\" length=\"200000\"/></item>" }.joined()
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            try FileManager.default.createDirectory(atPath: warc, withIntermediateDirectories: true)
+            try #require(Mount.tmpfs(at: warc, size: "1m"), "cannot mount a tmpfs here")
+            defer { Mount.unmount(warc) }
+            try await MirrorProcess.mirrorFeed(
+                "<rss version=\"2.0\"><channel><title>t</title>\(items)</channel></rss>",
+                files: (1...8).map { ("/files/\($0).bin", 200_000) }, arguments: ["--warc", warc]
+            ) { run, out, _ in
+                #expect(run.status == 73, "\(run.stderr)")
+                #expect(run.stderr.contains("WARC archive:") && run.stderr.contains("the archive of this run is not whole"), "\(run.stderr)")
+                // The mirror itself is whole: the archive's disk is not the mirror's.
+                #expect(((try? FileManager.default.contentsOfDirectory(atPath: out + "/enclosures")) ?? []).count == 8)
+            }
+            let names = try FileManager.default.contentsOfDirectory(atPath: warc)
+            #expect(names.contains { $0.hasSuffix(".warc.gz") }, "\(names)")
+            let records = try WARCReader.records(in: warc)
+            #expect(records.first?.type == "warcinfo")
         }
     }
 }

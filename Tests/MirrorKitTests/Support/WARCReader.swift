@@ -83,6 +83,17 @@ enum WARCReader {
     }
 
     static func records(files: [String]) throws -> [Record] {
+        // warcio reads a file cut in its last record without a word (the record just ends
+        // early): gzip's own test of every member's length and CRC to the end comes first.
+        for file in files {
+            let test = Process()
+            test.executableURL = URL(fileURLWithPath: "/bin/gzip")
+            test.arguments = ["-t", file]
+            test.standardError = FileHandle.nullDevice
+            try test.run()
+            test.waitUntilExit()
+            guard test.terminationStatus == 0 else { throw Unreadable(description: "gzip -t: \(file) does not end with a whole member") }
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-c", script] + files
@@ -172,6 +183,7 @@ enum WARCReader {
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        guard process.terminationStatus == 0, !data.isEmpty else { throw Unreadable(description: "gzip -dc \(file) failed") }
         return data
     }
 }
