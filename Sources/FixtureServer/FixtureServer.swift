@@ -120,7 +120,12 @@ public final class FixtureServer: Sendable {
 
     /// Serves `text` as the feed at `path` from now on (`{{base}}` is this server's URL).
     public func setFeed(path: String, text: String) {
-        state.withLock { $0.feeds[path] = text }
+        setFeed(path: path, bytes: Array(text.utf8))
+    }
+
+    /// Serves `bytes` as they are at `path` (a feed in another encoding than UTF-8, or damaged).
+    public func setFeed(path: String, bytes: [UInt8]) {
+        state.withLock { $0.feeds[path] = bytes }
     }
 
     /// Makes the media of image `id` answer with a redirect to /removed.png.

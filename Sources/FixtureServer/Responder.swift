@@ -153,7 +153,12 @@ extension FixtureServer {
     // MARK: - Feeds
 
     private func respondWithFeed(path: String, writer: ResponseWriter) async {
-        guard let data = state.withLock({ $0.feeds[path] }).map({ Data($0.utf8) }) ?? fixtureFile(String(path.dropFirst())) else {
+        if let bytes = state.withLock({ $0.feeds[path] }) {
+            // As set: a feed in another encoding, or damaged, is served byte for byte.
+            await writer.send(status: 200, headers: HTTPHeaders([("Content-Type", "application/xml")]), body: ByteBuffer(bytes: bytes))
+            return
+        }
+        guard let data = fixtureFile(String(path.dropFirst())) else {
             await writer.send(status: 404, headers: HTTPHeaders(), body: ByteBuffer(string: "no such feed"))
             return
         }

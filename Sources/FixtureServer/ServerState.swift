@@ -55,7 +55,7 @@ struct ServerState: Sendable {
     var generatedSerial = 0
     var generatedBodies: [String: GeneratedBody] = [:]
     /// Feed documents served instead of the fixture files, by path.
-    var feeds: [String: String] = [:]
+    var feeds: [String: [UInt8]] = [:]
 
     /// The ETag Imgur's CDN sends for its removed-image placeholder.
     static let removedETag = "\"d835884373f4d6c8f24742ceabe74946\""

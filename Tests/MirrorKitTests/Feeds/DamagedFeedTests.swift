@@ -33,6 +33,33 @@ struct DamagedFeedTests {
         }
     }
 
+    /// Bytes in another encoding than the feed says, and UTF-32, as old CMSs and odd exporters
+    /// serve them: read, with one warning for the wrong declaration.
+    @Test func aWrongDeclaredEncodingAndUTF32AreRead() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/files/episode-1.mp3", size: 1000)
+            // WordPress on a Latin-1 database: Windows-1252 bytes under a UTF-8 declaration.
+            let cp1252 = Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?><rss version=\"2.0\"><channel><title>Caf".utf8) + [0xE9, 0x92, UInt8(ascii: "s")]
+                + Array("</title>\(Self.item(1).replacingOccurrences(of: "BASE", with: server.baseURL))</channel></rss>".utf8)
+            server.setFeed(path: "/feeds/cp1252.xml", bytes: cp1252)
+            let utf32 = "<?xml version=\"1.0\" encoding=\"UTF-32\"?><rss version=\"2.0\"><channel><title>Caf\u{E9} \u{1F408}</title>\(Self.item(1).replacingOccurrences(of: "BASE", with: server.baseURL))</channel></rss>"
+            server.setFeed(path: "/feeds/utf32.xml", bytes: utf32.unicodeScalars.flatMap { scalar in
+                (0..<4).map { UInt8((scalar.value >> (8 * UInt32($0))) & 0xFF) }
+            })
+            for (feed, warning) in [("cp1252", "declares the encoding UTF-8 but is not UTF-8: read as Windows-1252"), ("utf32", nil)] {
+                try await TestSupport.withTemporaryDirectory { dir in
+                    let out = dir.appendingPathComponent("out").path
+                    let run = try await MirrorProcess.run(["feed", "\(server.baseURL)/feeds/\(feed).xml", "--out", out, "--metadata"])
+                    #expect(run.status == 0, "\(feed): \(run.stderr)")
+                    #expect(warning.map { run.stderr.contains($0) } ?? run.stderr.isEmpty, "\(feed): \(run.stderr)")
+                    let sidecar = String(decoding: TestSupport.bytes(at: out + "/meta/enclosures/episode-1.mp3.json") ?? [], as: UTF8.self)
+                    #expect(sidecar.contains(feed == "utf32" ? "Café \u{1F408}" : "Café\u{2019}s"), "\(feed): \(sidecar)")
+                    #expect(TestSupport.digest(ofFile: out + "/enclosures/episode-1.mp3") == TestSupport.digest(server.content(of: "/files/episode-1.mp3")))
+                }
+            }
+        }
+    }
+
     @Test func aFeedCutShortKeepsTheEntriesReadBeforeTheCut() async throws {
         let whole = """
             <?xml version="1.0"?><rss version="2.0"><channel><title>Cut</title>
