@@ -134,26 +134,41 @@ extension CDXJIndex {
     }
 }
 
-/// The status and media type an HTTP response's head states.
-struct HTTPHead {
+/// The status, media type and length an HTTP response's head states, read from its bytes.
+struct HTTPHead: Sendable {
     var status: Int?
     var contentType: String?
     var contentLength: Int64?
 
     init(_ bytes: [UInt8]) {
-        let text = String(decoding: bytes.prefix(64 << 10), as: UTF8.self)
-        let head = text.firstRange(of: "\r\n\r\n").map { text[..<$0.lowerBound] } ?? text[...]
-        let lines = head.split(separator: "\r\n")
-        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/") else { return }
-        let parts = statusLine.split(separator: " ")
-        status = parts.count > 1 ? Int(parts[1]) : nil
-        for line in lines.dropFirst() {
-            let lower = line.lowercased()
-            if contentType == nil, lower.hasPrefix("content-type:") {
-                contentType = CDXJIndex.mediaType(line.dropFirst("content-type:".count).trimming(.spaces))
-            } else if contentLength == nil, lower.hasPrefix("content-length:") {
-                contentLength = Int64(line.dropFirst("content-length:".count).trimming(.spaces))
+        guard bytes.starts(with: "HTTP/".utf8) else { return }
+        var lineStart = 0
+        var isFirst = true
+        while lineStart < bytes.count {
+            let lineEnd = bytes[lineStart...].firstIndex(of: 0x0A) ?? bytes.count
+            var end = lineEnd
+            if end > lineStart && bytes[end - 1] == 0x0D { end -= 1 }
+            if end == lineStart { break }
+            let line = bytes[lineStart..<end]
+            if isFirst {
+                let parts = line.split(separator: 0x20, maxSplits: 2)
+                status = parts.count > 1 ? Int(String(decoding: parts[1], as: UTF8.self)) : nil
+                isFirst = false
+            } else if contentType == nil, let value = Self.value(of: "content-type", in: line) {
+                contentType = CDXJIndex.mediaType(value)
+            } else if contentLength == nil, let value = Self.value(of: "content-length", in: line) {
+                contentLength = Int64(value)
             }
+            lineStart = lineEnd + 1
         }
+    }
+
+    /// The value of the field `name` (lower case) if `line` is that field.
+    private static func value(of name: String, in line: ArraySlice<UInt8>) -> String? {
+        let key = Array(name.utf8)
+        guard line.count > key.count, line[line.startIndex + key.count] == UInt8(ascii: ":"),
+              zip(line.prefix(key.count), key).allSatisfy({ ($0 | 0x20) == $1 })
+        else { return nil }
+        return String(decoding: line.dropFirst(key.count + 1), as: UTF8.self).trimming(.spaces)
     }
 }

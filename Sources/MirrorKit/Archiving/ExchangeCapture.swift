@@ -158,6 +158,7 @@ final class ExchangeCapture {
             }
             var response = WARCRecord(type: "response", fields: [("WARC-Target-URI", hop.url)], head: hop.responseHead, body: bodyPart)
             response.contentType = "application/http;msgtype=response"
+            response.http = HTTPHead(hop.responseHead)
             var request = WARCRecord(
                 type: "request", fields: [("WARC-Target-URI", hop.url), ("WARC-Concurrent-To", response.id)], head: hop.requestHead,
                 body: .bytes([]))
@@ -178,7 +179,7 @@ final class ExchangeCapture {
                 return
             }
             if isLast, let truncated { response.fields.append(("WARC-Truncated", truncated)) }
-            if !isLast, let length = HTTPHead(hop.responseHead).contentLength, length > 0 {
+            if !isLast, let length = response.http.contentLength, length > 0 {
                 // A redirect's body, which libcurl does not read when it follows the redirect.
                 response.fields.append(("WARC-Truncated", "length"))
             }

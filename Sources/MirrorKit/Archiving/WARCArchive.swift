@@ -1,3 +1,4 @@
+import CMirrorSystem
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -25,6 +26,9 @@ package final class WARCArchive: Sendable {
     /// The first thing that could not be archived, from any thread: kept apart from the file, so
     /// that saying it never waits for a large record being written.
     private let failure = Mutex<FileSystemError?>(nil)
+    /// Work handed over and not yet done, in order, and whether the queue has been asked to do it:
+    /// one wake of the queue's thread serves all the records that came meanwhile.
+    private let pending = Mutex<(work: [@Sendable () -> Void], scheduled: Bool)>(([], false))
     private let info = Mutex<[(String, String)]>([])
     /// The names of `.open` files a killed run left, cut back and closed when the archive opened.
     package let recovered: [String]
@@ -73,7 +77,7 @@ package final class WARCArchive: Sendable {
 
     /// Appends `records` (a request and its response), dated `date`, in one go.
     func append(_ records: [WARCRecord], date: timespec) {
-        queue.async { [self] in
+        enqueue { [self] in
             guard failure.withLock({ $0 == nil }) else { return }
             state.withLock { state in
                 do throws(FileSystemError) {
@@ -90,7 +94,7 @@ package final class WARCArchive: Sendable {
     func appendResource(url: String, file fd: Int32, length: Int64, contentType: String?) {
         let spool = SpoolFile(fd: fd, length: length)
         let date = WARCRecord.now()
-        queue.async { [self] in
+        enqueue { [self] in
             guard failure.withLock({ $0 == nil }) else { return }
             do throws(DigestError) {
                 let digest = WARCRecord.digestLabel(sha1: try Self.sha1(of: spool))
@@ -124,9 +128,33 @@ package final class WARCArchive: Sendable {
         }
     }
 
+    private func enqueue(_ work: @escaping @Sendable () -> Void) {
+        let wake = pending.withLock { pending in
+            pending.work.append(work)
+            defer { pending.scheduled = true }
+            return !pending.scheduled
+        }
+        if wake { queue.async { [self] in drain() } }
+    }
+
+    /// Does the work handed over, until there is none; runs on the queue.
+    private func drain() {
+        while true {
+            let work = pending.withLock { pending in
+                let work = pending.work
+                pending.work = []
+                if work.isEmpty { pending.scheduled = false }
+                return work
+            }
+            if work.isEmpty { return }
+            for item in work { item() }
+        }
+    }
+
     /// Writes what is queued, closes the file being written, and says whether anything failed.
     package func close() throws(FileSystemError) {
         queue.sync {
+            drain()
             state.withLock { state in
                 do throws(FileSystemError) {
                     try closeFile(&state)
@@ -169,6 +197,8 @@ package final class WARCArchive: Sendable {
             throw error
         }
         state.file?.end = member.end
+        // Written back as it goes, as the mirror's files are: the sync at close finds little left.
+        _ = mirror_start_writeback(file.fd, off_t(file.end), off_t(member.end - file.end))
         state.file?.index.add(Self.indexed(record, date: date), offset: file.end, length: member.end - file.end, file: file.name)
     }
 
@@ -178,7 +208,7 @@ package final class WARCArchive: Sendable {
         let field = { (name: String) in record.fields.first { $0.name == name }?.value }
         guard record.type == "response" || record.type == "resource", record.body.length > 0, field("WARC-Truncated") == nil,
               let digest = field("WARC-Payload-Digest"), let uri = field("WARC-Target-URI"),
-              record.type == "resource" || HTTPHead(record.head).status == 200
+              record.type == "resource" || record.http.status == 200
         else { return record }
         guard let first = seen[digest] else {
             seen[digest] = FirstCapture(uri: uri, date: date, id: record.id)
@@ -193,6 +223,7 @@ package final class WARCArchive: Sendable {
             ],
             head: record.head, body: .bytes([]))
         revisit.contentType = record.contentType
+        revisit.http = record.http
         return revisit
     }
 
@@ -200,7 +231,7 @@ package final class WARCArchive: Sendable {
     /// media, whose bytes are compressed already.
     private static func compresses(_ record: WARCRecord) -> Bool {
         guard record.body.length > 0 else { return true }
-        let type = (record.type == "resource" ? record.contentType : HTTPHead(record.head).contentType)?.lowercased() ?? ""
+        let type = (record.type == "resource" ? record.contentType : record.http.contentType)?.lowercased() ?? ""
         return type.hasPrefix("text/") || type.hasSuffix("json") || type.hasSuffix("xml") || type.hasSuffix("javascript")
     }
 
@@ -211,9 +242,8 @@ package final class WARCArchive: Sendable {
             type: record.type, targetURI: field("WARC-Target-URI"), date: date, payloadDigest: field("WARC-Payload-Digest"))
         switch record.type {
         case "response", "revisit":
-            let http = HTTPHead(record.head)
-            indexed.status = http.status
-            indexed.mime = record.type == "revisit" ? "warc/revisit" : http.contentType
+            indexed.status = record.http.status
+            indexed.mime = record.type == "revisit" ? "warc/revisit" : record.http.contentType
         default:
             indexed.mime = record.contentType.map(CDXJIndex.mediaType)
         }

@@ -1,3 +1,4 @@
+import Synchronization
 import Glibc
 
 /// One WARC/1.1 record (ISO 28500:2017): its named fields, and a block of a head held in memory
@@ -11,6 +12,8 @@ struct WARCRecord: Sendable {
     var head: [UInt8]
     var body: WARCBody
     var contentType: String?
+    /// What the HTTP head says (a response's), read once when the record is made.
+    var http = HTTPHead([])
 
     var blockLength: Int64 { Int64(head.count) + body.length }
 
@@ -23,10 +26,17 @@ struct WARCRecord: Sendable {
         return Array(text.utf8)
     }
 
-    /// A new `<urn:uuid:…>` (version 4, random).
+    /// A process's random start, and a count on from it: ids unique within the process, and
+    /// across processes as random ones are, for one call to the kernel's generator.
+    private static let idBase: (UInt64, UInt64) = (UInt64.random(in: 0...UInt64.max), UInt64.random(in: 0...UInt64.max))
+    private static let idCount = Atomic<UInt64>(0)
+
+    /// A new `<urn:uuid:…>` (version 4).
     static func newID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let count = idCount.add(1, ordering: .relaxed).newValue
+        let high = idBase.0
+        let low = idBase.1 &+ count
+        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         let hex = MD5Context.hex(bytes)
