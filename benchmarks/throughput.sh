@@ -184,6 +184,8 @@ measure() { # tool tag base
     requests=$(wc -l < "$work/access.log")
     media=$(grep -vc '^/3/' "$work/access.log" || true)
     bytes=$(awk '{ total += $3 } END { print total + 0 }' "$work/access.log")
+    # Only mirror's directory is read again (a rerun): the others' would fill the loop device.
+    [ "$tool" = mirror ] || rm -rf "$out" "$work/warc"
     echo "$wall $(echo "$user + $system" | bc) $rss $requests $media $bytes"
 }
 

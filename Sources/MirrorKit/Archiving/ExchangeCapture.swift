@@ -1,5 +1,6 @@
 import CCurl
 import CMirrorSystem
+import CZlib
 import Glibc
 
 /// What one transfer exchanged, hop by hop (each redirect a hop), taken as libcurl reports it:
@@ -13,7 +14,8 @@ import Glibc
 /// replaced by ``redacted``.
 final class ExchangeCapture {
     static let redacted = "[redacted by mirror]"
-    /// Bodies up to this size wait in memory; larger ones go to a spool file as they arrive.
+    /// Bodies up to this size wait in memory; larger ones are read back from the file they were
+    /// downloaded into, or go to a spool file as they arrive (an API answer, a feed).
     static let inMemoryLimit = 256 << 10
 
     private struct Hop {
@@ -35,6 +37,9 @@ final class ExchangeCapture {
     /// head, then the body).
     private var payloadDigest: MD5Context?
     private var blockDigest: MD5Context?
+    /// A body written into the transfer's file: its length and CRC-32 as it arrived.
+    private var fileLength: Int64 = 0
+    private var fileCRC = crc32(0, nil, 0)
     private var failed = false
 
     init(archive: WARCArchive, easy: UnsafeMutableRawPointer) {
@@ -67,6 +72,8 @@ final class ExchangeCapture {
         spoolLength = 0
         payloadDigest = nil
         blockDigest = nil
+        fileLength = 0
+        fileCRC = crc32(0, nil, 0)
     }
 
     /// A line of a response head, as libcurl passes it (its CRLF included).
@@ -96,9 +103,27 @@ final class ExchangeCapture {
         hops[hops.count - 1].responseHead += Array(bytes)
     }
 
+    /// Body bytes the transfer took and wrote into its file: only counted and digested (the
+    /// archive reads them back from the file), unless the body is small enough to keep.
+    func receivedIntoFile(_ bytes: UnsafeRawBufferPointer) {
+        guard !failed, !hops.isEmpty, digest(bytes) else { return }
+        fileCRC = crc32(fileCRC, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(bytes.count))
+        fileLength += Int64(bytes.count)
+        if fileLength <= Self.inMemoryLimit {
+            body.append(contentsOf: bytes)
+        } else {
+            body = []
+        }
+    }
+
     /// Body bytes the transfer took.
     func received(_ bytes: UnsafeRawBufferPointer) {
-        guard !failed, !hops.isEmpty else { return }
+        guard !failed, !hops.isEmpty, digest(bytes) else { return }
+        spill(bytes)
+    }
+
+    /// Adds `bytes` to the body's digests; false (the archive told) when they cannot be taken.
+    private func digest(_ bytes: UnsafeRawBufferPointer) -> Bool {
         do throws(DigestError) {
             if payloadDigest == nil {
                 payloadDigest = try MD5Context(.sha1)
@@ -106,11 +131,16 @@ final class ExchangeCapture {
             }
             try payloadDigest?.update(bytes)
             try blockDigest?.update(bytes)
+            return true
         } catch {
             archive.fail(FileSystemError(path: hops[hops.count - 1].url, problem: .system(EIO)))
             failed = true
-            return
+            return false
         }
+    }
+
+    /// Keeps `bytes` of a body in memory, or past ``inMemoryLimit`` in a spool file.
+    private func spill(_ bytes: UnsafeRawBufferPointer) {
         if spool < 0 && body.count + bytes.count <= Self.inMemoryLimit {
             body.append(contentsOf: bytes)
             return
@@ -144,14 +174,25 @@ final class ExchangeCapture {
     }
 
     /// The transfer ended; `truncated` names why its last body is not whole (WARC-Truncated),
-    /// nil when it is.
-    func finish(truncated: String?) {
+    /// nil when it is. `file` gives a descriptor of the file a body written into one went to, and
+    /// where in it the body starts, when it is too large to have been kept.
+    func finish(truncated: String?, file: () -> (fd: Int32, offset: Int64)?) {
         guard !failed else { return }
+        var fileBody: BodyFile?
+        if fileLength > Self.inMemoryLimit {
+            guard let (fd, offset) = file(), fd >= 0 else {
+                archive.fail(FileSystemError.last(path: hops.last?.url ?? "(a transfer)"))
+                return
+            }
+            fileBody = BodyFile(fd: fd, offset: offset, length: fileLength, crc: UInt32(fileCRC))
+        }
         for (index, hop) in hops.enumerated() where !hop.responseHead.isEmpty {
             let isLast = index == hops.count - 1
             let bodyPart: WARCBody
-            if isLast && spool >= 0 {
-                bodyPart = .spool(SpoolFile(fd: spool, length: spoolLength))
+            if isLast, let fileBody {
+                bodyPart = .file(fileBody)
+            } else if isLast && spool >= 0 {
+                bodyPart = .file(BodyFile(fd: spool, length: spoolLength))
                 spool = -1
             } else {
                 bodyPart = .bytes(isLast ? body : [])

@@ -3,7 +3,7 @@ import Glibc
 
 /// Writes gzip members at the end of a file as their bytes come: a WARC record each, so that a
 /// reader can start at any record, and a file cut by a kill is cut at a member's end
-/// (``GzipMembers/wholeMembers(of:headBytes:)``) by the next run. One writer serves every member
+/// (``GzipMembers/wholeMembers(of:headBytes:each:)``) by the next run. One writer serves every member
 /// of an archive, its zlib state reset between them.
 final class GzipMemberWriter {
     private let stream: UnsafeMutablePointer<z_stream>
@@ -89,10 +89,12 @@ enum GzipMembers {
         var head: [UInt8]
     }
 
-    /// The file's leading members that are whole, each with up to `headBytes` of what it holds,
-    /// and their length: where a file a kill cut short is to be cut back to. Reads the file once,
-    /// inflating into a scratch buffer.
-    static func wholeMembers(of fd: Int32, headBytes: Int = 64 << 10) -> (members: [Member], length: Int64) {
+    /// Hands `each` the file's leading members that are whole, in order, each with up to
+    /// `headBytes` of what it holds (a WARC record's header and an HTTP head), and returns their
+    /// length: where a file a kill cut short is to be cut back to. Reads the file once, inflating
+    /// into a scratch buffer; holds one member's head at a time.
+    @discardableResult
+    static func wholeMembers(of fd: Int32, headBytes: Int = 16 << 10, each: (Member) -> Void) -> Int64 {
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
         let input = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
@@ -103,15 +105,14 @@ enum GzipMembers {
             input.deallocate()
             scratch.deallocate()
         }
-        var members: [Member] = []
-        guard mirror_inflate_init_gzip(stream) == Z_OK else { return (members, 0) }
+        guard mirror_inflate_init_gzip(stream) == Z_OK else { return 0 }
         var whole: Int64 = 0
         var readOffset: Int64 = 0
         var head: [UInt8] = []
         while true {
             let count = pread(fd, input.baseAddress, input.count, off_t(readOffset))
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return (members, whole) }
+            guard count > 0 else { return whole }
             let blockStart = readOffset
             readOffset += Int64(count)
             stream.pointee.next_in = input.baseAddress!.assumingMemoryBound(to: Bytef.self)
@@ -126,12 +127,12 @@ enum GzipMembers {
                 }
                 if result == Z_STREAM_END {
                     let end = blockStart + Int64(count) - Int64(stream.pointee.avail_in)
-                    members.append(Member(offset: whole, length: end - whole, head: head))
+                    each(Member(offset: whole, length: end - whole, head: head))
                     whole = end
                     head = []
                     inflateReset(stream)
                 } else if result != Z_OK && result != Z_BUF_ERROR {
-                    return (members, whole)
+                    return whole
                 }
             }
         }

@@ -66,7 +66,7 @@ package enum WACZPackage {
             }
             defer { close(source) }
             let indexName = WARCArchive.indexName(of: warc)
-            let index = directory.contents(of: indexName, limit: 1 << 30) ?? CDXJIndex.of(file: source, named: warc).text
+            let index = directory.contents(of: indexName, limit: 1 << 30) ?? CDXJIndex.of(file: source, named: warc).index.text
             lines += index.split(separator: 0x0A).map(Array.init)
             written.append(try zip.add("archive/" + warc, file: source, size: Int64(info.st_size)))
             total += Int64(info.st_size)
@@ -153,16 +153,13 @@ package enum WACZPackage {
 extension CDXJIndex {
     /// The index of a WARC file read back from it (one a killed run left, or one whose index is
     /// missing).
-    static func of(file fd: Int32, named name: String) -> CDXJIndex {
-        of(GzipMembers.wholeMembers(of: fd).members, named: name)
-    }
-
-    static func of(_ members: [GzipMembers.Member], named name: String) -> CDXJIndex {
+    /// The index of the whole records at the start of `fd`, and their length.
+    static func of(file fd: Int32, named name: String) -> (index: CDXJIndex, length: Int64) {
         var index = CDXJIndex()
-        for member in members {
-            guard let record = IndexedRecord(recordHead: member.head) else { continue }
+        let length = GzipMembers.wholeMembers(of: fd) { member in
+            guard let record = IndexedRecord(recordHead: member.head) else { return }
             index.add(record, offset: member.offset, length: member.length, file: name)
         }
-        return index
+        return (index, length)
     }
 }

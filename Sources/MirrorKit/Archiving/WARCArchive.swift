@@ -1,4 +1,5 @@
 import CMirrorSystem
+import CZlib
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -92,7 +93,7 @@ package final class WARCArchive: Sendable {
     /// A `resource` record of the whole of a file that arrived in several ranges, read from the
     /// descriptor `file` (which the archive closes), once verified.
     func appendResource(url: String, file fd: Int32, length: Int64, contentType: String?) {
-        let spool = SpoolFile(fd: fd, length: length)
+        let spool = BodyFile(fd: fd, length: length)
         let date = WARCRecord.now()
         enqueue { [self] in
             guard failure.withLock({ $0 == nil }) else { return }
@@ -100,7 +101,7 @@ package final class WARCArchive: Sendable {
                 let digest = WARCRecord.digestLabel(sha1: try Self.sha1(of: spool))
                 var record = WARCRecord(
                     type: "resource", fields: [("WARC-Target-URI", url), ("WARC-Block-Digest", digest), ("WARC-Payload-Digest", digest)],
-                    head: [], body: .spool(spool))
+                    head: [], body: .file(spool))
                 record.contentType = contentType ?? "application/octet-stream"
                 state.withLock { state in
                     do throws(FileSystemError) {
@@ -115,7 +116,7 @@ package final class WARCArchive: Sendable {
         }
     }
 
-    private static func sha1(of spool: SpoolFile) throws(DigestError) -> [UInt8] {
+    private static func sha1(of spool: BodyFile) throws(DigestError) -> [UInt8] {
         let context = try MD5Context(.sha1)
         guard try context.update(fromFile: spool.fd, length: spool.length) else { throw DigestError(step: "read") }
         return try context.finalize()
@@ -185,8 +186,8 @@ package final class WARCArchive: Sendable {
             switch record.body {
             case .bytes(let bytes):
                 try member.add(bytes)
-            case .spool(let spool):
-                try Self.copy(spool, into: member, path: directory.path(of: file.name))
+            case .file(let body):
+                try Self.copy(body, into: member, path: directory.path(of: file.name))
             }
             try member.add(Array("\r\n\r\n".utf8))
             try member.finish()
@@ -250,17 +251,23 @@ package final class WARCArchive: Sendable {
         return indexed
     }
 
-    private static func copy(_ spool: SpoolFile, into member: GzipMemberWriter, path: String) throws(FileSystemError) {
+    /// Copies a body's bytes from its file into the member; a body whose bytes are not those
+    /// that arrived (written over since) fails, and its record with it.
+    private static func copy(_ body: BodyFile, into member: GzipMemberWriter, path: String) throws(FileSystemError) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while offset < spool.length {
-            let count = pread(spool.fd, buffer.baseAddress, Int(min(Int64(buffer.count), spool.length - offset)), off_t(offset))
+        var done: Int64 = 0
+        var crc = crc32(0, nil, 0)
+        while done < body.length {
+            let count = pread(body.fd, buffer.baseAddress, Int(min(Int64(buffer.count), body.length - done)), off_t(body.offset + done))
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw FileSystemError(path: path, problem: .system(count < 0 ? errno : EIO)) }
-            try member.add(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            offset += Int64(count)
+            guard count > 0 else { throw FileSystemError(path: path, problem: count < 0 ? .system(errno) : .changedMeanwhile) }
+            let read = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            if body.crc != nil { crc = crc32(crc, read.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(count)) }
+            try member.add(read)
+            done += Int64(count)
         }
+        if let expected = body.crc, UInt32(crc) != expected { throw FileSystemError(path: path, problem: .changedMeanwhile) }
     }
 
     private func openFile(_ state: inout State) throws(FileSystemError) {
@@ -361,15 +368,15 @@ package final class WARCArchive: Sendable {
             }
             defer { Glibc.close(fd) }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0, isStill(fd, named: name, in: directory) else { continue }
-            let (members, whole) = GzipMembers.wholeMembers(of: fd)
-            guard ftruncate(fd, off_t(whole)) == 0, fsync(fd) == 0 else { throw FileSystemError.last(path: directory.path(of: name)) }
             let finalName = String(name.dropLast(".open".count))
+            let (index, whole) = CDXJIndex.of(file: fd, named: finalName)
+            guard ftruncate(fd, off_t(whole)) == 0, fsync(fd) == 0 else { throw FileSystemError.last(path: directory.path(of: name)) }
             if whole == 0 {
                 directory.remove(name)
                 directory.remove(indexName(of: finalName))
             } else {
-                try directory.replaceContents(of: indexName(of: finalName), with: CDXJIndex.of(members, named: finalName).text)
                 try giveName(finalName, in: directory)
+                try directory.replaceContents(of: indexName(of: finalName), with: index.text)
                 closed.append(finalName)
             }
         }

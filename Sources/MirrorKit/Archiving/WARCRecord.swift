@@ -83,28 +83,36 @@ struct WARCRecord: Sendable {
     }
 }
 
-/// A record's body: none, bytes, or an unnamed spool file (closed when the body is dropped).
+/// A record's body: bytes, or a range of a file (closed when the body is dropped).
 enum WARCBody: Sendable {
     case bytes([UInt8])
-    case spool(SpoolFile)
+    case file(BodyFile)
 
     var length: Int64 {
         switch self {
         case .bytes(let bytes): Int64(bytes.count)
-        case .spool(let file): file.length
+        case .file(let file): file.length
         }
     }
 }
 
-/// A body too large to hold in memory while it waits to be archived: an unnamed file (O_TMPFILE)
-/// in the archive's directory, gone when closed or when the process dies.
-final class SpoolFile: Sendable {
+/// A body too large to hold in memory while it waits to be archived: the bytes at `offset` of a
+/// descriptor of the archive's own (closed when the body is dropped). Either the file the body
+/// was downloaded into, whose CRC-32 as received is known, so that bytes written over it since
+/// are found out; or an unnamed spool file (O_TMPFILE) in the archive's directory, gone when
+/// closed or when the process dies.
+final class BodyFile: Sendable {
     let fd: Int32
+    let offset: Int64
     let length: Int64
+    /// The CRC-32 of the bytes as they arrived, where they may be written over before they are read.
+    let crc: UInt32?
 
-    init(fd: Int32, length: Int64) {
+    init(fd: Int32, offset: Int64 = 0, length: Int64, crc: UInt32? = nil) {
         self.fd = fd
+        self.offset = offset
         self.length = length
+        self.crc = crc
     }
 
     deinit {

@@ -19,6 +19,8 @@ package struct FileSystemError: Error, Sendable, Equatable, CustomStringConverti
         case multipleLinks(Int)
         /// The name is not a single path component.
         case invalidName
+        /// The file's bytes are not those it held a moment before (another write came between).
+        case changedMeanwhile
     }
 
     var path: String
@@ -61,7 +63,7 @@ package struct FileSystemError: Error, Sendable, Equatable, CustomStringConverti
         switch problem {
         case .system(let code): [ENOSPC, EDQUOT, EROFS, EIO, EACCES].contains(code)
         case .symbolicLink, .notADirectory, .ownedByAnotherUser, .writableByOthers: true
-        case .notARegularFile, .multipleLinks, .invalidName: false
+        case .notARegularFile, .multipleLinks, .invalidName, .changedMeanwhile: false
         }
     }
 
@@ -87,6 +89,8 @@ package struct FileSystemError: Error, Sendable, Equatable, CustomStringConverti
             return "\(shown) has \(count) hard links; writing it would change another file"
         case .invalidName:
             return "\(shown) is not a plain file name"
+        case .changedMeanwhile:
+            return "\(shown) changed on disk before it could be archived"
         }
     }
 }

@@ -237,7 +237,7 @@ final class CurlTransfer {
             failure = error
             return Int(mirror_curl_writefunc_error)
         }
-        capture?.received(bytes)
+        if case .file = request.destination { capture?.receivedIntoFile(bytes) } else { capture?.received(bytes) }
         bytesReceived += Int64(bytes.count)
         reportProgressIfDue()
         return bytes.count
@@ -367,7 +367,7 @@ final class CurlTransfer {
                 failure = failure ?? error
             }
         }
-        capture?.finish(truncated: code == CURLE_OK && failure == nil ? nil : "disconnect")
+        capture?.finish(truncated: code == CURLE_OK && failure == nil ? nil : "disconnect", file: archivedFile)
         var response = makeResponse()
         if code == CURLE_OK && failure == nil { response?.bodyMD5 = md5 }
         if let failure {
@@ -390,9 +390,15 @@ final class CurlTransfer {
 
     /// Ends the transfer because its caller cancelled it, keeping what was written.
     func cancel() {
-        capture?.finish(truncated: "disconnect")
         if let sink { try? sink.flush(isLast: false) }
+        capture?.finish(truncated: "disconnect", file: archivedFile)
         continuation.resume(throwing: TransferError(url: request.url, reason: .cancelled, response: makeResponse()))
+    }
+
+    /// The file this transfer's body went to, for the archive: a descriptor of its own, and
+    /// where the body starts.
+    private func archivedFile() -> (fd: Int32, offset: Int64)? {
+        sink.map { ($0.duplicateDescriptor(), bodyOffset) }
     }
 
     private func makeResponse() -> TransferResponse? {

@@ -69,6 +69,12 @@ final class FileSink {
         buffer = .allocate(byteCount: capacity, alignment: 16)
     }
 
+    /// A descriptor of the file of its own (-1 with errno where none can be had), for the WARC
+    /// archive to read the body back from, whatever becomes of this sink or the file's name.
+    func duplicateDescriptor() -> Int32 {
+        fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+    }
+
     deinit {
         close(descriptor)
         buffer.deallocate()

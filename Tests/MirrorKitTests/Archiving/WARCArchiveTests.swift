@@ -165,7 +165,9 @@ struct WARCArchiveTests {
             // The file again, and its last record (the 400 kB body's member) once more, cut in
             // the middle as a kill would cut it.
             let fd = open(warc + "/" + name, O_RDONLY)
-            let lastMember = Int(try #require(GzipMembers.wholeMembers(of: fd).members.last?.offset))
+            var offsets: [Int64] = []
+            GzipMembers.wholeMembers(of: fd) { offsets.append($0.offset) }
+            let lastMember = Int(try #require(offsets.last))
             close(fd)
             let torn = "mirror-20260101000000000-00000.warc.gz"
             let cut = original[lastMember...].prefix((original.count - lastMember) / 2)
@@ -241,6 +243,27 @@ struct WARCArchiveTests {
             #expect(names.contains { $0.hasSuffix(".warc.gz") }, "\(names)")
             let records = try WARCReader.records(in: warc)
             #expect(records.first?.type == "warcinfo")
+        }
+    }
+
+    /// A large body is read back from the file it was downloaded into; bytes written over it
+    /// before that (another attempt at the file) fail that record, never the archive's file.
+    @Test func aBodyWrittenOverBeforeItIsArchivedFailsItsRecordOnly() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30)
+            let path = dir.appendingPathComponent("body").path
+            try TestSupport.write([UInt8](repeating: 7, count: 300_000), to: path)
+            let fd = open(path, O_RDONLY)
+            // What arrived was other bytes: their CRC-32 is not the file's.
+            let record = WARCRecord(
+                type: "response", fields: [("WARC-Target-URI", "https://h/a.bin")], head: Array("HTTP/1.1 200 OK\r\n\r\n".utf8),
+                body: .file(BodyFile(fd: fd, length: 300_000, crc: 0xDEAD_BEEF)))
+            archive.append([record], date: WARCRecord.now())
+            let error = #expect(throws: FileSystemError.self) { try archive.close() }
+            #expect(error?.problem == .changedMeanwhile)
+            let records = try WARCReader.records(in: warc)
+            #expect(records.map(\.type) == ["warcinfo"])
         }
     }
 }
