@@ -52,6 +52,9 @@ final class GzipMemberWriter {
         try result.get()
     }
 
+    /// The CRC-32 of what the member holds so far (gzip keeps it as it deflates).
+    var crc: UInt32 { UInt32(truncatingIfNeeded: stream.pointee.adler) }
+
     /// Ends the member; the file then ends with it.
     func finish() throws(FileSystemError) {
         stream.pointee.next_in = nil

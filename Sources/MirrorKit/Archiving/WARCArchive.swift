@@ -257,17 +257,19 @@ package final class WARCArchive: Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         var done: Int64 = 0
-        var crc = crc32(0, nil, 0)
+        // The member's CRC-32 as gzip keeps it: what came before, and then the body as it
+        // arrived, must be what the member now holds (no second pass over the bytes).
+        let before = member.crc
         while done < body.length {
             let count = pread(body.fd, buffer.baseAddress, Int(min(Int64(buffer.count), body.length - done)), off_t(body.offset + done))
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { throw FileSystemError(path: path, problem: count < 0 ? .system(errno) : .changedMeanwhile) }
-            let read = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-            if body.crc != nil { crc = crc32(crc, read.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(count)) }
-            try member.add(read)
+            try member.add(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             done += Int64(count)
         }
-        if let expected = body.crc, UInt32(crc) != expected { throw FileSystemError(path: path, problem: .changedMeanwhile) }
+        if let expected = body.crc, member.crc != UInt32(truncatingIfNeeded: crc32_combine(uLong(before), uLong(expected), off_t(body.length))) {
+            throw FileSystemError(path: path, problem: .changedMeanwhile)
+        }
     }
 
     private func openFile(_ state: inout State) throws(FileSystemError) {
