@@ -154,8 +154,17 @@ extension FixtureServer {
 
     private func respondWithFeed(path: String, writer: ResponseWriter) async {
         if let bytes = state.withLock({ $0.feeds[path] }) {
-            // As set: a feed in another encoding, or damaged, is served byte for byte.
-            await writer.send(status: 200, headers: HTTPHeaders([("Content-Type", "application/xml")]), body: ByteBuffer(bytes: bytes))
+            // As set, but for `{{base}}`: a feed in another encoding, or damaged, is served byte
+            // for byte.
+            var served: [UInt8] = []
+            var rest = bytes[...]
+            let placeholder = Array("{{base}}".utf8)
+            while let found = rest.firstRange(of: placeholder) {
+                served += rest[..<found.lowerBound] + Array(baseURL.utf8)
+                rest = rest[found.upperBound...]
+            }
+            served += rest
+            await writer.send(status: 200, headers: HTTPHeaders([("Content-Type", "application/atom+xml; charset=utf-8")]), body: ByteBuffer(bytes: served))
             return
         }
         guard let data = fixtureFile(String(path.dropFirst())) else {
