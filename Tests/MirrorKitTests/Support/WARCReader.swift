@@ -86,66 +86,32 @@ enum WARCReader {
         // warcio reads a file cut in its last record without a word (the record just ends
         // early): gzip's own test of every member's length and CRC to the end comes first.
         for file in files {
-            let test = Process()
-            test.executableURL = URL(fileURLWithPath: "/bin/gzip")
-            test.arguments = ["-t", file]
-            test.standardError = FileHandle.nullDevice
-            try test.run()
-            test.waitUntilExit()
-            guard test.terminationStatus == 0 else { throw Unreadable(description: "gzip -t: \(file) does not end with a whole member") }
+            guard try run("/bin/gzip", ["-t", file]).status == 0 else {
+                throw Unreadable(description: "gzip -t: \(file) does not end with a whole member")
+            }
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", script] + files
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let problem = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Unreadable(description: "warcio: " + String(decoding: problem.suffix(2000), as: UTF8.self))
-        }
-        return try JSONDecoder().decode([Record].self, from: data)
+        let read = try run(python, ["-c", script] + files)
+        guard read.status == 0 else { throw Unreadable(description: "warcio: " + String(decoding: read.errors.suffix(2000), as: UTF8.self)) }
+        return try JSONDecoder().decode([Record].self, from: read.output)
     }
 
     /// The index the Webrecorder project's cdxj-indexer (installed beside warcio) makes of
     /// `file`, sorted.
     static func index(_ file: String) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent("cdxj-indexer")
-        process.arguments = ["--sort", file]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Unreadable(description: "cdxj-indexer failed on \(file)") }
-        return Array(data)
+        let made = try run(tool("cdxj-indexer"), ["--sort", file])
+        guard made.status == 0 else { throw Unreadable(description: "cdxj-indexer failed on \(file)") }
+        return Array(made.output)
     }
 
     /// Checks `file` as a WACZ: py-wacz's validator (the datapackage, every entry's SHA-256),
     /// and Python's zipfile (every CRC, and that WARC files are stored, not compressed again).
     /// Returns the entries' names and the index's bytes.
     static func wacz(_ file: String) throws -> (entries: [String], index: [UInt8]) {
-        let tools = URL(fileURLWithPath: python).deletingLastPathComponent()
-        let validate = Process()
-        validate.executableURL = tools.appendingPathComponent("wacz")
-        validate.arguments = ["validate", "-f", file]
-        let said = Pipe()
-        validate.standardOutput = said
-        validate.standardError = said
-        try validate.run()
-        let report = said.fileHandleForReading.readDataToEndOfFile()
-        validate.waitUntilExit()
-        guard validate.terminationStatus == 0 else {
-            throw Unreadable(description: "wacz validate: " + String(decoding: report.suffix(2000), as: UTF8.self))
+        let validation = try run(tool("wacz"), ["validate", "-f", file])
+        guard validation.status == 0 else {
+            throw Unreadable(description: "wacz validate: " + String(decoding: (validation.output + validation.errors).suffix(2000), as: UTF8.self))
         }
-        let check = Process()
-        check.executableURL = URL(fileURLWithPath: python)
-        check.arguments = ["-c", #"""
+        let check = try run(python, ["-c", #"""
             import sys, zipfile, json
             z = zipfile.ZipFile(sys.argv[1])
             bad = z.testzip()
@@ -155,35 +121,45 @@ enum WARCReader {
                 if i.filename.startswith('archive/') and i.compress_type != 0:
                     sys.exit('compressed: ' + i.filename)
             json.dump({'entries': [i.filename for i in z.infolist()], 'index': list(z.read('indexes/index.cdxj'))}, sys.stdout)
-            """#, file]
-        let output = Pipe()
-        let errors = Pipe()
-        check.standardOutput = output
-        check.standardError = errors
-        try check.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let problem = errors.fileHandleForReading.readDataToEndOfFile()
-        check.waitUntilExit()
-        guard check.terminationStatus == 0 else { throw Unreadable(description: "zipfile: " + String(decoding: problem, as: UTF8.self)) }
+            """#, file])
+        guard check.status == 0 else { throw Unreadable(description: "zipfile: " + String(decoding: check.errors, as: UTF8.self)) }
         struct Contents: Decodable {
             var entries: [String]
             var index: [UInt8]
         }
-        let contents = try JSONDecoder().decode(Contents.self, from: data)
+        let contents = try JSONDecoder().decode(Contents.self, from: check.output)
         return (contents.entries, contents.index)
     }
 
     /// The decompressed bytes of every member of `file`, for a search of what must not be there.
     static func decompressed(_ file: String) throws -> Data {
+        let unpacked = try run("/bin/gzip", ["-dc", file])
+        guard unpacked.status == 0, !unpacked.output.isEmpty else { throw Unreadable(description: "gzip -dc \(file) failed") }
+        return unpacked.output
+    }
+
+    /// A program of the test tools' environment.
+    private static func tool(_ name: String) -> String {
+        URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent(name).path
+    }
+
+    /// Runs `executable` to its end: its status, standard output, and standard error (kept in a
+    /// file, so that a full pipe of one never holds up the other).
+    private static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: Data) {
+        let errorsPath = FileManager.default.temporaryDirectory.appendingPathComponent("warc-reader-\(UUID().uuidString)").path
+        _ = FileManager.default.createFile(atPath: errorsPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errorsPath) }
+        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorsPath))
+        defer { try? errors.close() }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-dc", file]
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output
+        process.standardError = errors
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0, !data.isEmpty else { throw Unreadable(description: "gzip -dc \(file) failed") }
-        return data
+        return (process.terminationStatus, data, FileManager.default.contents(atPath: errorsPath) ?? Data())
     }
 }
