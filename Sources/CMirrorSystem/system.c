@@ -52,7 +52,3 @@ const char *mirror_build_commit(void) {
 void mirror_name_this_thread(const char *name) {
     pthread_setname_np(pthread_self(), name);
 }
-
-int mirror_open_unnamed_file(int dirfd) {
-    return openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-}

@@ -25,10 +25,6 @@ int mirror_fremovexattr(int fd, const char *name);
 /// left to do. Best effort; -1 with errno where the file system cannot.
 int mirror_start_writeback(int fd, off_t offset, off_t length);
 
-/// Opens an unnamed file in the directory `dirfd` for reading and writing (O_TMPFILE): it is
-/// gone when closed, or when the process is killed. -1 with errno where the file system cannot.
-int mirror_open_unnamed_file(int dirfd);
-
 /// Names the calling thread (at most 15 bytes are kept) for ps, top and debuggers.
 void mirror_name_this_thread(const char *name);
 

@@ -14,8 +14,8 @@ import Glibc
 /// replaced by ``redacted``.
 final class ExchangeCapture {
     static let redacted = "[redacted by mirror]"
-    /// Bodies up to this size wait in memory; larger ones are read back from the file they were
-    /// downloaded into, or go to a spool file as they arrive (an API answer, a feed).
+    /// Bodies downloaded into a file up to this size wait in memory; larger ones are read back
+    /// from the file. An API answer or a feed is taken whole from the transfer's memory.
     static let inMemoryLimit = 256 << 10
 
     private struct Hop {
@@ -23,6 +23,8 @@ final class ExchangeCapture {
         var time: timespec
         var requestHead: [UInt8]
         var responseHead: [UInt8] = []
+        /// The response head has had the secrets taken out (once: the digests are of the result).
+        var responseHeadRedacted = false
         var status = 0
         var address: String?
     }
@@ -30,9 +32,10 @@ final class ExchangeCapture {
     private let archive: WARCArchive
     private let easy: UnsafeMutableRawPointer
     private var hops: [Hop] = []
+    /// The last hop's body, where it is kept here: a small one, or an error page.
     private var body: [UInt8] = []
-    private var spool: Int32 = -1
-    private var spoolLength: Int64 = 0
+    /// An error page longer than ``inMemoryLimit`` is kept to that length.
+    private var bodyCut = false
     /// The last hop's body's digests, as its bytes arrive: the payload's, and the block's (the
     /// head, then the body).
     private var payloadDigest: MD5Context?
@@ -42,13 +45,12 @@ final class ExchangeCapture {
     private var fileCRC = crc32(0, nil, 0)
     private var failed = false
 
-    init(archive: WARCArchive, easy: UnsafeMutableRawPointer) {
+    private let credentials: CredentialStore
+
+    init(archive: WARCArchive, easy: UnsafeMutableRawPointer, credentials: CredentialStore) {
         self.archive = archive
         self.easy = easy
-    }
-
-    deinit {
-        if spool >= 0 { close(spool) }
+        self.credentials = credentials
     }
 
     /// libcurl sent a request head (CURLINFO_HEADER_OUT): a new hop begins.
@@ -67,9 +69,10 @@ final class ExchangeCapture {
             else { return line }
             return line[...colon] + " " + Self.redacted
         }
-        hops.append(Hop(url: URLUserinfo.split(url).url, time: WARCRecord.now(), requestHead: Array(lines.joined(separator: "\r\n").utf8)))
+        let head = Self.redacting(credentials.secrets(), in: Array(lines.joined(separator: "\r\n").utf8))
+        hops.append(Hop(url: URLUserinfo.split(url).url, time: WARCRecord.now(), requestHead: head))
         body = []
-        spoolLength = 0
+        bodyCut = false
         payloadDigest = nil
         blockDigest = nil
         fileLength = 0
@@ -116,16 +119,20 @@ final class ExchangeCapture {
         }
     }
 
-    /// Body bytes the transfer took.
+    /// Body bytes the transfer took that go nowhere else (an error page instead of a file): kept
+    /// here, up to ``inMemoryLimit``.
     func received(_ bytes: UnsafeRawBufferPointer) {
-        guard !failed, !hops.isEmpty, digest(bytes) else { return }
-        spill(bytes)
+        guard !failed, !hops.isEmpty else { return }
+        let room = Self.inMemoryLimit - body.count
+        body.append(contentsOf: bytes.prefix(room))
+        if bytes.count > room { bodyCut = true }
     }
 
     /// Adds `bytes` to the body's digests; false (the archive told) when they cannot be taken.
     private func digest(_ bytes: UnsafeRawBufferPointer) -> Bool {
         do throws(DigestError) {
             if payloadDigest == nil {
+                redactResponseHead(of: hops.count - 1, secrets: credentials.secrets())
                 payloadDigest = try MD5Context(.sha1)
                 blockDigest = try Self.digest(of: hops[hops.count - 1].responseHead)
             }
@@ -139,45 +146,26 @@ final class ExchangeCapture {
         }
     }
 
-    /// Keeps `bytes` of a body in memory, or past ``inMemoryLimit`` in a spool file.
-    private func spill(_ bytes: UnsafeRawBufferPointer) {
-        if spool < 0 && body.count + bytes.count <= Self.inMemoryLimit {
-            body.append(contentsOf: bytes)
-            return
-        }
-        if spool < 0 {
-            spool = mirror_open_unnamed_file(archive.directory.descriptor)
-            guard spool >= 0 else {
-                archive.fail(FileSystemError.last(path: archive.directory.path(of: "(spool file)")))
-                failed = true
-                return
-            }
-            do throws(FileSystemError) {
-                try Directory.writeAll(body, to: spool, at: 0, path: archive.directory.path)
-            } catch {
-                archive.fail(error)
-                failed = true
-                return
-            }
-            spoolLength = Int64(body.count)
-            body = []
-        }
-        var written = 0
-        do throws(FileSystemError) {
-            try Directory.writeAll(bytes, to: spool, at: spoolLength, path: archive.directory.path, written: &written)
-        } catch {
-            archive.fail(error)
-            failed = true
-            return
-        }
-        spoolLength += Int64(bytes.count)
-    }
-
     /// The transfer ended; `truncated` names why its last body is not whole (WARC-Truncated),
     /// nil when it is. `file` gives a descriptor of the file a body written into one went to, and
     /// where in it the body starts, when it is too large to have been kept.
-    func finish(truncated: String?, file: () -> (fd: Int32, offset: Int64)?) {
-        guard !failed else { return }
+    func finish(truncated: String?, file: () -> (fd: Int32, offset: Int64)?, memory: [UInt8]? = nil) {
+        guard !failed, !hops.isEmpty else { return }
+        // What mirror was given to log in with is in no record: not in a head (a Location with
+        // a login), nor in a body held here (a feed whose links carry the user's password).
+        let secrets = credentials.secrets()
+        for index in hops.indices { redactResponseHead(of: index, secrets: secrets) }
+        var truncated = truncated
+        if let memory {
+            body = Self.redacting(secrets, in: memory)
+        } else if payloadDigest == nil {
+            body = Self.redacting(secrets, in: body)
+            if bodyCut { truncated = truncated ?? "length" }
+        }
+        if payloadDigest == nil, !body.isEmpty {
+            let digested = body.withUnsafeBytes { digest($0) }
+            guard digested else { return }
+        }
         var fileBody: BodyFile?
         if fileLength > Self.inMemoryLimit {
             guard let (fd, offset) = file(), fd >= 0 else {
@@ -191,9 +179,6 @@ final class ExchangeCapture {
             let bodyPart: WARCBody
             if isLast, let fileBody {
                 bodyPart = .file(fileBody)
-            } else if isLast && spool >= 0 {
-                bodyPart = .file(BodyFile(fd: spool, length: spoolLength))
-                spool = -1
             } else {
                 bodyPart = .bytes(isLast ? body : [])
             }
@@ -231,6 +216,31 @@ final class ExchangeCapture {
             }
             archive.append([request, response], date: hop.time)
         }
+    }
+
+    private func redactResponseHead(of index: Int, secrets: [[UInt8]]) {
+        guard !hops[index].responseHeadRedacted else { return }
+        hops[index].responseHead = Self.redacting(secrets, in: hops[index].responseHead)
+        hops[index].responseHeadRedacted = true
+    }
+
+    /// `bytes` with every occurrence of each of `secrets` (the longest first) replaced by
+    /// ``redacted``.
+    static func redacting(_ secrets: [[UInt8]], in bytes: [UInt8]) -> [UInt8] {
+        guard !secrets.isEmpty, !bytes.isEmpty else { return bytes }
+        var result = bytes
+        let mark = Array(redacted.utf8)
+        for secret in secrets where !secret.isEmpty {
+            guard result.firstRange(of: secret) != nil else { continue }
+            var replaced: [UInt8] = []
+            var rest = result[...]
+            while let found = rest.firstRange(of: secret) {
+                replaced += rest[..<found.lowerBound] + mark
+                rest = rest[found.upperBound...]
+            }
+            result = replaced + rest
+        }
+        return result
     }
 
     /// A running SHA-1 that has taken `bytes`.

@@ -16,7 +16,8 @@ import Synchronization
 /// opens the directory, so no reader meets a torn record.
 ///
 /// Records are written on a queue of the archive's own, in the order they were handed over; a
-/// body larger than ``ExchangeCapture/inMemoryLimit`` waits in an unnamed spool file.
+/// body larger than ``ExchangeCapture/inMemoryLimit`` is read back from the file it was
+/// downloaded into.
 package final class WARCArchive: Sendable {
     let directory: Directory
     private let maxFileSize: Int64
@@ -301,7 +302,9 @@ package final class WARCArchive: Sendable {
             "conformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
         ]
         fields += info.withLock { $0 }.map { "\($0.0): \($0.1)" }
-        fields.append("mirror-redaction: the value of every Authorization field of a request is written as \"\(ExchangeCapture.redacted)\"")
+        fields.append(
+            "mirror-redaction: the value of every Authorization field of a request, and every password mirror was given "
+                + "(as typed, percent-encoded, or in a Basic token) anywhere in a head or an API answer or feed, is written as \"\(ExchangeCapture.redacted)\"")
         var info = WARCRecord(
             type: "warcinfo", fields: [("WARC-Filename", file.name)], head: Array((fields.joined(separator: "\r\n") + "\r\n").utf8),
             body: .bytes([]))

@@ -2,7 +2,7 @@ import Synchronization
 import Glibc
 
 /// One WARC/1.1 record (ISO 28500:2017): its named fields, and a block of a head held in memory
-/// and a body held in memory or in an unnamed spool file. The digests are the block's and the
+/// and a body held in memory or read from a file. The digests are the block's and the
 /// payload's, computed as the bytes arrived.
 struct WARCRecord: Sendable {
     var type: String
@@ -97,10 +97,9 @@ enum WARCBody: Sendable {
 }
 
 /// A body too large to hold in memory while it waits to be archived: the bytes at `offset` of a
-/// descriptor of the archive's own (closed when the body is dropped). Either the file the body
-/// was downloaded into, whose CRC-32 as received is known, so that bytes written over it since
-/// are found out; or an unnamed spool file (O_TMPFILE) in the archive's directory, gone when
-/// closed or when the process dies.
+/// descriptor of the archive's own (closed when the body is dropped): the file the body was
+/// downloaded into, whose CRC-32 as received is known, so that bytes written over it since are
+/// found out.
 final class BodyFile: Sendable {
     let fd: Int32
     let offset: Int64

@@ -35,6 +35,37 @@ package final class CredentialStore: Sendable {
         holdsAny.store(true, ordering: .releasing)
     }
 
+    /// Every password held, in the forms it can take on the wire: as typed, percent-encoded (as a
+    /// URL writes it) and inside a Basic token; what a record of an exchange must not keep.
+    package func secrets() -> [[UInt8]] {
+        guard holdsAny.load(ordering: .acquiring) else { return [] }
+        var logins = Array(given.withLock { $0.values }) + Array(linked.withLock { $0.values })
+        if let netrc { logins += Array(netrc.machines.values) + (netrc.fallback.map { [$0] } ?? []) }
+        var secrets: Set<[UInt8]> = []
+        for login in logins where !login.password.isEmpty {
+            secrets.insert(Array(login.password.utf8))
+            secrets.insert(Array(login.password.percentEncodedSegment.utf8))
+            secrets.insert(Array(Self.base64(Array("\(login.user):\(login.password)".utf8)).utf8))
+        }
+        // The longest first: one that contains another is replaced whole.
+        return secrets.sorted { $0.count > $1.count }
+    }
+
+    private static func base64(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out: [UInt8] = []
+        var index = 0
+        while index < bytes.count {
+            let chunk = Array(bytes[index..<min(index + 3, bytes.count)])
+            let value = chunk.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (16 - 8 * UInt32($1.offset)) }
+            for position in 0..<4 {
+                out.append(position <= chunk.count ? alphabet[Int((value >> (18 - 6 * UInt32(position))) & 63)] : UInt8(ascii: "="))
+            }
+            index += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// `url` is a source the user named: its host may use netrc's `default` entry.
     package func trustDefaultLogin(forHostOf url: String) {
         guard let origin = Self.origin(of: url) else { return }

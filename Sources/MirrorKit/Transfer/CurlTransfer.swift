@@ -76,7 +76,7 @@ final class CurlTransfer {
         self.onBodyStart = onBodyStart
         self.continuation = continuation
         inspector = request.inspector
-        capture = configuration.archive.map { ExchangeCapture(archive: $0, easy: easy) }
+        capture = configuration.archive.map { ExchangeCapture(archive: $0, easy: easy, credentials: configuration.credentials) }
         errorBuffer[0] = 0
         configure(configuration)
     }
@@ -237,7 +237,8 @@ final class CurlTransfer {
             failure = error
             return Int(mirror_curl_writefunc_error)
         }
-        if case .file = request.destination { capture?.receivedIntoFile(bytes) } else { capture?.received(bytes) }
+        // An API answer or a feed is taken whole from `memory` at the end.
+        if case .file = request.destination { capture?.receivedIntoFile(bytes) }
         bytesReceived += Int64(bytes.count)
         reportProgressIfDue()
         return bytes.count
@@ -367,7 +368,7 @@ final class CurlTransfer {
                 failure = failure ?? error
             }
         }
-        capture?.finish(truncated: code == CURLE_OK && failure == nil ? nil : "disconnect", file: archivedFile)
+        capture?.finish(truncated: code == CURLE_OK && failure == nil ? nil : "disconnect", file: archivedFile, memory: archivedMemory)
         var response = makeResponse()
         if code == CURLE_OK && failure == nil { response?.bodyMD5 = md5 }
         if let failure {
@@ -391,7 +392,7 @@ final class CurlTransfer {
     /// Ends the transfer because its caller cancelled it, keeping what was written.
     func cancel() {
         if let sink { try? sink.flush(isLast: false) }
-        capture?.finish(truncated: "disconnect", file: archivedFile)
+        capture?.finish(truncated: "disconnect", file: archivedFile, memory: archivedMemory)
         continuation.resume(throwing: TransferError(url: request.url, reason: .cancelled, response: makeResponse()))
     }
 
@@ -399,6 +400,11 @@ final class CurlTransfer {
     /// where the body starts.
     private func archivedFile() -> (fd: Int32, offset: Int64)? {
         sink.map { ($0.duplicateDescriptor(), bodyOffset) }
+    }
+
+    /// The body kept in memory (an API answer, a feed), for the archive; nil for a file's.
+    private var archivedMemory: [UInt8]? {
+        if case .memory = request.destination { memory } else { nil }
     }
 
     private func makeResponse() -> TransferResponse? {

@@ -39,8 +39,9 @@ struct PrivateFeedTests {
                 try await TestSupport.withTemporaryDirectory { dir in
                     let out = dir.appendingPathComponent("out").path
                     let metrics = dir.appendingPathComponent("mirror.prom").path
+                    let warc = dir.appendingPathComponent("warc").path
                     var printed: [String] = []
-                    let text = try await MirrorProcess.run(["feed", feed, "--out", out, "--metadata", "--metrics-file", metrics, "-v"])
+                    let text = try await MirrorProcess.run(["feed", feed, "--out", out, "--metadata", "--metrics-file", metrics, "-v", "--warc", warc])
                     #expect(text.status == 0, "\(text.stderr)")
                     server.changeContent(path: "/private/episode-1.mp3")
                     let json = try await MirrorProcess.run([
@@ -76,6 +77,22 @@ struct PrivateFeedTests {
                         let bytes = TestSupport.bytes(at: path) ?? []
                         for secret in secrets {
                             #expect(bytes.firstRange(of: Array(secret.utf8)) == nil, "\(secret) in \(path)")
+                        }
+                    }
+                    // The WARC archive of the run: the feed, whose links carry the password, is
+                    // archived with it taken out, and no request head carries the Basic token.
+                    if WARCReader.isAvailable {
+                        let records = try WARCReader.records(in: warc)
+                        let archivedFeed = records.first { $0.type == "response" && $0.uri == "http://\(host)/feeds/private.xml" }
+                        #expect(archivedFeed?.status == 200 && archivedFeed.map { $0.length > 0 } == true)
+                        let requests = records.filter { $0.type == "request" && $0.uri?.hasPrefix("http://\(host)/") == true }
+                        #expect(!requests.isEmpty && requests.allSatisfy { $0.head.contains("Authorization: [redacted by mirror]") })
+                        for name in try FileManager.default.contentsOfDirectory(atPath: warc) where name.hasSuffix(".warc.gz") {
+                            let bytes = try WARCReader.decompressed(warc + "/" + name)
+                            #expect(bytes.range(of: Data("[redacted by mirror]@\(host)/private/episode-3.mp3".utf8)) != nil, "the feed's link, its password out")
+                            for secret in secrets + ["s3cr3t%27Pa55"] {
+                                #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(secret) in \(name)")
+                            }
                         }
                     }
                     let sidecar = String(decoding: TestSupport.bytes(at: out + "/meta/enclosures/episode-3.mp3.json") ?? [], as: UTF8.self)
