@@ -114,15 +114,21 @@ extension CDXJIndex.IndexedRecord {
             fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimming(.spaces)
         }
         guard let type = fields["warc-type"], let date = fields["warc-date"] else { return nil }
-        self.init(type: type, targetURI: fields["warc-target-uri"], date: date, payloadDigest: fields["warc-payload-digest"])
-        let block = Array(bytes[end.upperBound...])
+        self.init(
+            type: type, targetURI: fields["warc-target-uri"], date: date, payloadDigest: fields["warc-payload-digest"],
+            http: HTTPHead(Array(bytes[end.upperBound...])), contentType: fields["content-type"])
+    }
+
+    /// What the index says of a record of `type`: an HTTP answer's status and media type (a
+    /// revisit's media type is `warc/revisit`, as cdxj-indexer writes it), else the record's own.
+    init(type: String, targetURI: String?, date: String, payloadDigest: String?, http: HTTPHead, contentType: String?) {
+        self.init(type: type, targetURI: targetURI, date: date, payloadDigest: payloadDigest)
         switch type {
         case "response", "revisit":
-            let http = HTTPHead(block)
             status = http.status
             mime = type == "revisit" ? "warc/revisit" : http.contentType
         default:
-            mime = fields["content-type"].map(CDXJIndex.mediaType)
+            mime = contentType.map(CDXJIndex.mediaType)
         }
     }
 }

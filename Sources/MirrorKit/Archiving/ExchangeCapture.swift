@@ -46,6 +46,9 @@ final class ExchangeCapture {
     private var failed = false
 
     private let credentials: CredentialStore
+    /// The passwords no record may hold, taken once, when the first request is sent: by then the
+    /// store holds this request's.
+    private lazy var secrets = credentials.secrets()
 
     init(archive: WARCArchive, easy: UnsafeMutableRawPointer, credentials: CredentialStore) {
         self.archive = archive
@@ -69,7 +72,7 @@ final class ExchangeCapture {
             else { return line }
             return line[...colon] + " " + Self.redacted
         }
-        let head = Self.redacting(credentials.secrets(), in: Array(lines.joined(separator: "\r\n").utf8))
+        let head = Self.redacting(secrets, in: Array(lines.joined(separator: "\r\n").utf8))
         hops.append(Hop(url: URLUserinfo.split(url).url, time: WARCRecord.now(), requestHead: head))
         body = []
         bodyCut = false
@@ -132,7 +135,7 @@ final class ExchangeCapture {
     private func digest(_ bytes: UnsafeRawBufferPointer) -> Bool {
         do throws(DigestError) {
             if payloadDigest == nil {
-                redactResponseHead(of: hops.count - 1, secrets: credentials.secrets())
+                redactResponseHead(of: hops.count - 1)
                 payloadDigest = try MD5Context(.sha1)
                 blockDigest = try Self.digest(of: hops[hops.count - 1].responseHead)
             }
@@ -153,8 +156,7 @@ final class ExchangeCapture {
         guard !failed, !hops.isEmpty else { return }
         // What mirror was given to log in with is in no record: not in a head (a Location with
         // a login), nor in a body held here (a feed whose links carry the user's password).
-        let secrets = credentials.secrets()
-        for index in hops.indices { redactResponseHead(of: index, secrets: secrets) }
+        for index in hops.indices { redactResponseHead(of: index) }
         var truncated = truncated
         if let memory {
             body = Self.redacting(secrets, in: memory)
@@ -218,7 +220,7 @@ final class ExchangeCapture {
         }
     }
 
-    private func redactResponseHead(of index: Int, secrets: [[UInt8]]) {
+    private func redactResponseHead(of index: Int) {
         guard !hops[index].responseHeadRedacted else { return }
         hops[index].responseHead = Self.redacting(secrets, in: hops[index].responseHead)
         hops[index].responseHeadRedacted = true
@@ -246,10 +248,7 @@ final class ExchangeCapture {
     /// A running SHA-1 that has taken `bytes`.
     private static func digest(of bytes: [UInt8]) throws(DigestError) -> MD5Context {
         let context = try MD5Context(.sha1)
-        let result: Result<Void, DigestError> = bytes.withUnsafeBytes { buffer in
-            Result { () throws(DigestError) in try context.update(buffer) }
-        }
-        try result.get()
+        try context.update(bytes)
         return context
     }
 

@@ -240,16 +240,9 @@ package final class WARCArchive: Sendable {
     /// What the index says of `record`.
     private static func indexed(_ record: WARCRecord, date: String) -> CDXJIndex.IndexedRecord {
         let field = { (name: String) in record.fields.first { $0.name == name }?.value }
-        var indexed = CDXJIndex.IndexedRecord(
-            type: record.type, targetURI: field("WARC-Target-URI"), date: date, payloadDigest: field("WARC-Payload-Digest"))
-        switch record.type {
-        case "response", "revisit":
-            indexed.status = record.http.status
-            indexed.mime = record.type == "revisit" ? "warc/revisit" : record.http.contentType
-        default:
-            indexed.mime = record.contentType.map(CDXJIndex.mediaType)
-        }
-        return indexed
+        return CDXJIndex.IndexedRecord(
+            type: record.type, targetURI: field("WARC-Target-URI"), date: date, payloadDigest: field("WARC-Payload-Digest"),
+            http: record.http, contentType: record.contentType)
     }
 
     /// Copies a body's bytes from its file into the member; a body whose bytes are not those

@@ -124,16 +124,15 @@ enum FeedReader {
     /// are (UTF-16 and UTF-32 made UTF-8), and checked to be the only one.
     private static func takingOutDoctype(_ bytes: [UInt8], seen: Bool, url: String) throws(FeedError) -> ([UInt8], FeedDoctype) {
         guard seen else { return (bytes, FeedDoctype()) }
-        func scanned(_ bytes: [UInt8]) -> FeedProlog {
+        func scanned(_ bytes: [UInt8]) -> (prolog: FeedProlog, refusal: String?) {
             var prolog = FeedProlog()
-            _ = bytes.withUnsafeBytes { prolog.inspect($0) }
-            return prolog
+            let verdict = bytes.withUnsafeBytes { prolog.inspect($0) }
+            if case .refused(let reason) = verdict { return (prolog, reason) }
+            return (prolog, nil)
         }
-        var found = FeedProlog()
-        if case .refused(let reason) = bytes.withUnsafeBytes({ found.inspect($0) }) {
-            // Made UTF-8, a UTF-16 DOCTYPE can grow past the limit.
-            throw FeedError(url: url, problem: reason)
-        }
+        let (found, refusal) = scanned(bytes)
+        // Made UTF-8, a UTF-16 DOCTYPE can grow past the limit.
+        if let refusal { throw FeedError(url: url, problem: refusal) }
         guard let start = found.doctypeStart, let end = found.doctypeEnd else {
             throw FeedError(url: url, problem: "has a DOCTYPE mirror cannot read: it is never closed")
         }
@@ -143,7 +142,7 @@ enum FeedReader {
         } catch {
             throw FeedError(url: url, problem: "has a DOCTYPE mirror cannot read: \(error.reason)")
         }
-        guard scanned(taken.bytes).doctypeStart == nil else { throw FeedError(url: url, problem: "has two DOCTYPEs") }
+        guard scanned(taken.bytes).prolog.doctypeStart == nil else { throw FeedError(url: url, problem: "has two DOCTYPEs") }
         return taken
     }
 

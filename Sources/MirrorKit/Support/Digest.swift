@@ -7,10 +7,7 @@ import Glibc
 enum Digest {
     static func md5Hex(_ bytes: [UInt8]) throws(DigestError) -> String {
         let context = try MD5Context()
-        let result: Result<Void, DigestError> = bytes.withUnsafeBytes { buffer in
-            Result { () throws(DigestError) in try context.update(buffer) }
-        }
-        try result.get()
+        try context.update(bytes)
         return try context.finalizeHex()
     }
 
@@ -84,6 +81,13 @@ final class MD5Context {
         }
     }
 
+    func update(_ bytes: [UInt8]) throws(DigestError) {
+        let result: Result<Void, DigestError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(DigestError) in try update(buffer) }
+        }
+        try result.get()
+    }
+
     /// Adds the first `length` bytes of the open file `fd` (all of it when nil), read from its
     /// start in 1 MiB blocks; false if the file cannot be read or is shorter.
     func update(fromFile fd: Int32, length: Int64?) throws(DigestError) -> Bool {
@@ -110,10 +114,7 @@ final class MD5Context {
     /// The digest of `bytes`.
     static func hash(of bytes: [UInt8], _ algorithm: Algorithm) throws(DigestError) -> [UInt8] {
         let context = try MD5Context(algorithm)
-        let result: Result<Void, DigestError> = bytes.withUnsafeBytes { buffer in
-            Result { () throws(DigestError) in try context.update(buffer) }
-        }
-        try result.get()
+        try context.update(bytes)
         return try context.finalize()
     }
 
