@@ -196,6 +196,8 @@ compare() {
     local tag=$1 base=$2
     shift 2
     local tools=("$@") tool round
+    # A workload's rows and ratios are its own: no tool's results of the workload before remain.
+    rm -f "$work"/results-*
     for tool in "${tools[@]}"; do : > "$work/results-$tool"; done
     for round in $(seq "$rounds"); do
         for tool in "${tools[@]}"; do measure "$tool" "$tag" "$base" >> "$work/results-$tool"; done
