@@ -9,8 +9,8 @@
 #   benchmarks/throughput.sh small rtt          # some of them
 #   benchmarks/throughput.sh --smoke            # seconds-long, tiny sizes, 1 round (CI)
 #
-# mirror+warc is mirror archiving every exchange (--warc), beside its plain run on small, rtt and
-# large. Workloads: small (1,000 images: 50 KiB full-size + 8 KiB thumbnail), rtt (300 images of
+# mirror+warc is mirror archiving every exchange (--warc), beside its plain run and wget's
+# --warc-file (wget+warc) on small, rtt and large. Workloads: small (1,000 images: 50 KiB full-size + 8 KiB thumbnail), rtt (300 images of
 # 200 KiB through a 50 ms round trip), large (4 x 256 MiB), dup (30 % duplicate URLs: requests
 # must equal unique URLs), rerun (an unchanged second run of 10,000 items: < 1 s, no media requests),
 # and, only when named, tag100k (a first run and an unchanged rerun of 100,000 images of 1 KiB +
@@ -142,6 +142,15 @@ make_tree() {
 measure() { # tool tag base
     local tool=$1 tag=$2 base=$3 out="$work/out-$1"
     rm -rf "$out"
+    # Every run starts from the same memory: what the runs before wrote is synced and dropped from
+    # the page cache, and the served files are read back in. Left in place, the pages of earlier
+    # runs made whichever tool came next pay to reclaim them, in proportion to what it writes
+    # (mirror+warc, which writes every byte twice, ran up to twice as long after other runs).
+    if [ "$(id -u)" -eq 0 ]; then
+        sync
+        { echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null || true
+        find "$work/www" -type f -exec cat {} + > /dev/null
+    fi
     mkdir -p "$out"
     : > "$work/access.log"
     case "$tool" in
@@ -162,8 +171,14 @@ measure() { # tool tag base
         aria2c) sed "s|^/\(.*\)$|$base/\1\n  out=\1|" "$work/www/urls.txt" > "$work/aria2.txt"
                 command=(aria2c -j16 -x1 -q -i "$work/aria2.txt" -d "$out" --allow-overwrite=true
                          --auto-file-renaming=false --file-allocation=none) ;;
-        wget) sed "s|^|$base|" "$work/www/urls.txt" > "$work/wget.txt"
-              command=(wget -q -nv -i "$work/wget.txt" -P "$out") ;;
+        wget|wget+warc) sed "s|^|$base|" "$work/www/urls.txt" > "$work/wget.txt"
+              command=(wget -q -nv -i "$work/wget.txt" -P "$out")
+              # wget+warc: what users archive with today (`--warc-file`), beside mirror+warc.
+              if [ "$tool" = wget+warc ]; then
+                  rm -rf "$work/warc"
+                  mkdir -p "$work/warc"
+                  command+=(--warc-file="$work/warc/wget")
+              fi ;;
     esac
     local status=0
     /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${command[@]}" >/dev/null 2>"$work/$tool.stderr" || status=$?
@@ -175,7 +190,7 @@ measure() { # tool tag base
         want=$(sort -u "$work/www/urls.txt" | wc -l)
         got=$(find "$out" -path "$out/.mirror" -prune -o -type f -print | wc -l)
         [ "$status" -eq 0 ] || echo "$tag: $tool exited with $status: $(head -3 "$work/$tool.stderr")" >> "$work/problems"
-        if [ "$tool" = mirror+warc ] && ! ls "$work/warc"/*.warc.gz >/dev/null 2>&1; then
+        if [ -z "${MIRROR_WRAPPER:-}" ] && [ "$tool" = mirror+warc ] && ! ls "$work/warc"/*.warc.gz >/dev/null 2>&1; then
             echo "$tag: mirror+warc wrote no WARC file" >> "$work/problems"
         fi
         [ "$got" -eq "$want" ] || echo "$tag: mirror saved $got files of $want" >> "$work/problems"
@@ -215,7 +230,7 @@ compare() {
         printf '| %-8s | %9.2f | %9.2f | %8.1f | %8d | %12d |\n' "$tool" "$wall" "$cpu" "$(echo "$rss / 1024" | bc -l)" "$requests" "$bytes"
         if [ "$tool" = mirror ]; then
             mirror_wall=$wall
-        elif [ "$tool" = mirror+warc ]; then
+        elif [ "$tool" = mirror+warc ] || [ "$tool" = wget+warc ]; then
             :
         elif [ -z "$best" ] || [ "$(echo "$wall < $best" | bc)" = 1 ]; then
             best=$wall
@@ -234,6 +249,13 @@ compare() {
             printf 'mirror+warc / mirror per round (%s): median %s, from %s to %s\n' "$name" \
                 "$(median <<< "$ratios")" "$(head -1 <<< "$ratios")" "$(tail -1 <<< "$ratios")"
         done
+    fi
+    if [ -s "$work/results-mirror+warc" ] && [ -s "$work/results-wget+warc" ]; then
+        local ratios
+        ratios=$(paste -d' ' <(cut -d' ' -f1 "$work/results-mirror+warc") <(cut -d' ' -f1 "$work/results-wget+warc") \
+            | awk '$2 > 0 { printf "%.2f\n", $1 / $2 }' | sort -n)
+        printf 'mirror+warc / wget+warc per round (wall): median %s, from %s to %s\n' \
+            "$(median <<< "$ratios")" "$(head -1 <<< "$ratios")" "$(tail -1 <<< "$ratios")"
     fi
     if [ -s "$work/results-mirror" ] && [ -s "$work/results-curl" ]; then
         local ratios
@@ -293,17 +315,17 @@ for workload in "${workloads[@]}"; do
             images=$(scale 1000 40)
             make_tree small "$images" $((50 << 10)) $((8 << 10))
             echo; echo "## small: $images images, 50 KiB + 8 KiB, loopback"
-            compare small "$direct" mirror mirror+warc curl curl+sync aria2c wget ;;
+            compare small "$direct" mirror mirror+warc curl curl+sync aria2c wget wget+warc ;;
         rtt)
             images=$(scale 300 20)
             make_tree rtt "$images" $((200 << 10)) $((8 << 10))
             echo; echo "## rtt: $images images of 200 KiB + 8 KiB, 50 ms round trip"
-            compare rtt "$delayed" mirror mirror+warc curl aria2c wget ;;
+            compare rtt "$delayed" mirror mirror+warc curl aria2c wget wget+warc ;;
         large)
             size=$(scale $((256 << 20)) $((4 << 20)))
             make_tree large 4 "$size" $((8 << 10))
             echo; echo "## large: 4 files of $((size >> 20)) MiB (and 4 thumbnails), loopback"
-            compare large "$direct" mirror mirror+warc curl curl+sync aria2c ;;
+            compare large "$direct" mirror mirror+warc curl curl+sync aria2c wget+warc ;;
         dup)
             images=$(scale 1000 40)
             make_tree dup "$images" $((50 << 10)) $((8 << 10)) 30

@@ -23,8 +23,6 @@ final class ExchangeCapture {
         var time: timespec
         var requestHead: [UInt8]
         var responseHead: [UInt8] = []
-        /// The response head has had the secrets taken out (once: the digests are of the result).
-        var responseHeadRedacted = false
         var status = 0
         var address: String?
     }
@@ -36,11 +34,11 @@ final class ExchangeCapture {
     private var body: [UInt8] = []
     /// An error page longer than ``inMemoryLimit`` is kept to that length.
     private var bodyCut = false
-    /// The last hop's body's digests, as its bytes arrive: the payload's, and the block's (the
-    /// head, then the body).
-    private var payloadDigest: MD5Context?
-    private var blockDigest: MD5Context?
-    /// A body written into the transfer's file: its length and CRC-32 as it arrived.
+    /// The last hop's body has begun: header lines after it are a chunked body's trailer.
+    private var bodyStarted = false
+    /// The last hop's body went into the transfer's file: its length and CRC-32 as it arrived
+    /// (the archive digests it as it reads it back, off the transfers' thread).
+    private var intoFile = false
     private var fileLength: Int64 = 0
     private var fileCRC = crc32(0, nil, 0)
     private var failed = false
@@ -76,8 +74,8 @@ final class ExchangeCapture {
         hops.append(Hop(url: URLUserinfo.split(url).url, time: WARCRecord.now(), requestHead: head))
         body = []
         bodyCut = false
-        payloadDigest = nil
-        blockDigest = nil
+        bodyStarted = false
+        intoFile = false
         fileLength = 0
         fileCRC = crc32(0, nil, 0)
     }
@@ -86,7 +84,7 @@ final class ExchangeCapture {
     func responseHeader(_ bytes: UnsafeRawBufferPointer) {
         // After the body, lines are a chunked body's trailer: not part of the head recorded (and
         // digested) before the body.
-        guard !hops.isEmpty, payloadDigest == nil else { return }
+        guard !hops.isEmpty, !bodyStarted else { return }
         let line = String(decoding: bytes, as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             let parts = line.split(separator: " ", maxSplits: 2)
@@ -109,10 +107,12 @@ final class ExchangeCapture {
         hops[hops.count - 1].responseHead += Array(bytes)
     }
 
-    /// Body bytes the transfer took and wrote into its file: only counted and digested (the
-    /// archive reads them back from the file), unless the body is small enough to keep.
+    /// Body bytes the transfer took and wrote into its file: only counted (the archive reads
+    /// them back from the file), unless the body is small enough to keep.
     func receivedIntoFile(_ bytes: UnsafeRawBufferPointer) {
-        guard !failed, !hops.isEmpty, digest(bytes) else { return }
+        guard !failed, !hops.isEmpty else { return }
+        bodyStarted = true
+        intoFile = true
         fileCRC = crc32(fileCRC, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(bytes.count))
         fileLength += Int64(bytes.count)
         if fileLength <= Self.inMemoryLimit {
@@ -126,27 +126,10 @@ final class ExchangeCapture {
     /// here, up to ``inMemoryLimit``.
     func received(_ bytes: UnsafeRawBufferPointer) {
         guard !failed, !hops.isEmpty else { return }
+        bodyStarted = true
         let room = Self.inMemoryLimit - body.count
         body.append(contentsOf: bytes.prefix(room))
         if bytes.count > room { bodyCut = true }
-    }
-
-    /// Adds `bytes` to the body's digests; false (the archive told) when they cannot be taken.
-    private func digest(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        do throws(DigestError) {
-            if payloadDigest == nil {
-                redactResponseHead(of: hops.count - 1)
-                payloadDigest = try MD5Context(.sha1)
-                blockDigest = try Self.digest(of: hops[hops.count - 1].responseHead)
-            }
-            try payloadDigest?.update(bytes)
-            try blockDigest?.update(bytes)
-            return true
-        } catch {
-            archive.fail(FileSystemError(path: hops[hops.count - 1].url, problem: .system(EIO)))
-            failed = true
-            return false
-        }
     }
 
     /// The transfer ended; `truncated` names why its last body is not whole (WARC-Truncated),
@@ -156,17 +139,13 @@ final class ExchangeCapture {
         guard !failed, !hops.isEmpty else { return }
         // What mirror was given to log in with is in no record: not in a head (a Location with
         // a login), nor in a body held here (a feed whose links carry the user's password).
-        for index in hops.indices { redactResponseHead(of: index) }
+        for index in hops.indices { hops[index].responseHead = Self.redacting(secrets, in: hops[index].responseHead) }
         var truncated = truncated
         if let memory {
             body = Self.redacting(secrets, in: memory)
-        } else if payloadDigest == nil {
+        } else if !intoFile {
             body = Self.redacting(secrets, in: body)
             if bodyCut { truncated = truncated ?? "length" }
-        }
-        if payloadDigest == nil, !body.isEmpty {
-            let digested = body.withUnsafeBytes { digest($0) }
-            guard digested else { return }
         }
         var fileBody: BodyFile?
         if fileLength > Self.inMemoryLimit {
@@ -195,17 +174,6 @@ final class ExchangeCapture {
                 response.fields.append(("WARC-IP-Address", address))
                 request.fields.append(("WARC-IP-Address", address))
             }
-            do throws(DigestError) {
-                let hasBody = isLast && payloadDigest != nil
-                let payload = hasBody ? try payloadDigest!.finalize() : try Self.digest(of: []).finalize()
-                let block = hasBody ? try blockDigest!.finalize() : try Self.digest(of: hop.responseHead).finalize()
-                response.fields.append(("WARC-Payload-Digest", WARCRecord.digestLabel(sha1: payload)))
-                response.fields.append(("WARC-Block-Digest", WARCRecord.digestLabel(sha1: block)))
-                request.fields.append(("WARC-Block-Digest", WARCRecord.digestLabel(sha1: try Self.digest(of: hop.requestHead).finalize())))
-            } catch {
-                archive.fail(FileSystemError(path: hop.url, problem: .system(EIO)))
-                return
-            }
             if isLast, let truncated { response.fields.append(("WARC-Truncated", truncated)) }
             if !isLast, let length = response.http.contentLength, length > 0 {
                 // A redirect's body, which libcurl does not read when it follows the redirect.
@@ -218,12 +186,6 @@ final class ExchangeCapture {
             }
             archive.append([request, response], date: hop.time)
         }
-    }
-
-    private func redactResponseHead(of index: Int) {
-        guard !hops[index].responseHeadRedacted else { return }
-        hops[index].responseHead = Self.redacting(secrets, in: hops[index].responseHead)
-        hops[index].responseHeadRedacted = true
     }
 
     /// `bytes` with every occurrence of each of `secrets` (the longest first) replaced by
@@ -243,13 +205,6 @@ final class ExchangeCapture {
             result = replaced + rest
         }
         return result
-    }
-
-    /// A running SHA-1 that has taken `bytes`.
-    private static func digest(of bytes: [UInt8]) throws(DigestError) -> MD5Context {
-        let context = try MD5Context(.sha1)
-        try context.update(bytes)
-        return context
     }
 
     private static func reason(_ status: Int) -> String {

@@ -1,3 +1,4 @@
+import CMirrorSystem
 import CZlib
 import Glibc
 
@@ -5,13 +6,25 @@ import Glibc
 /// reader can start at any record, and a file cut by a kill is cut at a member's end
 /// (``GzipMembers/wholeMembers(of:headBytes:each:)``) by the next run. One writer serves every member
 /// of an archive, its zlib state reset between them.
+///
+/// Output goes through a 256 KiB buffer, written when full and at ``flush()``: the records of a
+/// batch reach the file in one write (and one request to start its writeback), not several
+/// writes per record.
 final class GzipMemberWriter {
     private let stream: UnsafeMutablePointer<z_stream>
     private let output: UnsafeMutableRawBufferPointer
+    private var buffered = 0
     private var fd: Int32 = -1
     private var path = ""
-    /// Where the next compressed bytes go: the file's end.
-    private(set) var end: Int64 = 0
+    /// Where the buffer's first byte goes in the file: everything before it is written.
+    private var bufferStart: Int64 = 0
+    /// Where the member being written starts.
+    private var memberStart: Int64 = 0
+    /// A write failed part way: what the file holds past ``bufferStart`` is not known.
+    private(set) var damaged = false
+
+    /// Where the next compressed bytes go: the file's end, once the buffer is written.
+    var end: Int64 { bufferStart + Int64(buffered) }
 
     init() {
         stream = .allocate(capacity: 1)
@@ -27,13 +40,22 @@ final class GzipMemberWriter {
         output.deallocate()
     }
 
-    /// Begins a member at `offset` of `fd`. `compresses` false stores its bytes in deflate's
-    /// stored blocks (still gzip, and read as any other): media does not compress, and trying
-    /// would cost the run more than the archive saves.
-    func begin(appendingTo fd: Int32, at offset: Int64, path: String, compresses: Bool) {
+    /// Writes from now on at `offset` of `fd`, a file just opened: what the buffer held for the
+    /// file before (flushed by then, or given up) is dropped.
+    func attach(to fd: Int32, at offset: Int64, path: String) {
         self.fd = fd
         self.path = path
-        end = offset
+        bufferStart = offset
+        memberStart = offset
+        buffered = 0
+        damaged = false
+    }
+
+    /// Begins a member at the end. `compresses` false stores its bytes in deflate's stored
+    /// blocks (still gzip, and read as any other): media does not compress, and trying would cost
+    /// the run more than the archive saves.
+    func begin(compresses: Bool) {
+        memberStart = end
         deflateReset(stream)
         deflateParams(stream, compresses ? 6 : 0, Z_DEFAULT_STRATEGY)
     }
@@ -55,30 +77,55 @@ final class GzipMemberWriter {
     /// The CRC-32 of what the member holds so far (gzip keeps it as it deflates).
     var crc: UInt32 { UInt32(truncatingIfNeeded: stream.pointee.adler) }
 
-    /// Ends the member; the file then ends with it.
+    /// Ends the member; the file ends with it once the buffer is written.
     func finish() throws(FileSystemError) {
         stream.pointee.next_in = nil
         stream.pointee.avail_in = 0
         try run(flush: Z_FINISH)
     }
 
+    /// Drops what was written of the member begun last (a record that failed part way), so that
+    /// the file still ends with a whole one.
+    func abandonMember() {
+        guard !damaged else { return }
+        if memberStart >= bufferStart {
+            buffered = Int(memberStart - bufferStart)
+        } else {
+            buffered = 0
+            bufferStart = memberStart
+            if ftruncate(fd, off_t(memberStart)) != 0 { damaged = true }
+        }
+    }
+
+    /// Writes what the buffer holds and asks the kernel to start writing it back, so that the
+    /// sync at close finds little left. A write that fails leaves the writer ``damaged``.
+    func flush() throws(FileSystemError) {
+        guard buffered > 0, !damaged else { return }
+        var written = 0
+        do {
+            try Directory.writeAll(UnsafeRawBufferPointer(rebasing: output[0..<buffered]), to: fd, at: bufferStart, path: path, written: &written)
+        } catch {
+            damaged = true
+            throw error
+        }
+        _ = mirror_start_writeback(fd, off_t(bufferStart), off_t(buffered))
+        bufferStart += Int64(buffered)
+        buffered = 0
+    }
+
     private func run(flush: Int32) throws(FileSystemError) {
         while true {
-            stream.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: Bytef.self)
-            stream.pointee.avail_out = uInt(output.count)
+            stream.pointee.next_out = (output.baseAddress! + buffered).assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_out = uInt(output.count - buffered)
             let result = deflate(stream, flush)
-            let produced = output.count - Int(stream.pointee.avail_out)
-            if produced > 0 {
-                var written = 0
-                try Directory.writeAll(UnsafeRawBufferPointer(rebasing: output[0..<produced]), to: fd, at: end, path: path, written: &written)
-                end += Int64(produced)
-            }
+            buffered = output.count - Int(stream.pointee.avail_out)
             if flush == Z_FINISH {
                 if result == Z_STREAM_END { return }
             } else if stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 {
                 return
             }
             guard result == Z_OK || result == Z_BUF_ERROR else { throw FileSystemError(path: path, problem: .system(EIO)) }
+            if stream.pointee.avail_out == 0 { try self.flush() }
         }
     }
 }

@@ -15,13 +15,16 @@ import Synchronization
 /// holds (a killed run's) is cut back to its last whole record and closed when an archive next
 /// opens the directory, so no reader meets a torn record.
 ///
-/// Records are written on a queue of the archive's own, in the order they were handed over; a
-/// body larger than ``ExchangeCapture/inMemoryLimit`` is read back from the file it was
-/// downloaded into.
+/// Records are written on a queue of the archive's own, in the order they were handed over, and
+/// digested there (the transfers' thread only counts a body's bytes); a body larger than
+/// ``ExchangeCapture/inMemoryLimit`` is read back from the file it was downloaded into. At most
+/// 16 exchanges wait to be written: past that, handing one over waits, so a disk slower than the
+/// network holds the transfers back, rather than memory and descriptors growing with the tag.
 package final class WARCArchive: Sendable {
     let directory: Directory
     private let maxFileSize: Int64
-    private let queue = DispatchQueue(label: "mirror.warc")
+    /// Where records are written (internal: a test holds it to be the slow disk).
+    let queue = DispatchQueue(label: "mirror.warc")
     /// The file being written: touched on the queue only (the lock is never contended; it makes
     /// the state safe to share).
     private let state: Mutex<State>
@@ -32,6 +35,9 @@ package final class WARCArchive: Sendable {
     /// one wake of the queue's thread serves all the records that came meanwhile.
     private let pending = Mutex<(work: [@Sendable () -> Void], scheduled: Bool)>(([], false))
     private let info = Mutex<[(String, String)]>([])
+    /// Room for exchanges handed over and not yet written (each holds its body, in memory or as
+    /// a descriptor): taken by the thread handing one over, given back by the queue once written.
+    private let room: DispatchSemaphore
     /// The names of `.open` files a killed run left, cut back and closed when the archive opened.
     package let recovered: [String]
 
@@ -41,6 +47,17 @@ package final class WARCArchive: Sendable {
         var serial = 0
         /// The first whole payload of each digest this archive holds: a later one is a revisit.
         var payloads: [String: FirstCapture] = [:]
+        /// Reused for every record: the block's and the payload's SHA-1, and the buffer a body in a
+        /// file is read through.
+        let blockDigest: MD5Context
+        let payloadDigest: MD5Context
+        let buffer = ReadBuffer()
+    }
+
+    /// 1 MiB of scratch memory, freed with the archive.
+    private final class ReadBuffer {
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        deinit { bytes.deallocate() }
     }
 
     private struct FirstCapture {
@@ -64,11 +81,16 @@ package final class WARCArchive: Sendable {
 
     /// Opens (making it if need be) the archive directory at `path`, closing what killed runs
     /// left. `worker` (`host-pid`) goes into the files' names when several workers share it.
-    package init(path: String, maxFileSize: Int64, worker: String? = nil) throws(FileSystemError) {
+    package init(path: String, maxFileSize: Int64, worker: String? = nil, inFlightLimit: Int = 16) throws(FileSystemError) {
+        room = DispatchSemaphore(value: inFlightLimit)
         directory = try Directory.open(creating: path)
         self.maxFileSize = maxFileSize
         self.worker = worker.map { $0.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" } }.map { String($0) }
-        state = Mutex(State())
+        do throws(DigestError) {
+            state = Mutex(State(blockDigest: try MD5Context(.sha1), payloadDigest: try MD5Context(.sha1)))
+        } catch {
+            throw FileSystemError(path: path, problem: .system(EIO))
+        }
         recovered = try Self.closeLeftovers(in: directory, worker: self.worker)
     }
 
@@ -79,7 +101,9 @@ package final class WARCArchive: Sendable {
 
     /// Appends `records` (a request and its response), dated `date`, in one go.
     func append(_ records: [WARCRecord], date: timespec) {
+        room.wait()
         enqueue { [self] in
+            defer { room.signal() }
             guard failure.withLock({ $0 == nil }) else { return }
             state.withLock { state in
                 do throws(FileSystemError) {
@@ -94,33 +118,9 @@ package final class WARCArchive: Sendable {
     /// A `resource` record of the whole of a file that arrived in several ranges, read from the
     /// descriptor `file` (which the archive closes), once verified.
     func appendResource(url: String, file fd: Int32, length: Int64, contentType: String?) {
-        let spool = BodyFile(fd: fd, length: length)
-        let date = WARCRecord.now()
-        enqueue { [self] in
-            guard failure.withLock({ $0 == nil }) else { return }
-            do throws(DigestError) {
-                let digest = WARCRecord.digestLabel(sha1: try Self.sha1(of: spool))
-                var record = WARCRecord(
-                    type: "resource", fields: [("WARC-Target-URI", url), ("WARC-Block-Digest", digest), ("WARC-Payload-Digest", digest)],
-                    head: [], body: .file(spool))
-                record.contentType = contentType ?? "application/octet-stream"
-                state.withLock { state in
-                    do throws(FileSystemError) {
-                        try write(record, date: date, state: &state)
-                    } catch {
-                        fail(error)
-                    }
-                }
-            } catch {
-                fail(FileSystemError(path: url, problem: .system(EIO)))
-            }
-        }
-    }
-
-    private static func sha1(of spool: BodyFile) throws(DigestError) -> [UInt8] {
-        let context = try MD5Context(.sha1)
-        guard try context.update(fromFile: spool.fd, length: spool.length) else { throw DigestError(step: "read") }
-        return try context.finalize()
+        var record = WARCRecord(type: "resource", fields: [("WARC-Target-URI", url)], head: [], body: .file(BodyFile(fd: fd, length: length)))
+        record.contentType = contentType ?? "application/octet-stream"
+        append([record], date: WARCRecord.now())
     }
 
     /// Something that was to go into the archive could not be kept: the run's archive is not whole.
@@ -150,6 +150,15 @@ package final class WARCArchive: Sendable {
             }
             if work.isEmpty { return }
             for item in work { item() }
+            // The batch's records reach the file together, before the queue waits for more.
+            state.withLock { state in
+                guard state.file != nil else { return }
+                do throws(FileSystemError) {
+                    try state.gzip.flush()
+                } catch {
+                    fail(error)
+                }
+            }
         }
     }
 
@@ -173,14 +182,18 @@ package final class WARCArchive: Sendable {
     private func write(_ record: WARCRecord, date: timespec, state: inout State) throws(FileSystemError) {
         if state.file == nil { try openFile(&state) }
         let date = WARCRecord.date(date)
+        let record = try Self.digested(record, state: &state)
         try writeMember(Self.deduplicated(record, date: date, seen: &state.payloads), date: date, state: &state)
         if let file = state.file, file.end >= maxFileSize { try closeFile(&state) }
     }
 
     private func writeMember(_ record: WARCRecord, date: String, state: inout State) throws(FileSystemError) {
-        guard let file = state.file else { return }
+        // Only the name is taken out: a copy of the file's state would hold its index, which the
+        // add below would then copy whole, at every record.
+        guard let name = state.file?.name else { return }
         let member = state.gzip
-        member.begin(appendingTo: file.fd, at: file.end, path: directory.path(of: file.name), compresses: Self.compresses(record))
+        let start = member.end
+        member.begin(compresses: Self.compresses(record))
         do throws(FileSystemError) {
             try member.add(record.header(date: date))
             try member.add(record.head)
@@ -188,20 +201,17 @@ package final class WARCArchive: Sendable {
             case .bytes(let bytes):
                 try member.add(bytes)
             case .file(let body):
-                try Self.copy(body, into: member, path: directory.path(of: file.name))
+                try Self.copy(body, into: member, through: state.buffer.bytes, path: directory.path(of: name))
             }
             try member.add(Array("\r\n\r\n".utf8))
             try member.finish()
         } catch {
-            // A disk that filled part way: what was written of the record goes, so the file
-            // still ends with a whole one.
-            _ = ftruncate(file.fd, off_t(file.end))
+            // What was written of the record goes, so the file still ends with a whole one.
+            member.abandonMember()
             throw error
         }
         state.file?.end = member.end
-        // Written back as it goes, as the mirror's files are: the sync at close finds little left.
-        _ = mirror_start_writeback(file.fd, off_t(file.end), off_t(member.end - file.end))
-        state.file?.index.add(Self.indexed(record, date: date), offset: file.end, length: member.end - file.end, file: file.name)
+        state.file?.index.add(Self.indexed(record, date: date), offset: start, length: member.end - start, file: name)
     }
 
     /// `record`, or a revisit of the first record that held the same whole payload: a 200's body
@@ -245,24 +255,76 @@ package final class WARCArchive: Sendable {
             http: record.http, contentType: record.contentType)
     }
 
+    /// `record` with its digests: WARC-Block-Digest and, but for a request, WARC-Payload-Digest
+    /// (SHA-1 in base32). A body in a file is read once for both; its bytes are checked against
+    /// those that arrived as they are copied.
+    private static func digested(_ record: WARCRecord, state: inout State) throws(FileSystemError) -> WARCRecord {
+        guard record.type != "warcinfo", !record.fields.contains(where: { $0.name == "WARC-Block-Digest" }) else { return record }
+        let uri = record.fields.first { $0.name == "WARC-Target-URI" }?.value ?? "(a record)"
+        let (block, payload) = (state.blockDigest, state.payloadDigest)
+        let take = { (bytes: UnsafeRawBufferPointer) throws(FileSystemError) in
+            let ok = bytes.count >= 64 << 10 ? TwoDigests(payload: payload, block: block, bytes: bytes).takeSideBySide() : {
+                do throws(DigestError) {
+                    try payload.update(bytes)
+                    try block.update(bytes)
+                    return true
+                } catch {
+                    return false
+                }
+            }()
+            if !ok { throw FileSystemError(path: uri, problem: .system(EIO)) }
+        }
+        var record = record
+        do throws(DigestError) {
+            try block.restart()
+            try payload.restart()
+            try block.update(record.head)
+        } catch {
+            throw FileSystemError(path: uri, problem: .system(EIO))
+        }
+        switch record.body {
+        case .bytes(let bytes):
+            let result: Result<Void, FileSystemError> = bytes.withUnsafeBytes { bytes in Result { () throws(FileSystemError) in try take(bytes) } }
+            try result.get()
+        case .file(let body):
+            try read(body, through: state.buffer.bytes, path: uri, take)
+        }
+        do throws(DigestError) {
+            if record.type != "request" { record.fields.append(("WARC-Payload-Digest", WARCRecord.digestLabel(sha1: try payload.finalize()))) }
+            record.fields.append(("WARC-Block-Digest", WARCRecord.digestLabel(sha1: try block.finalize())))
+        } catch {
+            throw FileSystemError(path: uri, problem: .system(EIO))
+        }
+        return record
+    }
+
     /// Copies a body's bytes from its file into the member; a body whose bytes are not those
     /// that arrived (written over since) fails, and its record with it.
-    private static func copy(_ body: BodyFile, into member: GzipMemberWriter, path: String) throws(FileSystemError) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        var done: Int64 = 0
+    private static func copy(
+        _ body: BodyFile, into member: GzipMemberWriter, through buffer: UnsafeMutableRawBufferPointer, path: String
+    ) throws(FileSystemError) {
         // The member's CRC-32 as gzip keeps it: what came before, and then the body as it
         // arrived, must be what the member now holds (no second pass over the bytes).
         let before = member.crc
+        try read(body, through: buffer, path: path) { bytes throws(FileSystemError) in try member.add(bytes) }
+        if let expected = body.crc, member.crc != UInt32(truncatingIfNeeded: crc32_combine(uLong(before), uLong(expected), off_t(body.length))) {
+            throw FileSystemError(path: path, problem: .changedMeanwhile)
+        }
+    }
+
+    /// Hands `each` the body's bytes, read from its file through `buffer`; a file shorter than the
+    /// body is one cut since.
+    private static func read(
+        _ body: BodyFile, through buffer: UnsafeMutableRawBufferPointer, path: String,
+        _ each: (UnsafeRawBufferPointer) throws(FileSystemError) -> Void
+    ) throws(FileSystemError) {
+        var done: Int64 = 0
         while done < body.length {
             let count = pread(body.fd, buffer.baseAddress, Int(min(Int64(buffer.count), body.length - done)), off_t(body.offset + done))
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { throw FileSystemError(path: path, problem: count < 0 ? .system(errno) : .changedMeanwhile) }
-            try member.add(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            try each(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             done += Int64(count)
-        }
-        if let expected = body.crc, member.crc != UInt32(truncatingIfNeeded: crc32_combine(uLong(before), uLong(expected), off_t(body.length))) {
-            throw FileSystemError(path: path, problem: .changedMeanwhile)
         }
     }
 
@@ -286,6 +348,7 @@ package final class WARCArchive: Sendable {
                 continue
             }
             state.file = OpenFile(fd: fd, name: name, end: 0)
+            state.gzip.attach(to: fd, at: 0, path: directory.path(of: name + ".open"))
             break
         }
         guard let file = state.file else { return }
@@ -320,13 +383,23 @@ package final class WARCArchive: Sendable {
         return open.st_dev == named.st_dev && open.st_ino == named.st_ino
     }
 
-    /// Syncs the file being written, names it and writes its index. Whatever fails, the file
-    /// ends with its last whole record; if it cannot be named it stays `.open`, for the next run
-    /// to close.
+    /// Writes what waits, syncs the file being written, names it and writes its index. Whatever
+    /// fails, the file ends with its last whole record; if it cannot be named it stays `.open`,
+    /// for the next run to close.
     private func closeFile(_ state: inout State) throws(FileSystemError) {
-        guard let file = state.file else { return }
+        guard var file = state.file else { return }
         state.file = nil
         defer { Glibc.close(file.fd) }
+        do throws(FileSystemError) {
+            try state.gzip.flush()
+        } catch {
+            fail(error)
+        }
+        if state.gzip.damaged {
+            // A write failed part way (a full disk): the file is what its whole members say, read
+            // as a killed run's file is.
+            (file.index, file.end) = CDXJIndex.of(file: file.fd, named: file.name)
+        }
         guard ftruncate(file.fd, off_t(file.end)) == 0, fsync(file.fd) == 0 else {
             throw FileSystemError.last(path: directory.path(of: file.name + ".open"))
         }
@@ -401,5 +474,30 @@ package final class WARCArchive: Sendable {
     private static func padded(_ serial: Int) -> String {
         let digits = String(serial)
         return String(repeating: "0", count: max(0, 5 - digits.count)) + digits
+    }
+}
+
+/// A large block's two digests, taken side by side on two threads: the second core is otherwise
+/// idle while the archive catches up with the transfers.
+///
+/// `@unchecked Sendable`: `concurrentPerform` returns only once both of its iterations have
+/// ended; each iteration updates one of the two contexts and no other; the bytes are only read,
+/// and their owner waits for both.
+private struct TwoDigests: @unchecked Sendable {
+    let payload: MD5Context
+    let block: MD5Context
+    let bytes: UnsafeRawBufferPointer
+
+    /// False if either digest could not take the bytes.
+    func takeSideBySide() -> Bool {
+        let failed = Atomic<Bool>(false)
+        DispatchQueue.concurrentPerform(iterations: 2) { part in
+            do throws(DigestError) {
+                try (part == 0 ? payload : block).update(bytes)
+            } catch {
+                failed.store(true, ordering: .relaxed)
+            }
+        }
+        return !failed.load(ordering: .relaxed)
     }
 }

@@ -3,7 +3,7 @@ import Glibc
 
 /// One WARC/1.1 record (ISO 28500:2017): its named fields, and a block of a head held in memory
 /// and a body held in memory or read from a file. The digests are the block's and the
-/// payload's, computed as the bytes arrived.
+/// payload's, computed by the archive as it writes the record.
 struct WARCRecord: Sendable {
     var type: String
     var id = WARCRecord.newID()

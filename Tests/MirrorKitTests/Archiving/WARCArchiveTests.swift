@@ -1,5 +1,6 @@
 import FixtureServer
 import Foundation
+import Synchronization
 import Testing
 @testable import MirrorKit
 
@@ -264,6 +265,38 @@ struct WARCArchiveTests {
             #expect(error?.problem == .changedMeanwhile)
             let records = try WARCReader.records(in: warc)
             #expect(records.map(\.type) == ["warcinfo"])
+        }
+    }
+
+    /// Exchanges wait in memory (or as descriptors of their files) only up to the archive's
+    /// limit: past it, the thread handing one over waits for the archive, as the transfers'
+    /// thread then does, rather than the queue growing with the tag while the disk is slow.
+    @Test func aSlowArchiveHoldsBackTheThreadHandingItWork() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30, inFlightLimit: 3)
+            let disk = DispatchSemaphore(value: 0)
+            archive.queue.async { disk.wait() }
+            let handedOver = Atomic<Int>(0)
+            let handing = Thread {
+                for index in 0..<5 {
+                    let record = WARCRecord(
+                        type: "response", fields: [("WARC-Target-URI", "https://h/\(index)")],
+                        head: Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n".utf8), body: .bytes([UInt8(index)]))
+                    archive.append([record], date: WARCRecord.now())
+                    handedOver.add(1, ordering: .relaxed)
+                }
+            }
+            handing.start()
+            while handedOver.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(5)) }
+            // A wait for something that must not happen: the fourth exchange finds no room.
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(handedOver.load(ordering: .relaxed) == 3)
+            disk.signal()
+            while handedOver.load(ordering: .relaxed) < 5 { try await Task.sleep(for: .milliseconds(5)) }
+            try archive.close()
+            let records = try WARCReader.records(in: warc)
+            #expect(records.filter { $0.type == "response" }.count == 5)
         }
     }
 }
