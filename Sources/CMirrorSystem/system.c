@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -51,4 +52,21 @@ const char *mirror_build_commit(void) {
 
 void mirror_name_this_thread(const char *name) {
     pthread_setname_np(pthread_self(), name);
+}
+
+int mirror_open_unnamed(int dirfd) {
+    int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+    static _Atomic unsigned counter;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        char name[64];
+        snprintf(name, sizeof name, ".mirror-unnamed-%ld-%u", (long)getpid(), counter++);
+        fd = openat(dirfd, name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0) {
+            unlinkat(dirfd, name, 0);
+            return fd;
+        }
+        if (errno != EEXIST) return -1;
+    }
+    return -1;
 }

@@ -25,6 +25,11 @@ int mirror_fremovexattr(int fd, const char *name);
 /// left to do. Best effort; -1 with errno where the file system cannot.
 int mirror_start_writeback(int fd, off_t offset, off_t length);
 
+/// A new file in directory `dirfd` that has no name (O_TMPFILE), read and written, gone when
+/// closed or when the process dies; where the file system cannot make one, a file made under
+/// a hidden name that is removed at once. -1 with errno if neither can be made.
+int mirror_open_unnamed(int dirfd);
+
 /// Names the calling thread (at most 15 bytes are kept) for ps, top and debuggers.
 void mirror_name_this_thread(const char *name);
 

@@ -1,20 +1,38 @@
+import CMirrorSystem
 import Glibc
 
 /// The index of a WARC file in CDXJ, as pywb and the Webrecorder project's cdxj-indexer write it:
 /// one line per response, resource and revisit record, `SURT timestamp {json}`, sorted, with the
 /// record's URL, media type, status, payload digest, and where its gzip member lies in the file.
-struct CDXJIndex {
-    struct Entry {
-        var line: String
-    }
-
-    private(set) var entries: [Entry] = []
+///
+/// Lines wait in memory up to a bound (4 MiB); past it they are sorted and written out as a run
+/// to a file of the index's own, unnamed in the archive's directory (gone with the process,
+/// killed or not), and the runs are merged as the index is written: memory stays bounded however
+/// many records a WARC file holds. Without a directory, or where the run cannot be written, the
+/// lines stay in memory.
+final class CDXJIndex {
+    private var held: [[UInt8]] = []
+    private var heldBytes = 0
+    private let heldLimit: Int
+    private let spillDirectory: Directory?
+    private var spill: Int32 = -1
+    /// The sorted runs written to `spill`, in order.
+    private(set) var runs: [Range<Int64>] = []
 
     static let emptyPayloadDigest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
 
+    init(spillingInto directory: Directory? = nil, heldLimit: Int = 4 << 20) {
+        spillDirectory = directory
+        self.heldLimit = heldLimit
+    }
+
+    deinit {
+        if spill >= 0 { close(spill) }
+    }
+
     /// Adds the record `record`, dated `date` (WARC-Date's form), whose member of the WARC file
     /// `file` starts at `offset` and is `length` bytes long; records of other types are not indexed.
-    mutating func add(_ record: IndexedRecord, offset: Int64, length: Int64, file: String) {
+    func add(_ record: IndexedRecord, offset: Int64, length: Int64, file: String) {
         guard ["response", "resource", "revisit"].contains(record.type), let url = record.targetURI else { return }
         var fields: [(String, String)] = [("url", url)]
         if let mime = record.mime { fields.append(("mime", mime)) }
@@ -24,12 +42,121 @@ struct CDXJIndex {
         fields += [("length", String(length)), ("offset", String(offset)), ("filename", file)]
         let json = "{" + fields.map { "\(Self.quoted($0.0)): \(Self.quoted($0.1))" }.joined(separator: ", ") + "}"
         let timestamp = String(record.date.filter(\.isNumber).prefix(14))
-        entries.append(Entry(line: "\(Self.surt(url)) \(timestamp) \(json)"))
+        let line = Array("\(Self.surt(url)) \(timestamp) \(json)".utf8)
+        held.append(line)
+        heldBytes += line.count + 1
+        if heldBytes >= heldLimit { spillRun() }
     }
 
-    /// The index's text: its lines sorted as bytes, as `sort` and cdxj-indexer's `--sort` order them.
-    var text: [UInt8] {
-        entries.map { Array($0.line.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }.flatMap { $0 + [0x0A] }
+    /// Writes the lines held, sorted, as a run at the end of the index's own file.
+    private func spillRun() {
+        guard let directory = spillDirectory else { return }
+        if spill < 0 {
+            spill = mirror_open_unnamed(directory.descriptor)
+            guard spill >= 0 else { return }
+        }
+        held.sort { $0.lexicographicallyPrecedes($1) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(heldBytes)
+        for line in held {
+            bytes += line
+            bytes.append(0x0A)
+        }
+        let start = runs.last?.upperBound ?? 0
+        do throws(FileSystemError) {
+            try Directory.writeAll(bytes, to: spill, at: start, path: directory.path)
+        } catch {
+            return  // kept in memory: the index is whole, if larger than it should be
+        }
+        runs.append(start..<(start + Int64(bytes.count)))
+        held = []
+        heldBytes = 0
+    }
+
+    /// Hands `write` the index's text, its lines sorted as bytes (as `sort` and cdxj-indexer's
+    /// `--sort` order them), a piece at a time.
+    func write(_ write: ([UInt8]) throws(FileSystemError) -> Void) throws(FileSystemError) {
+        held.sort { $0.lexicographicallyPrecedes($1) }
+        var sources = try runs.map { range throws(FileSystemError) in
+            try RunReader(fd: spill, range: range, path: spillDirectory?.path ?? "")
+        }
+        var heads: [[UInt8]?] = try sources.indices.map { index throws(FileSystemError) in try sources[index].next() }
+        var heldNext = 0
+        var out: [UInt8] = []
+        out.reserveCapacity(256 << 10)
+        while true {
+            var best: Int?
+            for index in heads.indices {
+                guard let line = heads[index] else { continue }
+                if best == nil || line.lexicographicallyPrecedes(heads[best!]!) { best = index }
+            }
+            let line: [UInt8]
+            if heldNext < held.count, best == nil || held[heldNext].lexicographicallyPrecedes(heads[best!]!) {
+                line = held[heldNext]
+                heldNext += 1
+            } else if let best {
+                line = heads[best]!
+                heads[best] = try sources[best].next()
+            } else {
+                break
+            }
+            out += line
+            out.append(0x0A)
+            if out.count >= 256 << 10 {
+                try write(out)
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        if !out.isEmpty { try write(out) }
+    }
+
+    /// The whole of the index's text.
+    func text() throws(FileSystemError) -> [UInt8] {
+        var text: [UInt8] = []
+        try write { text += $0 }
+        return text
+    }
+
+    /// Reads the lines of one sorted run back, 64 KiB at a time.
+    private struct RunReader {
+        let fd: Int32
+        var offset: Int64
+        let end: Int64
+        let path: String
+        var buffer: [UInt8] = []
+        var position = 0
+
+        init(fd: Int32, range: Range<Int64>, path: String) throws(FileSystemError) {
+            self.fd = fd
+            offset = range.lowerBound
+            end = range.upperBound
+            self.path = path
+        }
+
+        mutating func next() throws(FileSystemError) -> [UInt8]? {
+            while true {
+                if let newline = buffer[position...].firstIndex(of: 0x0A) {
+                    defer { position = newline + 1 }
+                    return Array(buffer[position..<newline])
+                }
+                guard offset < end else { return nil }
+                buffer.removeFirst(position)
+                position = 0
+                let want = Int(min(64 << 10, end - offset))
+                let old = buffer.count
+                buffer += repeatElement(0, count: want)
+                let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + old, want, off_t(offset)) }
+                if count < 0 && errno == EINTR {
+                    buffer.removeLast(want)
+                    continue
+                }
+                guard count > 0 else {
+                    throw count < 0 ? FileSystemError.last(path: path) : FileSystemError(path: path, problem: .changedMeanwhile)
+                }
+                buffer.removeLast(want - count)
+                offset += Int64(count)
+            }
+        }
     }
 
     /// What the index says of a record: read from the record as it is written, or from the file

@@ -66,7 +66,15 @@ package enum WACZPackage {
             }
             defer { close(source) }
             let indexName = WARCArchive.indexName(of: warc)
-            let index = directory.contents(of: indexName, limit: 1 << 30) ?? CDXJIndex.of(file: source, named: warc).index.text
+            var index = directory.contents(of: indexName, limit: 1 << 30)
+            if index == nil {
+                do {
+                    index = try CDXJIndex.of(file: source, named: warc).index.text()
+                } catch {
+                    throw ArchiveProblem("\(error)")
+                }
+            }
+            guard let index else { continue }
             lines += index.split(separator: 0x0A).map(Array.init)
             written.append(try zip.add("archive/" + warc, file: source, size: Int64(info.st_size)))
             total += Int64(info.st_size)
@@ -154,8 +162,8 @@ extension CDXJIndex {
     /// The index of a WARC file read back from it (one a killed run left, or one whose index is
     /// missing).
     /// The index of the whole records at the start of `fd`, and their length.
-    static func of(file fd: Int32, named name: String) -> (index: CDXJIndex, length: Int64) {
-        var index = CDXJIndex()
+    static func of(file fd: Int32, named name: String, spillingInto directory: Directory? = nil) -> (index: CDXJIndex, length: Int64) {
+        let index = CDXJIndex(spillingInto: directory)
         let length = GzipMembers.wholeMembers(of: fd) { member in
             guard let record = IndexedRecord(recordHead: member.head) else { return }
             index.add(record, offset: member.offset, length: member.length, file: name)

@@ -45,8 +45,7 @@ package final class WARCArchive: Sendable {
         var file: OpenFile?
         let gzip = GzipMemberWriter()
         var serial = 0
-        /// The first whole payload of each digest this archive holds: a later one is a revisit.
-        var payloads: [String: FirstCapture] = [:]
+        var payloads = RecentPayloads()
         /// Reused for every record: the block's and the payload's SHA-1, and the buffer a body in a
         /// file is read through.
         let blockDigest: MD5Context
@@ -60,20 +59,13 @@ package final class WARCArchive: Sendable {
         deinit { bytes.deallocate() }
     }
 
-    private struct FirstCapture {
-        var uri: String
-        var date: String
-        var id: String
-    }
-
-    static let identicalPayloadProfile = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
     static let notModifiedProfile = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
     private struct OpenFile {
         var fd: Int32
         var name: String
         var end: Int64
-        var index = CDXJIndex()
+        var index: CDXJIndex
     }
 
     /// Names the files of one worker among several (a shared state): its host and process.
@@ -183,7 +175,7 @@ package final class WARCArchive: Sendable {
         if state.file == nil { try openFile(&state) }
         let date = WARCRecord.date(date)
         let record = try Self.digested(record, state: &state)
-        try writeMember(Self.deduplicated(record, date: date, seen: &state.payloads), date: date, state: &state)
+        try writeMember(state.payloads.deduplicated(record, date: date), date: date, state: &state)
         if let file = state.file, file.end >= maxFileSize { try closeFile(&state) }
     }
 
@@ -212,31 +204,6 @@ package final class WARCArchive: Sendable {
         }
         state.file?.end = member.end
         state.file?.index.add(Self.indexed(record, date: date), offset: start, length: member.end - start, file: name)
-    }
-
-    /// `record`, or a revisit of the first record that held the same whole payload: a 200's body
-    /// (or a resource) seen before, at this URL or another, is written once.
-    private static func deduplicated(_ record: WARCRecord, date: String, seen: inout [String: FirstCapture]) -> WARCRecord {
-        let field = { (name: String) in record.fields.first { $0.name == name }?.value }
-        guard record.type == "response" || record.type == "resource", record.body.length > 0, field("WARC-Truncated") == nil,
-              let digest = field("WARC-Payload-Digest"), let uri = field("WARC-Target-URI"),
-              record.type == "resource" || record.http.status == 200
-        else { return record }
-        guard let first = seen[digest] else {
-            seen[digest] = FirstCapture(uri: uri, date: date, id: record.id)
-            return record
-        }
-        guard record.type == "response", let block = try? MD5Context.hash(of: record.head, .sha1) else { return record }
-        var revisit = WARCRecord(
-            type: "revisit", id: record.id,
-            fields: record.fields.filter { $0.name != "WARC-Block-Digest" } + [
-                ("WARC-Block-Digest", WARCRecord.digestLabel(sha1: block)), ("WARC-Profile", identicalPayloadProfile),
-                ("WARC-Refers-To-Target-URI", first.uri), ("WARC-Refers-To-Date", first.date), ("WARC-Refers-To", first.id),
-            ],
-            head: record.head, body: .bytes([]))
-        revisit.contentType = record.contentType
-        revisit.http = record.http
-        return revisit
     }
 
     /// Whether a record's member is worth compressing: heads, and text (JSON, XML, HTML), not
@@ -347,7 +314,7 @@ package final class WARCArchive: Sendable {
                 Glibc.close(fd)
                 continue
             }
-            state.file = OpenFile(fd: fd, name: name, end: 0)
+            state.file = OpenFile(fd: fd, name: name, end: 0, index: CDXJIndex(spillingInto: directory))
             state.gzip.attach(to: fd, at: 0, path: directory.path(of: name + ".open"))
             break
         }
@@ -398,7 +365,7 @@ package final class WARCArchive: Sendable {
         if state.gzip.damaged {
             // A write failed part way (a full disk): the file is what its whole members say, read
             // as a killed run's file is.
-            (file.index, file.end) = CDXJIndex.of(file: file.fd, named: file.name)
+            (file.index, file.end) = CDXJIndex.of(file: file.fd, named: file.name, spillingInto: directory)
         }
         guard ftruncate(file.fd, off_t(file.end)) == 0, fsync(file.fd) == 0 else {
             throw FileSystemError.last(path: directory.path(of: file.name + ".open"))
@@ -406,7 +373,7 @@ package final class WARCArchive: Sendable {
         try Self.giveName(file.name, in: directory)
         // After the name: a name refused leaves no other file's index overwritten. A kill between
         // the two leaves a file without an index, which `warc pack` makes again from the file.
-        try directory.replaceContents(of: Self.indexName(of: file.name), with: file.index.text)
+        try directory.replaceContents(of: Self.indexName(of: file.name), writing: file.index.write)
     }
 
     /// The CDXJ index beside a WARC file: `mirror-….cdxj` for `mirror-….warc.gz`.
@@ -440,14 +407,14 @@ package final class WARCArchive: Sendable {
             defer { Glibc.close(fd) }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0, isStill(fd, named: name, in: directory) else { continue }
             let finalName = String(name.dropLast(".open".count))
-            let (index, whole) = CDXJIndex.of(file: fd, named: finalName)
+            let (index, whole) = CDXJIndex.of(file: fd, named: finalName, spillingInto: directory)
             guard ftruncate(fd, off_t(whole)) == 0, fsync(fd) == 0 else { throw FileSystemError.last(path: directory.path(of: name)) }
             if whole == 0 {
                 directory.remove(name)
                 directory.remove(indexName(of: finalName))
             } else {
                 try giveName(finalName, in: directory)
-                try directory.replaceContents(of: indexName(of: finalName), with: index.text)
+                try directory.replaceContents(of: indexName(of: finalName), writing: index.write)
                 closed.append(finalName)
             }
         }

@@ -122,7 +122,8 @@ struct FeedWalker {
     }
 
     /// An RSS item: one met inside another open item means the other was never closed (libxml2's
-    /// recovery nests the items after a tag left open): that one ends here.
+    /// recovery nests the items after a tag left open): that one ends here. Whether an entry was opened.
+    @discardableResult
     mutating func openItem(at depth: Int32) -> Bool {
         if entry != nil { closeEntry() }
         return openEntry(at: depth)

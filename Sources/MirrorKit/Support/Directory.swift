@@ -244,10 +244,27 @@ final class Directory: Sendable {
     /// through nothing).
     /// `durable` syncs the data before the rename, for files whose loss would matter.
     func replaceContents(of name: String, with bytes: some Collection<UInt8>, durable: Bool = true) throws(FileSystemError) {
+        let bytes = Array(bytes)
+        try replaceContents(of: name, durable: durable) { (append: ([UInt8]) throws(FileSystemError) -> Void) throws(FileSystemError) in
+            try append(bytes)
+        }
+    }
+
+    /// ``replaceContents(of:with:durable:)`` for contents made a piece at a time: `produce` hands
+    /// each piece, in order, to the function it is given.
+    func replaceContents(
+        of name: String, durable: Bool = true,
+        writing produce: (_ append: ([UInt8]) throws(FileSystemError) -> Void) throws(FileSystemError) -> Void
+    ) throws(FileSystemError) {
         let temporary = Self.temporaryName()
         let fd = try openFile(temporary, .write(create: true, exclusive: true))
         do throws(FileSystemError) {
-            try Self.writeAll(Array(bytes), to: fd, at: 0, path: path(of: temporary))
+            var end: Int64 = 0
+            let at = path(of: temporary)
+            try produce { (piece: [UInt8]) throws(FileSystemError) in
+                try Self.writeAll(piece, to: fd, at: end, path: at)
+                end += Int64(piece.count)
+            }
             guard !durable || fdatasync(fd) == 0 else { throw FileSystemError.last(path: path(of: temporary)) }
             close(fd)
         } catch {

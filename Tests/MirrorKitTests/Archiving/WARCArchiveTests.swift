@@ -209,7 +209,7 @@ struct WARCArchiveTests {
                 let second = server.baseURL + "/mirror-2/a.bin"
                 let whole = records.filter { $0.type == "response" && $0.status == 200 && ($0.uri == first || $0.uri == second) }
                 #expect(whole.count == 1, "\(records.map { "\($0.type) \($0.uri ?? "") \($0.status ?? 0)" })")
-                let copy = records.first { $0.type == "revisit" && $0.profile == WARCArchive.identicalPayloadProfile }
+                let copy = records.first { $0.type == "revisit" && $0.profile == RecentPayloads.identicalPayloadProfile }
                 #expect(copy != nil && copy?.refersToURI == whole.first?.uri && copy?.payloadDigest == whole.first?.payloadDigest && copy?.length == 0)
                 let revalidated = records.filter { $0.type == "revisit" && $0.profile == WARCArchive.notModifiedProfile }
                 #expect(revalidated.count == 2 && revalidated.allSatisfy { $0.status == 304 }, "\(revalidated.map(\.uri))")
