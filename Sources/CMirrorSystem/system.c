@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -69,4 +70,8 @@ int mirror_open_unnamed(int dirfd) {
         if (errno != EEXIST) return -1;
     }
     return -1;
+}
+
+void mirror_release_free_memory(void) {
+    malloc_trim(0);
 }

@@ -30,6 +30,10 @@ int mirror_start_writeback(int fd, off_t offset, off_t length);
 /// a hidden name that is removed at once. -1 with errno if neither can be made.
 int mirror_open_unnamed(int dirfd);
 
+/// Gives the memory malloc holds free, in every arena, back to the kernel (malloc_trim): a long
+/// run's threads each fill an arena of their own and keep what they freed.
+void mirror_release_free_memory(void);
+
 /// Names the calling thread (at most 15 bytes are kept) for ps, top and debuggers.
 void mirror_name_this_thread(const char *name);
 

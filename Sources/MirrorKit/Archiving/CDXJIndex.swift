@@ -11,11 +11,16 @@ import Glibc
 /// many records a WARC file holds. Without a directory, or where the run cannot be written, the
 /// lines stay in memory.
 final class CDXJIndex {
-    private var held: [[UInt8]] = []
-    private var heldBytes = 0
+    /// The lines held, one after another, each with its newline; their places in it. One buffer,
+    /// kept across runs: a line each of their own made a long run's memory a sieve.
+    private var heldText: [UInt8] = []
+    private var heldLines: [Range<Int>] = []
     private let heldLimit: Int
     private let spillDirectory: Directory?
     private var spill: Int32 = -1
+    /// A run could not be written: the rest stays in memory (trying again at every line would
+    /// sort all it holds each time).
+    private var spillFailed = false
     /// The sorted runs written to `spill`, in order.
     private(set) var runs: [Range<Int64>] = []
 
@@ -42,41 +47,66 @@ final class CDXJIndex {
         fields += [("length", String(length)), ("offset", String(offset)), ("filename", file)]
         let json = "{" + fields.map { "\(Self.quoted($0.0)): \(Self.quoted($0.1))" }.joined(separator: ", ") + "}"
         let timestamp = String(record.date.filter(\.isNumber).prefix(14))
-        let line = Array("\(Self.surt(url)) \(timestamp) \(json)".utf8)
-        held.append(line)
-        heldBytes += line.count + 1
-        if heldBytes >= heldLimit { spillRun() }
+        if heldText.isEmpty { heldText.reserveCapacity(heldLimit + (16 << 10)) }
+        let start = heldText.count
+        heldText += "\(Self.surt(url)) \(timestamp) \(json)".utf8
+        heldLines.append(start..<heldText.count)
+        heldText.append(0x0A)
+        if heldText.count >= heldLimit { spillRun() }
+    }
+
+    /// The lines held, in their sorted order.
+    private func sortedHeldLines() -> [Range<Int>] {
+        heldText.withUnsafeBufferPointer { text in
+            heldLines.sorted { text[$0].lexicographicallyPrecedes(text[$1]) }
+        }
     }
 
     /// Writes the lines held, sorted, as a run at the end of the index's own file.
     private func spillRun() {
-        guard let directory = spillDirectory else { return }
+        guard let directory = spillDirectory, !spillFailed else { return }
         if spill < 0 {
             spill = mirror_open_unnamed(directory.descriptor)
-            guard spill >= 0 else { return }
-        }
-        held.sort { $0.lexicographicallyPrecedes($1) }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(heldBytes)
-        for line in held {
-            bytes += line
-            bytes.append(0x0A)
+            guard spill >= 0 else {
+                spillFailed = true
+                return
+            }
         }
         let start = runs.last?.upperBound ?? 0
+        var end = start
         do throws(FileSystemError) {
-            try Directory.writeAll(bytes, to: spill, at: start, path: directory.path)
+            try writeHeld(sortedHeldLines()) { (piece: [UInt8]) throws(FileSystemError) in
+                try Directory.writeAll(piece, to: spill, at: end, path: directory.path)
+                end += Int64(piece.count)
+            }
         } catch {
+            spillFailed = true
             return  // kept in memory: the index is whole, if larger than it should be
         }
-        runs.append(start..<(start + Int64(bytes.count)))
-        held = []
-        heldBytes = 0
+        runs.append(start..<end)
+        heldText.removeAll(keepingCapacity: true)
+        heldLines = []
+    }
+
+    /// Hands `write` the held lines in `order`, each with its newline, in pieces of 256 KiB.
+    private func writeHeld(_ order: [Range<Int>], _ write: ([UInt8]) throws(FileSystemError) -> Void) throws(FileSystemError) {
+        var piece: [UInt8] = []
+        piece.reserveCapacity(256 << 10)
+        for line in order {
+            piece += heldText[line.lowerBound...line.upperBound]
+            if piece.count >= 256 << 10 {
+                try write(piece)
+                piece.removeAll(keepingCapacity: true)
+            }
+        }
+        if !piece.isEmpty { try write(piece) }
     }
 
     /// Hands `write` the index's text, its lines sorted as bytes (as `sort` and cdxj-indexer's
     /// `--sort` order them), a piece at a time.
     func write(_ write: ([UInt8]) throws(FileSystemError) -> Void) throws(FileSystemError) {
-        held.sort { $0.lexicographicallyPrecedes($1) }
+        let held = sortedHeldLines()
+        guard !runs.isEmpty else { return try writeHeld(held, write) }
         var sources = try runs.map { range throws(FileSystemError) in
             try RunReader(fd: spill, range: range, path: spillDirectory?.path ?? "")
         }
@@ -90,12 +120,12 @@ final class CDXJIndex {
                 guard let line = heads[index] else { continue }
                 if best == nil || line.lexicographicallyPrecedes(heads[best!]!) { best = index }
             }
-            let line: [UInt8]
-            if heldNext < held.count, best == nil || held[heldNext].lexicographicallyPrecedes(heads[best!]!) {
-                line = held[heldNext]
+            let line: ArraySlice<UInt8>
+            if heldNext < held.count, best == nil || heldText[held[heldNext]].lexicographicallyPrecedes(heads[best!]!) {
+                line = heldText[held[heldNext]]
                 heldNext += 1
             } else if let best {
-                line = heads[best]!
+                line = heads[best]![...]
                 heads[best] = try sources[best].next()
             } else {
                 break

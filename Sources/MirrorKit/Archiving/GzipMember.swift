@@ -100,7 +100,10 @@ final class GzipMemberWriter {
     /// Writes what the buffer holds and asks the kernel to start writing it back, so that the
     /// sync at close finds little left. A write that fails leaves the writer ``damaged``.
     func flush() throws(FileSystemError) {
-        guard buffered > 0, !damaged else { return }
+        guard buffered > 0 else { return }
+        // Nothing more goes to a file whose end is not known (and a full buffer is never emptied
+        // by a silent return).
+        guard !damaged else { throw FileSystemError(path: path, problem: .system(EIO)) }
         var written = 0
         do {
             try Directory.writeAll(UnsafeRawBufferPointer(rebasing: output[0..<buffered]), to: fd, at: bufferStart, path: path, written: &written)

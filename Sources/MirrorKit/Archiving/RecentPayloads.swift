@@ -8,15 +8,41 @@
 struct RecentPayloads {
     static let identicalPayloadProfile = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 
+    /// Where the first capture of a payload is: its URI, date and record id, in one string (one
+    /// allocation an entry, not three).
     struct FirstCapture {
-        var uri: String
-        var date: String
-        var id: String
+        private let text: String
+
+        init(uri: String, date: String, id: String) {
+            text = uri + "\n" + date + "\n" + id
+        }
+
+        private var parts: [Substring] { text.split(separator: "\n", omittingEmptySubsequences: false) }
+        var uri: String { String(parts[0]) }
+        var date: String { String(parts[1]) }
+        var id: String { String(parts[2]) }
+    }
+
+    /// A SHA-1 label (`sha1:` and 32 characters of base32) held in place, without an allocation
+    /// of its own; any other label as its hash and its text.
+    private enum Key: Hashable {
+        case sha1(UInt64, UInt64, UInt64, UInt64)
+        case other(String)
+
+        init(_ label: String) {
+            let bytes = Array(label.utf8)
+            guard bytes.count == 37, bytes.starts(with: "sha1:".utf8), !label.contains("\n") else {
+                self = .other(label)
+                return
+            }
+            let word = { (index: Int) in bytes[(5 + 8 * index)..<(13 + 8 * index)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+            self = .sha1(word(0), word(1), word(2), word(3))
+        }
     }
 
     private let generationSize: Int
-    private var newer: [String: FirstCapture] = [:]
-    private var older: [String: FirstCapture] = [:]
+    private var newer: [Key: FirstCapture] = [:]
+    private var older: [Key: FirstCapture] = [:]
 
     init(generationSize: Int = 8192) {
         self.generationSize = generationSize
@@ -34,8 +60,9 @@ struct RecentPayloads {
               let digest = field("WARC-Payload-Digest"), let uri = field("WARC-Target-URI"),
               record.type == "resource" || record.http.status == 200
         else { return record }
-        guard let first = newer[digest] ?? older[digest] else {
-            remember(digest, FirstCapture(uri: uri, date: date, id: record.id))
+        let key = Key(digest)
+        guard let first = newer[key] ?? older[key] else {
+            remember(key, FirstCapture(uri: uri, date: date, id: record.id))
             return record
         }
         guard record.type == "response", let block = try? MD5Context.hash(of: record.head, .sha1) else { return record }
@@ -51,7 +78,7 @@ struct RecentPayloads {
         return revisit
     }
 
-    private mutating func remember(_ digest: String, _ capture: FirstCapture) {
+    private mutating func remember(_ digest: Key, _ capture: FirstCapture) {
         if newer.count >= generationSize {
             older = newer
             newer = [:]

@@ -106,6 +106,9 @@ package final class TransferEngine: Sendable {
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
         onBodyStart: (@Sendable (TransferResponse) -> Void)? = nil
     ) async throws -> TransferResponse {
+        // A new exchange waits while the archive is behind (a disk slower than the network): its
+        // callers slow down, the transfers already running do not stall.
+        await configuration.archive?.waitForRoom()
         let cancellation = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

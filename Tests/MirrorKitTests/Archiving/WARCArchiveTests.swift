@@ -247,9 +247,33 @@ struct WARCArchiveTests {
         }
     }
 
+    /// A disk full before the archive's first bytes: the archive fails, and no file is named,
+    /// neither an empty `.warc.gz` (which no reader takes for a WARC file) nor a `.open` left over.
+    @Test(.enabled(if: geteuid() == 0, "needs root to mount a small file system"))
+    func aDiskFullFromTheStartNamesNoEmptyFile() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            try FileManager.default.createDirectory(atPath: warc, withIntermediateDirectories: true)
+            try #require(Mount.tmpfs(at: warc, size: "256k"), "cannot mount a tmpfs here")
+            defer { Mount.unmount(warc) }
+            let filler = open(warc + "/filler", O_WRONLY | O_CREAT, 0o600)
+            let block = [UInt8](repeating: 1, count: 4096)
+            while write(filler, block, block.count) > 0 {}
+            close(filler)
+            let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30)
+            let record = WARCRecord(
+                type: "response", fields: [("WARC-Target-URI", "https://h/a")],
+                head: Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n".utf8), body: .bytes([1]))
+            archive.append([record], date: WARCRecord.now())
+            #expect(throws: FileSystemError.self) { try archive.close() }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: warc) == ["filler"])
+        }
+    }
+
     /// A large body is read back from the file it was downloaded into; bytes written over it
-    /// before that (another attempt at the file) fail that record, never the archive's file.
-    @Test func aBodyWrittenOverBeforeItIsArchivedFailsItsRecordOnly() async throws {
+    /// before that (another attempt at the file) fail the archive (the run is told it is not
+    /// whole) and that record is not in it, but the archive's file is whole to its end.
+    @Test func aBodyWrittenOverBeforeItIsArchivedFailsTheArchiveAndLeavesItsFileWhole() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let warc = dir.appendingPathComponent("warc").path
             let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30)
@@ -269,34 +293,40 @@ struct WARCArchiveTests {
     }
 
     /// Exchanges wait in memory (or as descriptors of their files) only up to the archive's
-    /// limit: past it, the thread handing one over waits for the archive, as the transfers'
-    /// thread then does, rather than the queue growing with the tag while the disk is slow.
-    @Test func aSlowArchiveHoldsBackTheThreadHandingItWork() async throws {
+    /// limit: past it a new exchange waits to begin, while handing records over never blocks
+    /// (the transfers' thread does it, and must go on serving the transfers already running).
+    @Test func aSlowArchiveHoldsBackNewExchangesNotTheThreadHandingItRecords() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let warc = dir.appendingPathComponent("warc").path
             let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30, inFlightLimit: 3)
             let disk = DispatchSemaphore(value: 0)
             archive.queue.async { disk.wait() }
-            let handedOver = Atomic<Int>(0)
-            let handing = Thread {
-                for index in 0..<5 {
-                    let record = WARCRecord(
-                        type: "response", fields: [("WARC-Target-URI", "https://h/\(index)")],
-                        head: Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n".utf8), body: .bytes([UInt8(index)]))
-                    archive.append([record], date: WARCRecord.now())
-                    handedOver.add(1, ordering: .relaxed)
-                }
+            for index in 0..<5 {
+                let record = WARCRecord(
+                    type: "response", fields: [("WARC-Target-URI", "https://h/\(index)")],
+                    head: Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n".utf8), body: .bytes([UInt8(index)]))
+                archive.append([record], date: WARCRecord.now())
             }
-            handing.start()
-            while handedOver.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(5)) }
-            // A wait for something that must not happen: the fourth exchange finds no room.
+            let begun = Flag()
+            let next = Task {
+                await archive.waitForRoom()
+                begun.value.store(true, ordering: .relaxed)
+            }
+            // A wait for something that must not happen: five wait to be written, the limit is three.
             try await Task.sleep(for: .milliseconds(300))
-            #expect(handedOver.load(ordering: .relaxed) == 3)
+            let begunEarly = begun.value.load(ordering: .relaxed)
+            #expect(!begunEarly)
             disk.signal()
-            while handedOver.load(ordering: .relaxed) < 5 { try await Task.sleep(for: .milliseconds(5)) }
+            await next.value
+            let begunAfter = begun.value.load(ordering: .relaxed)
+            #expect(begunAfter)
             try archive.close()
             let records = try WARCReader.records(in: warc)
             #expect(records.filter { $0.type == "response" }.count == 5)
         }
+    }
+
+    private final class Flag: Sendable {
+        let value = Atomic<Bool>(false)
     }
 }
