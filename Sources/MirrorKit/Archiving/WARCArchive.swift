@@ -140,14 +140,16 @@ package final class WARCArchive: Sendable {
         }
     }
 
-    /// An exchange is written (or dropped): the waiting tasks go on while there is room.
+    /// An exchange is written (or dropped): once there is room, every waiting task goes on. A
+    /// task let go reserves nothing (its transfer may fail before it has records to hand over),
+    /// so none is kept back on the count of those let go before it: the count of exchanges
+    /// actually waiting decides the next time.
     private func written() {
         let ready = backlog.withLock { backlog -> [CheckedContinuation<Void, Never>] in
             backlog.count -= 1
-            let room = max(0, inFlightLimit - backlog.count)
-            let ready = Array(backlog.waiting.prefix(room))
-            backlog.waiting.removeFirst(ready.count)
-            return ready
+            guard backlog.count < inFlightLimit else { return [] }
+            defer { backlog.waiting = [] }
+            return backlog.waiting
         }
         for continuation in ready { continuation.resume() }
     }
@@ -164,7 +166,7 @@ package final class WARCArchive: Sendable {
     /// Does the work handed over, until there is none; runs on the queue.
     private func drain() {
         while true {
-            let work = pending.withLock { pending in
+            var work = pending.withLock { pending in
                 let work = pending.work
                 pending.work = []
                 if work.isEmpty { pending.scheduled = false }
@@ -173,8 +175,8 @@ package final class WARCArchive: Sendable {
             if work.isEmpty { return }
             // Each item is let go once done: what its records hold (a body, a descriptor) goes
             // with it, not with the batch.
-            var items = work.reversed() as [@Sendable () -> Void]
-            while let item = items.popLast() { item() }
+            work.reverse()
+            while let item = work.popLast() { item() }
             // The batch's records reach the file together, before the queue waits for more.
             state.withLock { state in
                 guard state.file != nil else { return }

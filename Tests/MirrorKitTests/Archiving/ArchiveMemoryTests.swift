@@ -51,6 +51,19 @@ struct ArchiveMemoryTests {
             #expect(payloads.deduplicated(response(serial), date: "d\(serial)").type == "response")
             #expect(payloads.count <= 8)
         }
+        // Real labels (sha1: and 32 characters of base32, held packed) that differ in their last
+        // character only are two payloads.
+        let label = "sha1:" + String(repeating: "A", count: 31)
+        func labelled(_ last: Character, at uri: String) -> WARCRecord {
+            var record = response(0)
+            record.fields = [("WARC-Target-URI", uri), ("WARC-Payload-Digest", label + String(last))]
+            return record
+        }
+        #expect(payloads.deduplicated(labelled("B", at: "https://h/b"), date: "db").type == "response")
+        #expect(payloads.deduplicated(labelled("C", at: "https://h/c"), date: "dc").type == "response")
+        let repeated = payloads.deduplicated(labelled("C", at: "https://h/c2"), date: "later")
+        #expect(repeated.type == "revisit")
+        #expect(repeated.fields.contains { $0 == ("WARC-Refers-To-Target-URI", "https://h/c") })
         let again = payloads.deduplicated(response(9), date: "later")
         #expect(again.type == "revisit")
         #expect(again.fields.contains { $0 == ("WARC-Refers-To-Date", "d9") })

@@ -326,6 +326,40 @@ struct WARCArchiveTests {
         }
     }
 
+    /// The engine asks the archive for room before it begins an exchange: while the archive is
+    /// behind, no request leaves (and the transfers already running are not held).
+    @Test func theEngineBeginsNoExchangeWhileTheArchiveIsBehind() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                server.addMedia(path: "/a.bin", size: 1000)
+                let archive = try WARCArchive(path: dir.appendingPathComponent("warc").path, maxFileSize: 1 << 30, inFlightLimit: 1)
+                let disk = DispatchSemaphore(value: 0)
+                archive.queue.async { disk.wait() }
+                let waiting = WARCRecord(
+                    type: "response", fields: [("WARC-Target-URI", "https://h/waiting")],
+                    head: Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n".utf8), body: .bytes([1]))
+                archive.append([waiting], date: WARCRecord.now())
+                var configuration = TransferEngine.Configuration()
+                configuration.archive = archive
+                let engine = TransferEngine(configuration: configuration)
+                let fetch = Task {
+                    try await engine.perform(TransferRequest(url: server.baseURL + "/a.bin", destination: .memory(limit: 1 << 20)))
+                }
+                // A wait for something that must not happen: the archive has no room.
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(server.requestCount(path: "/a.bin") == 0)
+                disk.signal()
+                let response = try await fetch.value
+                #expect(response.status == 200)
+                #expect(server.requestCount(path: "/a.bin") == 1)
+                await engine.shutDown()
+                try archive.close()
+                let records = try WARCReader.records(in: dir.appendingPathComponent("warc").path)
+                #expect(records.contains { $0.type == "response" && $0.uri == server.baseURL + "/a.bin" })
+            }
+        }
+    }
+
     private final class Flag: Sendable {
         let value = Atomic<Bool>(false)
     }
