@@ -238,32 +238,23 @@ compare() {
     done
     [ -n "$best" ] && [ -n "$mirror_wall" ] && printf 'mirror / best peer (wall): %.2f\n' "$(echo "$mirror_wall / $best" | bc -l)"
     # The machine's speed drifts within minutes: the ratio of each round's own runs, taken side
-    # by side, is the figure to trust; their median and spread.
-    if [ -s "$work/results-mirror" ] && [ -s "$work/results-mirror+warc" ]; then
-        # What archiving costs: each round's WARC run against its plain run, side by side.
-        local column name ratios
-        for column in 1:wall 2:CPU 3:RSS; do
-            name=${column#*:}
-            ratios=$(paste -d' ' <(cut -d' ' -f"${column%%:*}" "$work/results-mirror+warc") <(cut -d' ' -f"${column%%:*}" "$work/results-mirror") \
-                | awk '$2 > 0 { printf "%.2f\n", $1 / $2 }' | sort -n)
-            printf 'mirror+warc / mirror per round (%s): median %s, from %s to %s\n' "$name" \
-                "$(median <<< "$ratios")" "$(head -1 <<< "$ratios")" "$(tail -1 <<< "$ratios")"
-        done
-    fi
-    if [ -s "$work/results-mirror+warc" ] && [ -s "$work/results-wget+warc" ]; then
-        local ratios
-        ratios=$(paste -d' ' <(cut -d' ' -f1 "$work/results-mirror+warc") <(cut -d' ' -f1 "$work/results-wget+warc") \
-            | awk '$2 > 0 { printf "%.2f\n", $1 / $2 }' | sort -n)
-        printf 'mirror+warc / wget+warc per round (wall): median %s, from %s to %s\n' \
-            "$(median <<< "$ratios")" "$(head -1 <<< "$ratios")" "$(tail -1 <<< "$ratios")"
-    fi
-    if [ -s "$work/results-mirror" ] && [ -s "$work/results-curl" ]; then
-        local ratios
-        ratios=$(paste -d' ' <(cut -d' ' -f1 "$work/results-mirror") <(cut -d' ' -f1 "$work/results-curl") \
-            | awk '$2 > 0 { printf "%.2f\n", $1 / $2 }' | sort -n)
-        printf 'mirror / curl per round (wall): median %s, from %s to %s\n' \
-            "$(median <<< "$ratios")" "$(head -1 <<< "$ratios")" "$(tail -1 <<< "$ratios")"
-    fi
+    # by side, is the figure to trust; their median and spread. What archiving costs is each
+    # round's WARC run against its plain run.
+    local column
+    for column in 1:wall 2:CPU 3:RSS; do per_round mirror+warc mirror "$column"; done
+    per_round mirror+warc wget+warc 1:wall
+    per_round mirror curl 1:wall
+}
+
+# per_round TOOL OTHER COLUMN:NAME: the ratio of TOOL's figure in COLUMN to OTHER's, round by
+# round, when both ran: its median and range.
+per_round() {
+    local tool=$1 other=$2 column=${3%%:*} name=${3#*:} ratios
+    [ -s "$work/results-$tool" ] && [ -s "$work/results-$other" ] || return 0
+    ratios=$(paste -d' ' <(cut -d' ' -f"$column" "$work/results-$tool") <(cut -d' ' -f"$column" "$work/results-$other") \
+        | awk '$2 > 0 { printf "%.2f\n", $1 / $2 }' | sort -n)
+    printf '%s / %s per round (%s): median %s, from %s to %s\n' "$tool" "$other" "$name" \
+        "$(median <<< "$ratios")" "$(head -1 <<< "$ratios")" "$(tail -1 <<< "$ratios")"
 }
 
 scale() { ((smoke)) && echo "$2" || echo "$1"; }
