@@ -42,6 +42,11 @@ final class ExchangeCapture {
     private var fileLength: Int64 = 0
     private var fileCRC = crc32(0, nil, 0)
     private var failed = false
+    /// A large body's record, archived as its bytes are written out (``WARCStream``): looked at
+    /// once, when its first bytes reach the file.
+    private var stream: (record: WARCRecord, writer: WARCStream)?
+    private var streamConsidered = false
+    private var streamedUpTo: Int64 = 0
 
     private let credentials: CredentialStore
     /// The passwords no record may hold, taken once, when the first request is sent: by then the
@@ -78,6 +83,11 @@ final class ExchangeCapture {
         intoFile = false
         fileLength = 0
         fileCRC = crc32(0, nil, 0)
+        // Another request on the same transfer (libcurl trying again): what began is not this hop's.
+        stream?.writer.discard()
+        stream = nil
+        streamConsidered = false
+        streamedUpTo = 0
     }
 
     /// A line of a response head, as libcurl passes it (its CRLF included).
@@ -122,6 +132,27 @@ final class ExchangeCapture {
         }
     }
 
+    /// The transfer's file holds the last hop's first `flushed` body bytes. A 200 whose head
+    /// declares ``WARCArchive/streamsFrom`` bytes or more is archived from here on as it is
+    /// written out; `file` gives a descriptor of the file and where the body starts in it.
+    func bodyWrittenOut(_ flushed: Int64, file: () -> (fd: Int32, offset: Int64)?) {
+        guard !failed, flushed > streamedUpTo, let hop = hops.last else { return }
+        streamedUpTo = flushed
+        if !streamConsidered {
+            streamConsidered = true
+            let head = Self.redacting(secrets, in: hop.responseHead)
+            let http = HTTPHead(head)
+            guard hop.status == 200, let length = http.contentLength, length >= archive.streamsFrom, let (fd, offset) = file(), fd >= 0 else { return }
+            var record = WARCRecord(type: "response", fields: [("WARC-Target-URI", hop.url)], head: head, body: .bytes([]))
+            record.contentType = "application/http;msgtype=response"
+            record.http = http
+            if let address = hop.address { record.fields.append(("WARC-IP-Address", address)) }
+            guard let writer = WARCStream(archive: archive, record: record, date: hop.time, length: length, source: fd, offset: offset) else { return }
+            stream = (record, writer)
+        }
+        stream?.writer.advance(to: flushed)
+    }
+
     /// Body bytes the transfer took that go nowhere else (an error page instead of a file): kept
     /// here, up to ``inMemoryLimit``.
     func received(_ bytes: UnsafeRawBufferPointer) {
@@ -147,8 +178,20 @@ final class ExchangeCapture {
             body = Self.redacting(secrets, in: body)
             if bodyCut { truncated = truncated ?? "length" }
         }
+        var streamed: WARCRecord?
+        if let (record, writer) = stream {
+            stream = nil
+            // Only what its header declared, whole, as it was first seen: anything else is
+            // archived as any other body, and the stream's file goes.
+            if truncated == nil, fileLength == writer.length, record.head == hops[hops.count - 1].responseHead {
+                streamed = record
+                streamed?.body = .streamed(writer, crc: UInt32(fileCRC))
+            } else {
+                writer.discard()
+            }
+        }
         var fileBody: BodyFile?
-        if fileLength > Self.inMemoryLimit {
+        if streamed == nil, fileLength > Self.inMemoryLimit {
             guard let (fd, offset) = file(), fd >= 0 else {
                 archive.fail(FileSystemError.last(path: hops.last?.url ?? "(a transfer)"))
                 return
@@ -157,35 +200,35 @@ final class ExchangeCapture {
         }
         for (index, hop) in hops.enumerated() where !hop.responseHead.isEmpty {
             let isLast = index == hops.count - 1
-            let bodyPart: WARCBody
-            if isLast, let fileBody {
-                bodyPart = .file(fileBody)
-            } else {
-                bodyPart = .bytes(isLast ? body : [])
-            }
-            var response = WARCRecord(type: "response", fields: [("WARC-Target-URI", hop.url)], head: hop.responseHead, body: bodyPart)
-            response.contentType = "application/http;msgtype=response"
-            response.http = HTTPHead(hop.responseHead)
+            let response = isLast ? streamed ?? Self.response(of: hop, body: fileBody.map { .file($0) } ?? .bytes(body), truncated: truncated)
+                : Self.response(of: hop, body: nil, truncated: nil)
             var request = WARCRecord(
                 type: "request", fields: [("WARC-Target-URI", hop.url), ("WARC-Concurrent-To", response.id)], head: hop.requestHead,
                 body: .bytes([]))
             request.contentType = "application/http;msgtype=request"
-            if let address = hop.address {
-                response.fields.append(("WARC-IP-Address", address))
-                request.fields.append(("WARC-IP-Address", address))
-            }
-            if isLast, let truncated { response.fields.append(("WARC-Truncated", truncated)) }
-            if !isLast, let length = response.http.contentLength, length > 0 {
-                // A redirect's body, which libcurl does not read when it follows the redirect.
-                response.fields.append(("WARC-Truncated", "length"))
-            }
-            if hop.status == 304 {
-                // A revalidation: the copy held is current, and the archive says so.
-                response.type = "revisit"
-                response.fields.append(("WARC-Profile", WARCArchive.notModifiedProfile))
-            }
+            if let address = hop.address { request.fields.append(("WARC-IP-Address", address)) }
             archive.append([request, response], date: hop.time)
         }
+    }
+
+    /// The response record of `hop`: the last one's with its `body` (`truncated` says why it is
+    /// not whole), an earlier one's (nil) without the body libcurl did not read.
+    private static func response(of hop: Hop, body: WARCBody?, truncated: String?) -> WARCRecord {
+        var response = WARCRecord(type: "response", fields: [("WARC-Target-URI", hop.url)], head: hop.responseHead, body: body ?? .bytes([]))
+        response.contentType = "application/http;msgtype=response"
+        response.http = HTTPHead(hop.responseHead)
+        if let address = hop.address { response.fields.append(("WARC-IP-Address", address)) }
+        if let truncated { response.fields.append(("WARC-Truncated", truncated)) }
+        if body == nil, let length = response.http.contentLength, length > 0 {
+            // A redirect's body, which libcurl does not read when it follows the redirect.
+            response.fields.append(("WARC-Truncated", "length"))
+        }
+        if hop.status == 304 {
+            // A revalidation: the copy held is current, and the archive says so.
+            response.type = "revisit"
+            response.fields.append(("WARC-Profile", WARCArchive.notModifiedProfile))
+        }
+        return response
     }
 
     /// `bytes` with every occurrence of each of `secrets` (the longest first) replaced by

@@ -162,12 +162,15 @@ extension CDXJIndex {
     /// The index of a WARC file read back from it (one a killed run left, or one whose index is
     /// missing).
     /// The index of the whole records at the start of `fd`, and their length.
-    static func of(file fd: Int32, named name: String, spillingInto directory: Directory? = nil) -> (index: CDXJIndex, length: Int64) {
+    /// `records` counts them, indexed or not.
+    static func of(file fd: Int32, named name: String, spillingInto directory: Directory? = nil) -> (index: CDXJIndex, length: Int64, records: Int) {
         let index = CDXJIndex(spillingInto: directory)
+        var records = 0
         let length = GzipMembers.wholeMembers(of: fd) { member in
+            records += 1
             guard let record = IndexedRecord(recordHead: member.head) else { return }
             index.add(record, offset: member.offset, length: member.length, file: name)
         }
-        return (index, length)
+        return (index, length, records)
     }
 }

@@ -20,10 +20,15 @@ import Synchronization
 /// ``ExchangeCapture/inMemoryLimit`` is read back from the file it was downloaded into. Handing
 /// records over never waits (the transfers' thread does it); a new exchange waits to begin
 /// (``waitForRoom()``) while 16 wait to be written, so a disk slower than the network holds the
-/// run back, rather than memory and descriptors growing with the tag.
+/// run back, rather than memory and descriptors growing with the tag. A body of ``streamsFrom``
+/// bytes or more is archived as it arrives instead, into a file of its own (``WARCStream``).
 package final class WARCArchive: Sendable {
     let directory: Directory
     private let maxFileSize: Int64
+    /// Responses whose head declares a body this long or longer are streamed (``WARCStream``).
+    let streamsFrom: Int64
+    /// The serial of the next file's name, shared by the file being written and streams' files.
+    private let serial = Atomic<Int>(0)
     /// Where records are written (internal: a test holds it to be the slow disk).
     let queue = DispatchQueue(label: "mirror.warc")
     /// The file being written: touched on the queue only (the lock is never contended; it makes
@@ -46,7 +51,6 @@ package final class WARCArchive: Sendable {
     private struct State: ~Copyable {
         var file: OpenFile?
         let gzip = GzipMemberWriter()
-        var serial = 0
         var payloads = RecentPayloads()
         var recordsWritten = 0
         /// Reused for every record: the block's and the payload's SHA-1, and the buffer a body in a
@@ -76,8 +80,11 @@ package final class WARCArchive: Sendable {
 
     /// Opens (making it if need be) the archive directory at `path`, closing what killed runs
     /// left. `worker` (`host-pid`) goes into the files' names when several workers share it.
-    package init(path: String, maxFileSize: Int64, worker: String? = nil, inFlightLimit: Int = 16) throws(FileSystemError) {
+    package init(
+        path: String, maxFileSize: Int64, worker: String? = nil, inFlightLimit: Int = 16, streamsFrom: Int64 = 64 << 20
+    ) throws(FileSystemError) {
         self.inFlightLimit = inFlightLimit
+        self.streamsFrom = streamsFrom
         directory = try Directory.open(creating: path)
         self.maxFileSize = maxFileSize
         self.worker = worker.map { $0.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" } }.map { String($0) }
@@ -207,6 +214,9 @@ package final class WARCArchive: Sendable {
     // MARK: - Files
 
     private func write(_ record: WARCRecord, date: timespec, state: inout State) throws(FileSystemError) {
+        if case .streamed(let stream, let crc) = record.body {
+            return try writeStreamed(record, stream, crc: crc, date: WARCRecord.date(date), state: &state)
+        }
         if state.file == nil { try openFile(&state) }
         let date = WARCRecord.date(date)
         let (record, hashedCRC) = try Self.digested(record, state: &state)
@@ -217,6 +227,26 @@ package final class WARCArchive: Sendable {
         // 73.4 MiB with it (one run each).
         if state.recordsWritten % 16_384 == 0 { mirror_release_free_memory() }
         if let file = state.file, file.end >= maxFileSize { try closeFile(&state) }
+    }
+
+    /// A streamed response: closed in its own file, or, its payload archived before, given up
+    /// for a `revisit` in this one.
+    private func writeStreamed(_ record: WARCRecord, _ stream: WARCStream, crc: UInt32, date: String, state: inout State) throws(FileSystemError) {
+        var record = record
+        do throws(FileSystemError) {
+            let digests = try stream.finish(crc: crc)
+            record.fields += [("WARC-Payload-Digest", digests.payload), ("WARC-Block-Digest", digests.block)]
+        } catch {
+            stream.discard()
+            throw error
+        }
+        let kept = state.payloads.deduplicated(record, date: date)
+        guard kept.type == record.type else {
+            stream.discard()
+            if state.file == nil { try openFile(&state) }
+            return try writeMember(kept, date: date, state: &state)
+        }
+        try stream.close(record, date: date)
     }
 
     /// `hashedCRC`: the CRC-32 of a file body's bytes as they were digested, for a body whose
@@ -236,6 +266,8 @@ package final class WARCArchive: Sendable {
                 try member.add(bytes)
             case .file(let body):
                 try Self.copy(body, expecting: body.crc ?? hashedCRC, into: member, through: state.buffer.bytes, path: directory.path(of: name))
+            case .streamed:
+                preconditionFailure("a streamed body is written by its stream")
             }
             try member.add(Array("\r\n\r\n".utf8))
             try member.finish()
@@ -257,7 +289,7 @@ package final class WARCArchive: Sendable {
     }
 
     /// What the index says of `record`.
-    private static func indexed(_ record: WARCRecord, date: String) -> CDXJIndex.IndexedRecord {
+    static func indexed(_ record: WARCRecord, date: String) -> CDXJIndex.IndexedRecord {
         let field = { (name: String) in record.fields.first { $0.name == name }?.value }
         return CDXJIndex.IndexedRecord(
             type: record.type, targetURI: field("WARC-Target-URI"), date: date, payloadDigest: field("WARC-Payload-Digest"),
@@ -301,6 +333,8 @@ package final class WARCArchive: Sendable {
             try result.get()
         case .file(let body):
             try read(body, through: state.buffer.bytes, path: uri, take)
+        case .streamed:
+            preconditionFailure("a streamed body is digested by its stream")
         }
         do throws(DigestError) {
             if record.type != "request" { record.fields.append(("WARC-Payload-Digest", WARCRecord.digestLabel(sha1: try payload.finalize()))) }
@@ -342,10 +376,25 @@ package final class WARCArchive: Sendable {
     }
 
     private func openFile(_ state: inout State) throws(FileSystemError) {
+        let (fd, name) = try createFile()
+        state.file = OpenFile(fd: fd, name: name, end: 0, index: CDXJIndex(spillingInto: directory))
+        state.gzip.attach(to: fd, at: 0, path: directory.path(of: name + ".open"))
+        do throws(FileSystemError) {
+            try writeMember(warcinfo(named: name), date: WARCRecord.date(WARCRecord.now()), state: &state)
+        } catch {
+            // Not a file to name: it stays `.open` and empty, which the next run removes.
+            state.file = nil
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    /// A new file, `name.open`, under the next free name, locked as written.
+    func createFile() throws(FileSystemError) -> (fd: Int32, name: String) {
         let stamp = Self.fileStamp(WARCRecord.now())
         while true {
-            let name = "mirror-\(stamp)-" + (worker.map { "\($0)-" } ?? "") + "\(Self.padded(state.serial)).warc.gz"
-            state.serial += 1
+            let number = serial.add(1, ordering: .relaxed).oldValue
+            let name = "mirror-\(stamp)-" + (worker.map { "\($0)-" } ?? "") + "\(Self.padded(number)).warc.gz"
             if directory.contains(name) { continue }
             let fd: Int32
             do {
@@ -360,11 +409,12 @@ package final class WARCArchive: Sendable {
                 Glibc.close(fd)
                 continue
             }
-            state.file = OpenFile(fd: fd, name: name, end: 0, index: CDXJIndex(spillingInto: directory))
-            state.gzip.attach(to: fd, at: 0, path: directory.path(of: name + ".open"))
-            break
+            return (fd, name)
         }
-        guard let file = state.file else { return }
+    }
+
+    /// The warcinfo record that begins the file `name`.
+    func warcinfo(named name: String) -> WARCRecord {
         var fields = [
             "software: mirror/\(MirrorVersion.number)",
             "format: WARC File Format 1.1",
@@ -375,17 +425,10 @@ package final class WARCArchive: Sendable {
             "mirror-redaction: the value of every Authorization field of a request, and every password mirror was given "
                 + "(as typed, percent-encoded, or in a Basic token) anywhere in a head or an API answer or feed, is written as \"\(ExchangeCapture.redacted)\"")
         var info = WARCRecord(
-            type: "warcinfo", fields: [("WARC-Filename", file.name)], head: Array((fields.joined(separator: "\r\n") + "\r\n").utf8),
+            type: "warcinfo", fields: [("WARC-Filename", name)], head: Array((fields.joined(separator: "\r\n") + "\r\n").utf8),
             body: .bytes([]))
         info.contentType = "application/warc-fields"
-        do throws(FileSystemError) {
-            try writeMember(info, date: WARCRecord.date(WARCRecord.now()), state: &state)
-        } catch {
-            // Not a file to name: it stays `.open` and empty, which the next run removes.
-            state.file = nil
-            Glibc.close(file.fd)
-            throw error
-        }
+        return info
     }
 
     /// Whether `name` in `directory` is the file open as `fd` (not removed, nor another file by now).
@@ -412,7 +455,7 @@ package final class WARCArchive: Sendable {
         if state.gzip.damaged {
             // A write failed part way (a full disk): the file is what its whole members say, read
             // as a killed run's file is.
-            (file.index, file.end) = CDXJIndex.of(file: file.fd, named: file.name, spillingInto: directory)
+            (file.index, file.end, _) = CDXJIndex.of(file: file.fd, named: file.name, spillingInto: directory)
         }
         if file.end == 0 {
             // Not even its warcinfo reached it: no file to name (a reader would find it torn).
@@ -438,7 +481,7 @@ package final class WARCArchive: Sendable {
     }
 
     /// `name.open` becomes `name`, never over a file of that name; the directory is synced.
-    private static func giveName(_ name: String, in directory: Directory) throws(FileSystemError) {
+    static func giveName(_ name: String, in directory: Directory) throws(FileSystemError) {
         guard try directory.move(name + ".open", to: directory, as: name) else {
             throw FileSystemError(path: directory.path(of: name), problem: .system(EEXIST))
         }
@@ -446,7 +489,7 @@ package final class WARCArchive: Sendable {
     }
 
     /// Cuts each `.open` file whose writer is gone back to its last whole record and closes it;
-    /// an empty one is removed. A writer is gone when no process holds the file's lock and, for a
+    /// one without a record past its warcinfo is removed. A writer is gone when no process holds the file's lock and, for a
     /// worker's file (named for its host and process), when it is of this host and its process is
     /// no more: a lock over NFS is not to be trusted, and a worker of another host, paused, may
     /// still be writing. Such files are left for a run on their own host.
@@ -463,16 +506,18 @@ package final class WARCArchive: Sendable {
             defer { Glibc.close(fd) }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0, isStill(fd, named: name, in: directory) else { continue }
             let finalName = String(name.dropLast(".open".count))
-            let (index, whole) = CDXJIndex.of(file: fd, named: finalName, spillingInto: directory)
-            guard ftruncate(fd, off_t(whole)) == 0, fsync(fd) == 0 else { throw FileSystemError.last(path: directory.path(of: name)) }
-            if whole == 0 {
+            let (index, whole, records) = CDXJIndex.of(file: fd, named: finalName, spillingInto: directory)
+            // Empty, or its warcinfo alone (a large body's stream the kill cut): it archives
+            // nothing, and goes.
+            if records <= 1 {
                 directory.remove(name)
                 directory.remove(indexName(of: finalName))
-            } else {
-                try giveName(finalName, in: directory)
-                try directory.replaceContents(of: indexName(of: finalName), writing: index.write)
-                closed.append(finalName)
+                continue
             }
+            guard ftruncate(fd, off_t(whole)) == 0, fsync(fd) == 0 else { throw FileSystemError.last(path: directory.path(of: name)) }
+            try giveName(finalName, in: directory)
+            try directory.replaceContents(of: indexName(of: finalName), writing: index.write)
+            closed.append(finalName)
         }
         return closed
     }

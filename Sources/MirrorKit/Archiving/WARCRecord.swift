@@ -17,12 +17,13 @@ struct WARCRecord: Sendable {
 
     var blockLength: Int64 { Int64(head.count) + body.length }
 
-    /// The record's header, up to and including the blank line before the block.
-    func header(date: String) -> [UInt8] {
+    /// The record's header, up to and including the blank line before the block, whose body is
+    /// `bodyLength` bytes when given (a body not yet taken).
+    func header(date: String, bodyLength: Int64? = nil) -> [UInt8] {
         var text = "WARC/1.1\r\nWARC-Type: \(type)\r\nWARC-Record-ID: \(id)\r\nWARC-Date: \(date)\r\n"
         for field in fields { text += "\(field.name): \(field.value)\r\n" }
         if let contentType { text += "Content-Type: \(contentType)\r\n" }
-        text += "Content-Length: \(blockLength)\r\n\r\n"
+        text += "Content-Length: \(bodyLength.map { Int64(head.count) + $0 } ?? blockLength)\r\n\r\n"
         return Array(text.utf8)
     }
 
@@ -83,15 +84,18 @@ struct WARCRecord: Sendable {
     }
 }
 
-/// A record's body: bytes, or a range of a file (closed when the body is dropped).
+/// A record's body: bytes, a range of a file (closed when the body is dropped), or a body
+/// archived as it arrived, into a file of its own (with the CRC-32 it arrived with).
 enum WARCBody: Sendable {
     case bytes([UInt8])
     case file(BodyFile)
+    case streamed(WARCStream, crc: UInt32)
 
     var length: Int64 {
         switch self {
         case .bytes(let bytes): Int64(bytes.count)
         case .file(let file): file.length
+        case .streamed(let stream, _): stream.length
         }
     }
 }

@@ -238,7 +238,11 @@ final class CurlTransfer {
             return Int(mirror_curl_writefunc_error)
         }
         // An API answer or a feed is taken whole from `memory` at the end.
-        if case .file = request.destination { capture?.receivedIntoFile(bytes) }
+        if case .file = request.destination, let capture {
+            capture.receivedIntoFile(bytes)
+            // What the sink has written out, a large body's stream may archive now.
+            if let sink { capture.bodyWrittenOut(sink.flushedLength - bodyOffset, file: archivedFile) }
+        }
         bytesReceived += Int64(bytes.count)
         reportProgressIfDue()
         return bytes.count

@@ -1,0 +1,164 @@
+import FixtureServer
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// A large body (`WARCArchive.streamsFrom`, 64 MiB in a run) is archived as it arrives, into a
+/// WARC file of its own, rather than read back once its transfer has ended; what arrived other
+/// than its head declared, or bytes archived before, are written as any other exchange.
+@Suite("Archiving a large body as it arrives", .timeLimit(.minutes(3)), .enabled(if: WARCReader.isAvailable, "warcio is installed by scripts/setup"))
+struct WARCStreamTests {
+    private func names(in warc: String, ending suffix: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: warc).filter { $0.hasSuffix(suffix) }.sorted()
+    }
+
+    /// CRC-32 as gzip has it, bit by bit: the test's own, not the code's under test.
+    private static func crc32(of bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    private func expectIndexesAreTheIndexersOwn(in warc: String) throws {
+        for name in try names(in: warc, ending: ".warc.gz") {
+            #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
+        }
+    }
+
+    /// Through the executable: a 64 MiB file served at 24 MiB/s. Its WARC file grows while the
+    /// file downloads (read back, nothing of the body would be archived before its end), and
+    /// holds its warcinfo and the response, whose request is in the run's other file.
+    @Test func aLargeBodyIsArchivedWhileItDownloadsIntoAFileOfItsOwn() async throws {
+        try await TestSupport.withServer { server in
+            let path = "/B1gF1le.jpg"
+            server.inject(.throttle(bytesPerSecond: 24 << 20), path: path)
+            try await MirrorProcess.withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let warc = dir.appendingPathComponent("warc").path
+                let run = try MirrorProcess.start(
+                    MirrorProcess.fixtureArguments("bigfile", out: out, server: server, idFile: idFile) + ["--warc", warc],
+                    log: dir.appendingPathComponent("run.log"))
+                try await MirrorProcess.waitForPartial(in: out, atLeast: 24 << 20)
+                var archivedMeanwhile: Int64 = 0
+                for _ in 0..<40 where archivedMeanwhile < 16 << 20 {
+                    for name in (try? names(in: warc, ending: ".warc.gz.open")) ?? [] {
+                        let size = (try? FileManager.default.attributesOfItem(atPath: warc + "/" + name)[.size] as? NSNumber)?.int64Value ?? 0
+                        archivedMeanwhile = max(archivedMeanwhile, size)
+                    }
+                    try await Task.sleep(for: .milliseconds(25))
+                }
+                let stillRunning = run.isRunning
+                let log = (try? String(contentsOf: dir.appendingPathComponent("run.log"), encoding: .utf8)) ?? ""
+                #expect(await run.wait() == .exited(0), "\(log)")
+                #expect(stillRunning && archivedMeanwhile >= 16 << 20, "archived while downloading: \(archivedMeanwhile) bytes")
+
+                let files = try names(in: warc, ending: ".warc.gz")
+                let open = try names(in: warc, ending: ".open")
+                #expect(files.count == 2 && open.isEmpty, "\(files) \(open)")
+                let url = server.baseURL + path
+                let own = try files.map { try WARCReader.records(files: [warc + "/" + $0]) }.first { $0.contains { $0.uri == url && $0.type == "response" } }
+                #expect(own?.map(\.type) == ["warcinfo", "response"])
+                let response = own?.last
+                #expect(response?.status == 200 && response?.length == 64 << 20 && response?.md5 == TestSupport.digest(server.content(of: path)))
+                let all = try WARCReader.records(in: warc)
+                #expect(all.filter { $0.type == "request" && $0.uri == url }.map(\.concurrentTo) == [response?.id])
+                #expect(all.filter { $0.uri == url && $0.type != "request" }.count == 1)
+                try expectIndexesAreTheIndexersOwn(in: warc)
+            }
+        }
+    }
+
+    /// The same large payload twice: the second is a `revisit` in the run's file, and its
+    /// stream's file is gone.
+    @Test func aLargePayloadArchivedBeforeIsARevisitAndItsStreamsFileGoes() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                // Past the 1 MiB the transfer's file is written in, so that the stream begins.
+                server.addMedia(path: "/a.bin", size: 3 << 20)
+                let warc = dir.appendingPathComponent("warc").path
+                let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30, streamsFrom: 100_000)
+                var configuration = TransferEngine.Configuration()
+                configuration.archive = archive
+                let engine = TransferEngine(configuration: configuration)
+                for copy in ["one", "two"] {
+                    let response = try await engine.perform(TransferRequest(
+                        url: server.baseURL + "/a.bin", destination: .file(path: dir.appendingPathComponent(copy).path, offset: 0)))
+                    #expect(response.status == 200)
+                }
+                await engine.shutDown()
+                try archive.close()
+                #expect(try names(in: warc, ending: ".warc.gz").count == 2)
+                #expect(try names(in: warc, ending: ".open").isEmpty)
+                let records = try WARCReader.records(in: warc)
+                let url = server.baseURL + "/a.bin"
+                let response = records.filter { $0.uri == url && $0.type == "response" }
+                #expect(response.count == 1 && response.first?.md5 == TestSupport.digest(server.content(of: "/a.bin")))
+                let revisit = records.filter { $0.uri == url && $0.type == "revisit" }
+                #expect(revisit.count == 1 && revisit.first?.refersToURI == url && revisit.first?.file != response.first?.file)
+                try expectIndexesAreTheIndexersOwn(in: warc)
+            }
+        }
+    }
+
+    /// A body cut short of what its head declared is archived as any cut body (WARC-Truncated,
+    /// in the run's file); its stream's file goes.
+    @Test func aLargeBodyCutShortIsArchivedAsAnyOtherAndItsStreamsFileGoes() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                server.addMedia(path: "/a.bin", size: 3 << 20)
+                server.inject(.dropAfter(bytes: (2 << 20) + 300_000), path: "/a.bin")
+                let warc = dir.appendingPathComponent("warc").path
+                let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30, streamsFrom: 100_000)
+                var configuration = TransferEngine.Configuration()
+                configuration.archive = archive
+                let engine = TransferEngine(configuration: configuration)
+                await #expect(throws: TransferError.self) {
+                    try await engine.perform(TransferRequest(url: server.baseURL + "/a.bin", destination: .file(path: dir.appendingPathComponent("a").path, offset: 0)))
+                }
+                await engine.shutDown()
+                try archive.close()
+                #expect(try names(in: warc, ending: ".warc.gz").count == 1)
+                #expect(try names(in: warc, ending: ".open").isEmpty)
+                let records = try WARCReader.records(in: warc)
+                let response = records.filter { $0.uri == server.baseURL + "/a.bin" && $0.type == "response" }
+                #expect(response.count == 1 && response.first?.truncated == "disconnect" && response.first?.length ?? 0 >= 2 << 20, "\(response)")
+            }
+        }
+    }
+
+    /// The stream's framing of its own gzip member: a head over one stored block (64 KiB), the
+    /// digests written over their placeholders, read by warcio and gzip and indexed as
+    /// cdxj-indexer indexes it; and a body whose bytes are not those that arrived fails the
+    /// archive and leaves no file.
+    @Test func aStreamedRecordReadsWholeAndOneWrittenOverFailsAndLeavesNoFile() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30, streamsFrom: 1)
+            let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+            let path = dir.appendingPathComponent("body").path
+            try TestSupport.write(body, to: path)
+            let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 300000\r\nX-Long: \(String(repeating: "x", count: 70_000))\r\n\r\n".utf8)
+            for (url, crc) in [("https://h/whole.bin", Self.crc32(of: body)), ("https://h/over.bin", 0xDEAD_BEEF)] {
+                var record = WARCRecord(type: "response", fields: [("WARC-Target-URI", url)], head: head, body: .bytes([]))
+                record.contentType = "application/http;msgtype=response"
+                record.http = HTTPHead(head)
+                let stream = try #require(WARCStream(archive: archive, record: record, date: WARCRecord.now(), length: 300_000, source: open(path, O_RDONLY), offset: 0))
+                stream.advance(to: 200_000)
+                record.body = .streamed(stream, crc: crc)
+                archive.append([record], date: WARCRecord.now())
+            }
+            let error = #expect(throws: FileSystemError.self) { try archive.close() }
+            #expect(error?.problem == .changedMeanwhile)
+            let files = try names(in: warc, ending: ".warc.gz")
+            let open = try names(in: warc, ending: ".open")
+            #expect(files.count == 1 && open.isEmpty, "\(files) \(open)")
+            let records = try WARCReader.records(in: warc)
+            #expect(records.map(\.type) == ["warcinfo", "response"])
+            #expect(records.last?.uri == "https://h/whole.bin" && records.last?.md5 == TestSupport.digest(body) && records.last?.head.contains("X-Long: xxx") == true)
+            try expectIndexesAreTheIndexersOwn(in: warc)
+        }
+    }
+}
