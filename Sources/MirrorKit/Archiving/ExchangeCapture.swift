@@ -61,21 +61,32 @@ final class ExchangeCapture {
 
     /// libcurl sent a request head (CURLINFO_HEADER_OUT): a new hop begins.
     func requestSent(_ bytes: UnsafeRawBufferPointer, url: String) {
-        var text = String(decoding: bytes, as: UTF8.self)
         // A proxy's tunnel is no exchange with the target (its answer libcurl keeps to itself:
         // CURLOPT_SUPPRESS_CONNECT_HEADERS).
-        if text.hasPrefix("CONNECT ") { return }
-        if let lineEnd = text.firstRange(of: "\r\n"), text[..<lineEnd.lowerBound].hasSuffix(" HTTP/2") {
-            text = String(text[..<lineEnd.lowerBound].dropLast(" HTTP/2".count)) + " HTTP/1.1" + text[lineEnd.lowerBound...]
+        if bytes.starts(with: "CONNECT ".utf8) { return }
+        // Line by line, as bytes (as strings, split, lower-cased and joined, a head cost more than
+        // its record's writing).
+        var head: [UInt8] = []
+        head.reserveCapacity(bytes.count + Self.redacted.utf8.count)
+        var lineStart = 0
+        while true {
+            let lineEnd = Self.lineEnd(in: bytes, from: lineStart)
+            let line = UnsafeRawBufferPointer(rebasing: bytes[lineStart..<(lineEnd ?? bytes.count)])
+            if lineStart == 0, lineEnd != nil, line.count >= 7, line.suffix(7).elementsEqual(" HTTP/2".utf8) {
+                head += line.dropLast(7)
+                head += " HTTP/1.1".utf8
+            } else if Self.startsIgnoringCase(line, "authorization:") || Self.startsIgnoringCase(line, "proxy-authorization:"),
+                      let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+                head += line[...colon]
+                head += " \(Self.redacted)".utf8
+            } else {
+                head += line
+            }
+            guard let lineEnd else { break }
+            head += [13, 10]
+            lineStart = lineEnd + 2
         }
-        let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false).map { line -> Substring in
-            let lower = line.lowercased()
-            guard lower.hasPrefix("authorization:") || lower.hasPrefix("proxy-authorization:"),
-                  let colon = line.firstIndex(of: ":")
-            else { return line }
-            return line[...colon] + " " + Self.redacted
-        }
-        let head = Self.redacting(secrets, in: Array(lines.joined(separator: "\r\n").utf8))
+        head = Self.redacting(secrets, in: head)
         hops.append(Hop(url: URLUserinfo.split(url).url, time: WARCRecord.now(), requestHead: head))
         body = []
         bodyCut = false
@@ -95,8 +106,8 @@ final class ExchangeCapture {
         // After the body, lines are a chunked body's trailer: not part of the head recorded (and
         // digested) before the body.
         guard !hops.isEmpty, !bodyStarted else { return }
-        let line = String(decoding: bytes, as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        if bytes.starts(with: "HTTP/".utf8) {
+            let line = String(decoding: bytes, as: UTF8.self)
             let parts = line.split(separator: " ", maxSplits: 2)
             let status = parts.count > 1 ? Int(parts[1].prefix(3)) ?? 0 : 0
             // An interim answer (100 Continue) is not the hop's response.
@@ -110,7 +121,7 @@ final class ExchangeCapture {
                 hops[hops.count - 1].responseHead += Array("HTTP/1.1 \(rest)\(rest.count == 3 ? " " + Self.reason(status) : "")\r\n".utf8)
                 return
             }
-        } else if line.lowercased().hasPrefix("transfer-encoding:") {
+        } else if Self.startsIgnoringCase(bytes, "transfer-encoding:") {
             hops[hops.count - 1].responseHead += Array("X-Archive-Orig-".utf8) + Array(bytes)
             return
         }
@@ -229,6 +240,24 @@ final class ExchangeCapture {
             response.fields.append(("WARC-Profile", WARCArchive.notModifiedProfile))
         }
         return response
+    }
+
+    /// Where the line beginning at `start` ends: the index of its CR LF, nil for the last.
+    private static func lineEnd(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        var index = start
+        while index + 1 < bytes.count {
+            if bytes[index] == 13 && bytes[index + 1] == 10 { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Whether `bytes` begin with `prefix` (lower-case ASCII), in any case.
+    private static func startsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ prefix: StaticString) -> Bool {
+        guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
+        return prefix.withUTF8Buffer { prefix in
+            zip(bytes, prefix).allSatisfy { byte, expected in ((0x41...0x5A).contains(byte) ? byte | 0x20 : byte) == expected }
+        }
     }
 
     /// `bytes` with every occurrence of each of `secrets` (the longest first) replaced by

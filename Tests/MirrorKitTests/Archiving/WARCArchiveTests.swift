@@ -360,6 +360,37 @@ struct WARCArchiveTests {
         }
     }
 
+    /// Over HTTP/2 (nginx over TLS), both heads are written in HTTP/1.1 form, as Browsertrix and
+    /// warcprox write them, and the request's Authorization is redacted; warcio reads them.
+    @Test(.enabled(if: NginxServer.isAvailable, "needs nginx and openssl"))
+    func anHTTP2ExchangeIsWrittenInHTTP11Form() async throws {
+        let server = try await NginxServer.start()
+        let digest = TestSupport.digest(try server.addFile("a.bin", size: 300_000))
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30)
+            var configuration = TransferEngine.Configuration(certificateAuthorities: server.certificate)
+            configuration.archive = archive
+            let engine = TransferEngine(configuration: configuration)
+            var request = TransferRequest(url: server.baseURL + "/a.bin", destination: .file(path: dir.appendingPathComponent("a").path, offset: 0))
+            request.headers = [("Authorization", "Client-ID fixtureid")]
+            let response = try await engine.perform(request)
+            #expect(response.status == 200)
+            await engine.shutDown()
+            try archive.close()
+            #expect(server.requests().map(\.protocol) == ["HTTP/2.0"])
+            let records = try WARCReader.records(in: warc)
+            let sent = records.first { $0.type == "request" }
+            #expect(sent?.head.hasPrefix("GET /a.bin HTTP/1.1\r\n") == true, "\(sent?.head ?? "")")
+            #expect(sent?.head.lowercased().contains("authorization: [redacted by mirror]\r\n") == true, "\(sent?.head ?? "")")
+            let answer = records.first { $0.type == "response" }
+            #expect(answer?.head.hasPrefix("HTTP/1.1 200 OK\r\n") == true, "\(answer?.head ?? "")")
+            #expect(answer?.md5 == digest && answer?.status == 200)
+            let bytes = try WARCReader.decompressed(warc + "/" + (try FileManager.default.contentsOfDirectory(atPath: warc).first { $0.hasSuffix(".warc.gz") } ?? ""))
+            #expect(bytes.range(of: Data("fixtureid".utf8)) == nil)
+        }
+    }
+
     private final class Flag: Sendable {
         let value = Atomic<Bool>(false)
     }
