@@ -153,12 +153,13 @@ final class ExchangeCapture {
             streamConsidered = true
             let head = Self.redacting(secrets, in: hop.responseHead)
             let http = HTTPHead(head)
-            guard hop.status == 200, let length = http.contentLength, length >= archive.streamsFrom, let (fd, offset) = file(), fd >= 0 else { return }
+            guard hop.status == 200, let length = http.contentLength, length >= archive.streamsFrom, !archive.hasFailed else { return }
             var record = WARCRecord(type: "response", fields: [("WARC-Target-URI", hop.url)], head: head, body: .bytes([]))
             record.contentType = "application/http;msgtype=response"
             record.http = http
             if let address = hop.address { record.fields.append(("WARC-IP-Address", address)) }
-            guard let writer = WARCStream(archive: archive, record: record, date: hop.time, length: length, source: fd, offset: offset) else { return }
+            // Text the archive compresses is written by the archive (a stream stores its bytes).
+            guard !WARCArchive.compresses(type: http.contentType), let (fd, offset) = file(), fd >= 0, let writer = WARCStream(archive: archive, record: record, date: hop.time, length: length, source: fd, offset: offset) else { return }
             stream = (record, writer)
         }
         stream?.writer.advance(to: flushed)

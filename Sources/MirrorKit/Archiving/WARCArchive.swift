@@ -27,6 +27,8 @@ package final class WARCArchive: Sendable {
     private let maxFileSize: Int64
     /// Responses whose head declares a body this long or longer are streamed (``WARCStream``).
     let streamsFrom: Int64
+    /// The streams begun and not yet closed or given up, which ``close()`` waits for.
+    let streams = DispatchGroup()
     /// The serial of the next file's name, shared by the file being written and streams' files.
     private let serial = Atomic<Int>(0)
     /// Where records are written (internal: a test holds it to be the slow disk).
@@ -125,6 +127,9 @@ package final class WARCArchive: Sendable {
         append([record], date: WARCRecord.now())
     }
 
+    /// Whether something could not be archived: the run's archive is not whole.
+    var hasFailed: Bool { failure.withLock { $0 != nil } }
+
     /// Something that was to go into the archive could not be kept: the run's archive is not whole.
     func fail(_ error: FileSystemError) {
         failure.withLock { failure in
@@ -208,19 +213,27 @@ package final class WARCArchive: Sendable {
                 }
             }
         }
+        // The streams of transfers that ended unwritten (cancelled, cut short) are let go on
+        // their own queues: none may leave its `.open` file behind the run. Their transfers have
+        // ended (the engine is shut down first), so this is a wait for a removal or two; bounded
+        // all the same, since a file left is closed by the next run.
+        _ = streams.wait(timeout: .now() + .seconds(30))
         if let failure = failure.withLock({ $0 }) { throw failure }
     }
 
     // MARK: - Files
 
     private func write(_ record: WARCRecord, date: timespec, state: inout State) throws(FileSystemError) {
-        if case .streamed(let stream, let crc) = record.body {
-            return try writeStreamed(record, stream, crc: crc, date: WARCRecord.date(date), state: &state)
-        }
-        if state.file == nil { try openFile(&state) }
         let date = WARCRecord.date(date)
-        let (record, hashedCRC) = try Self.digested(record, state: &state)
-        try writeMember(state.payloads.deduplicated(record, date: date), date: date, hashedCRC: hashedCRC, state: &state)
+        var unwritten: WARCRecord? = record
+        if case .streamed(let stream, let crc) = record.body {
+            unwritten = try writeStreamed(record, stream, crc: crc, date: date, state: &state)
+        }
+        if let record = unwritten {
+            if state.file == nil { try openFile(&state) }
+            let (record, hashedCRC) = try Self.digested(record, state: &state)
+            try writeMember(state.payloads.deduplicated(record, date: date), date: date, hashedCRC: hashedCRC, state: &state)
+        }
         state.recordsWritten += 1
         // The queue runs on whichever pool thread is free, each allocating from an arena of its
         // own that keeps what it freed: a tag of 100,000 images peaked at 79.3 MiB without this,
@@ -229,24 +242,28 @@ package final class WARCArchive: Sendable {
         if let file = state.file, file.end >= maxFileSize { try closeFile(&state) }
     }
 
-    /// A streamed response: closed in its own file, or, its payload archived before, given up
-    /// for a `revisit` in this one.
-    private func writeStreamed(_ record: WARCRecord, _ stream: WARCStream, crc: UInt32, date: String, state: inout State) throws(FileSystemError) {
+    /// A streamed response: closed in its own file (nil returned); or, its payload archived
+    /// before, given up for the `revisit` returned, to be written in this one; or, its stream
+    /// having failed (its file could not be made, a write failed), the record with its body read
+    /// back from the transfer's file, as any other. Bytes not those that arrived fail it.
+    private func writeStreamed(_ record: WARCRecord, _ stream: WARCStream, crc: UInt32, date: String, state: inout State) throws(FileSystemError) -> WARCRecord? {
         var record = record
         do throws(FileSystemError) {
             let digests = try stream.finish(crc: crc)
             record.fields += [("WARC-Payload-Digest", digests.payload), ("WARC-Block-Digest", digests.block)]
         } catch {
             stream.discard()
-            throw error
+            guard error.problem != .changedMeanwhile, let body = stream.bodyFile(crc: crc) else { throw error }
+            record.body = .file(body)
+            return record
         }
         let kept = state.payloads.deduplicated(record, date: date)
         guard kept.type == record.type else {
             stream.discard()
-            if state.file == nil { try openFile(&state) }
-            return try writeMember(kept, date: date, state: &state)
+            return kept
         }
         try stream.close(record, date: date)
+        return nil
     }
 
     /// `hashedCRC`: the CRC-32 of a file body's bytes as they were digested, for a body whose
@@ -284,7 +301,12 @@ package final class WARCArchive: Sendable {
     /// media, whose bytes are compressed already.
     private static func compresses(_ record: WARCRecord) -> Bool {
         guard record.body.length > 0 else { return true }
-        let type = (record.type == "resource" ? record.contentType : record.http.contentType)?.lowercased() ?? ""
+        return compresses(type: record.type == "resource" ? record.contentType : record.http.contentType)
+    }
+
+    /// Whether a body of the media type `type` is worth compressing: text (JSON, XML, HTML).
+    static func compresses(type: String?) -> Bool {
+        let type = type?.lowercased() ?? ""
         return type.hasPrefix("text/") || type.hasSuffix("json") || type.hasSuffix("xml") || type.hasSuffix("javascript")
     }
 

@@ -23,10 +23,13 @@ import Synchronization
 final class WARCStream: Sendable {
     /// The body's length, as its head declared it.
     let length: Int64
-    private let queue = DispatchQueue(label: "mirror.warc.stream")
+    /// Where the body is archived (internal: a test holds it to be the slow disk).
+    let queue = DispatchQueue(label: "mirror.warc.stream")
     /// Touched on `queue` only (the lock is never contended; it makes the state safe to share).
     private let state: Mutex<State>
     private let archive: WARCArchive
+    /// Given up: work queued before is skipped, rather than archiving a body that will go.
+    private let abandoned = Atomic<Bool>(false)
 
     private struct State: ~Copyable {
         var fd: Int32 = -1
@@ -45,7 +48,12 @@ final class WARCStream: Sendable {
         let block: MD5Context
         let buffer = StreamBuffer()
         var failure: FileSystemError?
+        /// Closed or given up: nothing more is written.
         var done = false
+        /// Whole to its last member (named or not): kept, whatever happens next.
+        var whole = false
+        /// The archive's count of streams has been told this one is settled.
+        var settled = false
     }
 
     /// Blocks of deflate's stored form, each a 5-byte head and up to 65,535 bytes, four at a time.
@@ -72,6 +80,7 @@ final class WARCStream: Sendable {
         self.length = length
         self.archive = archive
         state = Mutex(State(source: source, sourceOffset: offset, header: header, head: record.head, payload: payload, block: block))
+        archive.streams.enter()
         queue.async { [self] in
             state.withLock { state in
                 do throws(FileSystemError) {
@@ -86,7 +95,7 @@ final class WARCStream: Sendable {
     deinit {
         state.withLock { state in
             Glibc.close(state.source)
-            giveUp(&state, removing: !state.done)
+            giveUp(&state, removing: !state.whole)
         }
     }
 
@@ -128,7 +137,16 @@ final class WARCStream: Sendable {
 
     /// Gives the stream up: its file goes.
     func discard() {
-        queue.async { [self] in state.withLock { giveUp(&$0, removing: true) } }
+        abandoned.store(true, ordering: .relaxed)
+        queue.async { [self] in state.withLock { giveUp(&$0, removing: !$0.whole) } }
+    }
+
+    /// The body as the transfer's file holds it, for the archive to read back instead (the
+    /// stream failed): a descriptor of its own; nil if none can be had.
+    func bodyFile(crc: UInt32) -> BodyFile? {
+        let (source, offset) = state.withLock { ($0.source, $0.sourceOffset) }
+        let fd = fcntl(source, F_DUPFD_CLOEXEC, 0)
+        return fd < 0 ? nil : BodyFile(fd: fd, offset: offset, length: length, crc: crc)
     }
 
     // MARK: - On the queue
@@ -151,7 +169,7 @@ final class WARCStream: Sendable {
 
     /// Reads the body from its file up to `target`, digests it and writes it as stored blocks.
     private func pump(_ state: inout State, to target: Int64) {
-        guard state.failure == nil, !state.done, state.fd >= 0 else { return }
+        guard state.failure == nil, !state.done, state.fd >= 0, !abandoned.load(ordering: .relaxed) else { return }
         let buffer = state.buffer.bytes
         let path = archive.directory.path(of: state.name + ".open")
         while state.streamed < target {
@@ -215,6 +233,9 @@ final class WARCStream: Sendable {
         try Directory.writeAll(header, to: state.fd, at: state.headerOffset, path: path)
         try Directory.writeAll(last, to: state.fd, at: state.end, path: path)
         state.end += Int64(last.count)
+        // From here the file ends with a whole record: one that cannot be synced or named stays
+        // `.open`, for the next run to close, as the archive's own file does.
+        state.whole = true
         guard fsync(state.fd) == 0 else { throw FileSystemError.last(path: path) }
         try WARCArchive.giveName(state.name, in: archive.directory)
         state.done = true
@@ -224,13 +245,19 @@ final class WARCStream: Sendable {
         try archive.directory.replaceContents(of: WARCArchive.indexName(of: state.name), writing: index.write)
     }
 
-    /// Lets the file go, removing it when `removing` (its lock goes with its descriptor).
+    /// Lets the file go, removing it when `removing` (its lock goes with its descriptor), and
+    /// tells the archive the stream is settled.
     private func giveUp(_ state: inout State, removing: Bool) {
         state.done = true
-        guard state.fd >= 0 else { return }
-        if removing { archive.directory.remove(state.name + ".open") }
-        Glibc.close(state.fd)
-        state.fd = -1
+        if state.fd >= 0 {
+            if removing { archive.directory.remove(state.name + ".open") }
+            Glibc.close(state.fd)
+            state.fd = -1
+        }
+        if !state.settled {
+            state.settled = true
+            archive.streams.leave()
+        }
     }
 
     // MARK: - gzip's stored form (RFC 1951 3.2.4, RFC 1952)

@@ -129,6 +129,95 @@ struct WARCStreamTests {
         }
     }
 
+    /// Text (JSON here) is compressed in the run's file rather than stored by a stream, however
+    /// large.
+    @Test func aLargeTextBodyIsCompressedInTheRunsFileNotStreamed() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                server.addMedia(path: "/a.json", size: 3 << 20, contentType: "application/json")
+                let warc = dir.appendingPathComponent("warc").path
+                let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30, streamsFrom: 100_000)
+                var configuration = TransferEngine.Configuration()
+                configuration.archive = archive
+                let engine = TransferEngine(configuration: configuration)
+                let response = try await engine.perform(TransferRequest(
+                    url: server.baseURL + "/a.json", destination: .file(path: dir.appendingPathComponent("a").path, offset: 0)))
+                #expect(response.status == 200)
+                await engine.shutDown()
+                try archive.close()
+                #expect(try names(in: warc, ending: ".warc.gz").count == 1)
+                let records = try WARCReader.records(in: warc)
+                #expect(records.filter { $0.type == "response" }.map(\.md5) == [TestSupport.digest(server.content(of: "/a.json"))])
+            }
+        }
+    }
+
+    /// A stream whose file cannot be made (here a directory made immutable once the run's file
+    /// is open) does not cost the archive its record: the body is read back from the transfer's
+    /// file and written in the run's file, as any other.
+    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/chattr"), "needs root and chattr"))
+    func aStreamWhoseFileCannotBeMadeIsArchivedAsAnyOther() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30, streamsFrom: 1)
+            let small = WARCRecord(
+                type: "response", fields: [("WARC-Target-URI", "https://h/small")],
+                head: Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n".utf8), body: .bytes([1]))
+            archive.append([small], date: WARCRecord.now())
+            archive.queue.sync {}
+            let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ $0 >> 7) }
+            let path = dir.appendingPathComponent("body").path
+            try TestSupport.write(body, to: path)
+            let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 300000\r\n\r\n".utf8)
+            var record = WARCRecord(type: "response", fields: [("WARC-Target-URI", "https://h/large.bin")], head: head, body: .bytes([]))
+            record.http = HTTPHead(head)
+            try Self.chattr("+i", warc)
+            let stream = try #require(WARCStream(archive: archive, record: record, date: WARCRecord.now(), length: 300_000, source: open(path, O_RDONLY), offset: 0))
+            stream.advance(to: 300_000)
+            record.body = .streamed(stream, crc: Self.crc32(of: body))
+            archive.append([record], date: WARCRecord.now())
+            archive.queue.sync {}
+            try Self.chattr("-i", warc)
+            try archive.close()
+            #expect(try names(in: warc, ending: ".warc.gz").count == 1)
+            let records = try WARCReader.records(in: warc)
+            #expect(records.map(\.type) == ["warcinfo", "response", "response"])
+            #expect(records.last?.uri == "https://h/large.bin" && records.last?.md5 == TestSupport.digest(body))
+        }
+    }
+
+    /// A stream given up (its transfer cancelled as the run stops) is let go on its own queue;
+    /// the archive's close waits for it, so that the run leaves no `.open` file behind.
+    @Test func closingTheArchiveWaitsForAStreamGivenUpToGo() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30, streamsFrom: 1)
+            let path = dir.appendingPathComponent("body").path
+            try TestSupport.write([UInt8](repeating: 9, count: 300_000), to: path)
+            let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 300000\r\n\r\n".utf8)
+            var record = WARCRecord(type: "response", fields: [("WARC-Target-URI", "https://h/a.bin")], head: head, body: .bytes([]))
+            record.http = HTTPHead(head)
+            let stream = try #require(WARCStream(archive: archive, record: record, date: WARCRecord.now(), length: 300_000, source: open(path, O_RDONLY), offset: 0))
+            let disk = DispatchSemaphore(value: 0)
+            stream.queue.async { disk.wait() }
+            stream.advance(to: 300_000)
+            stream.discard()
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) { disk.signal() }
+            try archive.close()
+            let left = try FileManager.default.contentsOfDirectory(atPath: warc)
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
+
+    private static func chattr(_ flag: String, _ path: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+        process.arguments = [flag, path]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "chattr \(flag) \(path)")
+    }
+
     /// The stream's framing of its own gzip member: a head over one stored block (64 KiB), the
     /// digests written over their placeholders, read by warcio and gzip and indexed as
     /// cdxj-indexer indexes it; and a body whose bytes are not those that arrived fails the

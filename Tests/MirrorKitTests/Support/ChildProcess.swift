@@ -162,7 +162,13 @@ struct ChildProcess {
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, env)
+        var result = posix_spawn(&pid, executable, &actions, &attributes, argv, env)
+        // A binary a test has just copied is busy while a child another test forked in the
+        // meantime still holds the copy's descriptor, until that child execs: moments.
+        for _ in 0..<50 where result == ETXTBSY {
+            usleep(20_000)
+            result = posix_spawn(&pid, executable, &actions, &attributes, argv, env)
+        }
         guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL) }
         return pid
     }
