@@ -41,7 +41,6 @@ final class ExchangeCapture {
     private var intoFile = false
     private var fileLength: Int64 = 0
     private var fileCRC = crc32(0, nil, 0)
-    private var failed = false
     /// A large body's record, archived as its bytes are written out (``WARCStream``): looked at
     /// once, when its first bytes reach the file.
     private var stream: (record: WARCRecord, writer: WARCStream)?
@@ -131,7 +130,7 @@ final class ExchangeCapture {
     /// Body bytes the transfer took and wrote into its file: only counted (the archive reads
     /// them back from the file), unless the body is small enough to keep.
     func receivedIntoFile(_ bytes: UnsafeRawBufferPointer) {
-        guard !failed, !hops.isEmpty else { return }
+        guard !hops.isEmpty else { return }
         bodyStarted = true
         intoFile = true
         fileCRC = crc32(fileCRC, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(bytes.count))
@@ -147,7 +146,7 @@ final class ExchangeCapture {
     /// declares ``WARCArchive/streamsFrom`` bytes or more is archived from here on as it is
     /// written out; `file` gives a descriptor of the file and where the body starts in it.
     func bodyWrittenOut(_ flushed: Int64, file: () -> (fd: Int32, offset: Int64)?) {
-        guard !failed, flushed > streamedUpTo, let hop = hops.last else { return }
+        guard flushed > streamedUpTo, let hop = hops.last else { return }
         streamedUpTo = flushed
         if !streamConsidered {
             streamConsidered = true
@@ -168,7 +167,7 @@ final class ExchangeCapture {
     /// Body bytes the transfer took that go nowhere else (an error page instead of a file): kept
     /// here, up to ``inMemoryLimit``.
     func received(_ bytes: UnsafeRawBufferPointer) {
-        guard !failed, !hops.isEmpty else { return }
+        guard !hops.isEmpty else { return }
         bodyStarted = true
         let room = Self.inMemoryLimit - body.count
         body.append(contentsOf: bytes.prefix(room))
@@ -179,7 +178,7 @@ final class ExchangeCapture {
     /// nil when it is. `file` gives a descriptor of the file a body written into one went to, and
     /// where in it the body starts, when it is too large to have been kept.
     func finish(truncated: String?, file: () -> (fd: Int32, offset: Int64)?, memory: [UInt8]? = nil) {
-        guard !failed, !hops.isEmpty else { return }
+        guard !hops.isEmpty else { return }
         // What mirror was given to log in with is in no record: not in a head (a Location with
         // a login), nor in a body held here (a feed whose links carry the user's password).
         for index in hops.indices { hops[index].responseHead = Self.redacting(secrets, in: hops[index].responseHead) }

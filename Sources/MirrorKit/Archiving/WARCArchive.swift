@@ -217,7 +217,9 @@ package final class WARCArchive: Sendable {
         // their own queues: none may leave its `.open` file behind the run. Their transfers have
         // ended (the engine is shut down first), so this is a wait for a removal or two; bounded
         // all the same, since a file left is closed by the next run.
-        _ = streams.wait(timeout: .now() + .seconds(30))
+        if streams.wait(timeout: .now() + .seconds(30)) == .timedOut {
+            fail(FileSystemError(path: directory.path, problem: .system(EBUSY)))
+        }
         if let failure = failure.withLock({ $0 }) { throw failure }
     }
 
@@ -262,7 +264,17 @@ package final class WARCArchive: Sendable {
             stream.discard()
             return kept
         }
-        try stream.close(record, date: date)
+        do throws(FileSystemError) {
+            try stream.close(record, date: date)
+        } catch {
+            // Its file not whole (the header or the last block could not be written): the record
+            // is written here instead, its digests taken and its payload already remembered.
+            guard !stream.isWhole, let body = stream.bodyFile(crc: crc) else { throw error }
+            stream.discard()
+            record.body = .file(body)
+            if state.file == nil { try openFile(&state) }
+            try writeMember(record, date: date, state: &state)
+        }
         return nil
     }
 

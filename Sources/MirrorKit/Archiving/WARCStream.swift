@@ -25,7 +25,8 @@ final class WARCStream: Sendable {
     let length: Int64
     /// Where the body is archived (internal: a test holds it to be the slow disk).
     let queue = DispatchQueue(label: "mirror.warc.stream")
-    /// Touched on `queue` only (the lock is never contended; it makes the state safe to share).
+    /// Touched on `queue`, and by the archive once the queue's work is done (``bodyFile(crc:)``)
+    /// or the stream is let go (`deinit`).
     private let state: Mutex<State>
     private let archive: WARCArchive
     /// Given up: work queued before is skipped, rather than archiving a body that will go.
@@ -141,6 +142,9 @@ final class WARCStream: Sendable {
         queue.async { [self] in state.withLock { giveUp(&$0, removing: !$0.whole) } }
     }
 
+    /// Whether the stream's file ends with its whole record (named or not).
+    var isWhole: Bool { state.withLock { $0.whole } }
+
     /// The body as the transfer's file holds it, for the archive to read back instead (the
     /// stream failed): a descriptor of its own; nil if none can be had.
     func bodyFile(crc: UInt32) -> BodyFile? {
@@ -169,7 +173,7 @@ final class WARCStream: Sendable {
 
     /// Reads the body from its file up to `target`, digests it and writes it as stored blocks.
     private func pump(_ state: inout State, to target: Int64) {
-        guard state.failure == nil, !state.done, state.fd >= 0, !abandoned.load(ordering: .relaxed) else { return }
+        guard state.failure == nil, !state.done, state.fd >= 0, !abandoned.load(ordering: .relaxed), !archive.hasFailed else { return }
         let buffer = state.buffer.bytes
         let path = archive.directory.path(of: state.name + ".open")
         while state.streamed < target {
