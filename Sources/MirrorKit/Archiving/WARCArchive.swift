@@ -401,10 +401,10 @@ package final class WARCArchive: Sendable {
     ) throws(FileSystemError) {
         var done: Int64 = 0
         while done < body.length {
-            let count = pread(body.fd, buffer.baseAddress, Int(min(Int64(buffer.count), body.length - done)), off_t(body.offset + done))
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw FileSystemError(path: path, problem: count < 0 ? .system(errno) : .changedMeanwhile) }
-            try each(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            let want = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(Int64(buffer.count), body.length - done))])
+            let count = try Directory.readAll(into: want, from: body.fd, at: body.offset + done, path: path)
+            guard count == want.count else { throw FileSystemError(path: path, problem: .changedMeanwhile) }
+            try each(UnsafeRawBufferPointer(want))
             done += Int64(count)
         }
     }

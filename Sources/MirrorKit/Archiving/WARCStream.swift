@@ -53,8 +53,6 @@ final class WARCStream: Sendable {
         var done = false
         /// Whole to its last member (named or not): kept, whatever happens next.
         var whole = false
-        /// The archive's count of streams has been told this one is settled.
-        var settled = false
     }
 
     /// Blocks of deflate's stored form, each a 5-byte head and up to 65,535 bytes, four at a time.
@@ -182,15 +180,15 @@ final class WARCStream: Sendable {
             for _ in 0..<StreamBuffer.blocks where state.streamed + taken < target {
                 let want = Int(min(Int64(StreamBuffer.blockBytes), target - state.streamed - taken))
                 let data = buffer.baseAddress! + filled + 5
-                var count = 0
-                while count < want {
-                    let read = pread(state.source, data + count, want - count, off_t(state.sourceOffset + state.streamed + taken + Int64(count)))
-                    if read < 0 && errno == EINTR { continue }
-                    guard read > 0 else {
-                        state.failure = FileSystemError(path: path, problem: read < 0 ? .system(errno) : .changedMeanwhile)
-                        return
-                    }
-                    count += read
+                do throws(FileSystemError) {
+                    let read = try Directory.readAll(
+                        into: UnsafeMutableRawBufferPointer(start: data, count: want), from: state.source,
+                        at: state.sourceOffset + state.streamed + taken, path: path)
+                    // The transfer's file is shorter than what its sink wrote out: cut since.
+                    guard read == want else { throw FileSystemError(path: path, problem: .changedMeanwhile) }
+                } catch {
+                    state.failure = error
+                    return
                 }
                 Self.storeBlockHead(length: want, final: false, at: buffer.baseAddress! + filled)
                 let bytes = UnsafeRawBufferPointer(start: data, count: want)
@@ -242,7 +240,6 @@ final class WARCStream: Sendable {
         state.whole = true
         guard fsync(state.fd) == 0 else { throw FileSystemError.last(path: path) }
         try WARCArchive.giveName(state.name, in: archive.directory)
-        state.done = true
         let index = CDXJIndex(spillingInto: nil)
         index.add(WARCArchive.indexed(record, date: date), offset: state.memberStart, length: state.end - state.memberStart, file: state.name)
         giveUp(&state, removing: false)
@@ -252,16 +249,14 @@ final class WARCStream: Sendable {
     /// Lets the file go, removing it when `removing` (its lock goes with its descriptor), and
     /// tells the archive the stream is settled.
     private func giveUp(_ state: inout State, removing: Bool) {
-        state.done = true
         if state.fd >= 0 {
             if removing { archive.directory.remove(state.name + ".open") }
             Glibc.close(state.fd)
             state.fd = -1
         }
-        if !state.settled {
-            state.settled = true
-            archive.streams.leave()
-        }
+        // `done` is set here alone: the archive is told once.
+        if !state.done { archive.streams.leave() }
+        state.done = true
     }
 
     // MARK: - gzip's stored form (RFC 1951 3.2.4, RFC 1952)

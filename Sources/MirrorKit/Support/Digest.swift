@@ -103,11 +103,10 @@ final class MD5Context {
         var remaining = length ?? Int64.max
         var offset: Int64 = 0
         while remaining > 0 {
-            let count = pread(fd, buffer.baseAddress, Int(min(Int64(buffer.count), remaining)), off_t(offset))
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return false }
+            let want = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(Int64(buffer.count), remaining))])
+            guard let count = try? Directory.readAll(into: want, from: fd, at: offset, path: "") else { return false }
             if count == 0 { return length == nil }
-            try update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            try update(UnsafeRawBufferPointer(rebasing: want[0..<count]))
             remaining -= Int64(count)
             offset += Int64(count)
         }

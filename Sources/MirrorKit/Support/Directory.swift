@@ -303,6 +303,24 @@ final class Directory: Sendable {
         }
     }
 
+    /// Fills `buffer` from `offset` of `fd`, going on after short reads and EINTR, and returns how
+    /// many bytes were read: fewer than asked only where the file ends.
+    static func readAll(
+        into buffer: UnsafeMutableRawBufferPointer, from fd: Int32, at offset: Int64, path: @autoclosure () -> String
+    ) throws(FileSystemError) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let result = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            if result < 0 {
+                if Glibc.errno == EINTR { continue }
+                throw FileSystemError.last(path: path())
+            }
+            if result == 0 { break }
+            done += result
+        }
+        return done
+    }
+
     static func writeAll(_ bytes: [UInt8], to fd: Int32, at offset: Int64, path: String) throws(FileSystemError) {
         var written = 0
         let result: Result<Void, FileSystemError> = bytes.withUnsafeBytes { buffer in

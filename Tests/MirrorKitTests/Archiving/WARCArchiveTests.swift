@@ -120,35 +120,29 @@ struct WARCArchiveTests {
     /// archive reads to its end, the 206 that finished the file is there, and so is the whole
     /// file as one `resource` record at its URL.
     @Test func aKilledRunLeavesNothingTornAndTheResumedFileIsArchivedWhole() async throws {
-        try await TestSupport.withServer { server in
-            let path = "/B1gF1le.jpg"
-            server.inject(.throttle(bytesPerSecond: 24 << 20), path: path)
-            try await MirrorProcess.withClientID { dir, idFile in
-                let out = dir.appendingPathComponent("out").path
-                let warc = dir.appendingPathComponent("warc").path
-                let arguments = MirrorProcess.fixtureArguments("bigfile", out: out, server: server, idFile: idFile) + ["--warc", warc]
-                let first = try MirrorProcess.start(arguments, log: dir.appendingPathComponent("first.log"))
-                try await MirrorProcess.waitForPartial(in: out, atLeast: Int64.random(in: (20 << 20)...(50 << 20)))
-                first.signal(SIGKILL)
-                #expect(await first.wait() == .signalled(SIGKILL))
-                #expect(try FileManager.default.contentsOfDirectory(atPath: warc).contains { $0.hasSuffix(".open") })
+        try await MirrorProcess.withArchivedBigFile { server, dir, out, warc, arguments in
+            let path = MirrorProcess.bigFile
+            let first = try MirrorProcess.start(arguments, log: dir.appendingPathComponent("first.log"))
+            try await MirrorProcess.waitForPartial(in: out, atLeast: Int64.random(in: (20 << 20)...(50 << 20)))
+            first.signal(SIGKILL)
+            #expect(await first.wait() == .signalled(SIGKILL))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: warc).contains { $0.hasSuffix(".open") })
 
-                let second = try await MirrorProcess.run(arguments)
-                #expect(second.status == 0, "\(second.stderr)")
-                #expect(second.stderr.contains("was left open by a run that ended without closing it"), "\(second.stderr)")
-                let names = try FileManager.default.contentsOfDirectory(atPath: warc)
-                #expect(names.allSatisfy { $0.hasSuffix(".warc.gz") || $0.hasSuffix(".cdxj") }, "\(names)")
-                for name in names where name.hasSuffix(".warc.gz") {
-                    #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
-                }
-                let records = try WARCReader.records(in: warc)
-                let url = server.baseURL + path
-                let whole = TestSupport.digest(server.content(of: path))
-                #expect(records.contains { $0.type == "response" && $0.uri == url && $0.status == 206 })
-                let resources = records.filter { $0.type == "resource" && $0.uri == url }
-                #expect(resources.count == 1 && resources.first?.md5 == whole && resources.first?.length == 64 << 20)
-                #expect(TestSupport.digest(ofFile: out + "/full" + path) == whole)
+            let second = try await MirrorProcess.run(arguments)
+            #expect(second.status == 0, "\(second.stderr)")
+            #expect(second.stderr.contains("was left open by a run that ended without closing it"), "\(second.stderr)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: warc)
+            #expect(names.allSatisfy { $0.hasSuffix(".warc.gz") || $0.hasSuffix(".cdxj") }, "\(names)")
+            for name in names where name.hasSuffix(".warc.gz") {
+                #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
             }
+            let records = try WARCReader.records(in: warc)
+            let url = server.baseURL + path
+            let whole = TestSupport.digest(server.content(of: path))
+            #expect(records.contains { $0.type == "response" && $0.uri == url && $0.status == 206 })
+            let resources = records.filter { $0.type == "resource" && $0.uri == url }
+            #expect(resources.count == 1 && resources.first?.md5 == whole && resources.first?.length == 64 << 20)
+            #expect(TestSupport.digest(ofFile: out + "/full" + path) == whole)
         }
     }
 

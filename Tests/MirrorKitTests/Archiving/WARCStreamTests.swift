@@ -32,45 +32,38 @@ struct WARCStreamTests {
     /// file downloads (read back, nothing of the body would be archived before its end), and
     /// holds its warcinfo and the response, whose request is in the run's other file.
     @Test func aLargeBodyIsArchivedWhileItDownloadsIntoAFileOfItsOwn() async throws {
-        try await TestSupport.withServer { server in
-            let path = "/B1gF1le.jpg"
-            server.inject(.throttle(bytesPerSecond: 24 << 20), path: path)
-            try await MirrorProcess.withClientID { dir, idFile in
-                let out = dir.appendingPathComponent("out").path
-                let warc = dir.appendingPathComponent("warc").path
-                let run = try MirrorProcess.start(
-                    MirrorProcess.fixtureArguments("bigfile", out: out, server: server, idFile: idFile) + ["--warc", warc],
-                    log: dir.appendingPathComponent("run.log"))
-                try await MirrorProcess.waitForPartial(in: out, atLeast: 24 << 20)
-                // 16 MiB archived while the download is still under way (its partial short of
-                // 64 MiB, read after the archive's size): read back, nothing of the body would be.
-                let size = { (path: String) in (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0 }
-                let partials = out + "/.mirror/partials"
-                var archivedMeanwhile: Int64 = 0
-                var stillRunning = false
-                for _ in 0..<40 where !stillRunning {
-                    archivedMeanwhile = ((try? names(in: warc, ending: ".warc.gz.open")) ?? []).map { size(warc + "/" + $0) }.max() ?? 0
-                    let downloaded = ((try? FileManager.default.contentsOfDirectory(atPath: partials)) ?? []).map { size(partials + "/" + $0) }.max() ?? 0
-                    stillRunning = archivedMeanwhile >= 16 << 20 && downloaded > 0 && downloaded < 64 << 20
-                    try await Task.sleep(for: .milliseconds(25))
-                }
-                let log = (try? String(contentsOf: dir.appendingPathComponent("run.log"), encoding: .utf8)) ?? ""
-                #expect(await run.wait() == .exited(0), "\(log)")
-                #expect(stillRunning && archivedMeanwhile >= 16 << 20, "archived while downloading: \(archivedMeanwhile) bytes")
-
-                let files = try names(in: warc, ending: ".warc.gz")
-                let open = try names(in: warc, ending: ".open")
-                #expect(files.count == 2 && open.isEmpty, "\(files) \(open)")
-                let url = server.baseURL + path
-                let own = try files.map { try WARCReader.records(files: [warc + "/" + $0]) }.first { $0.contains { $0.uri == url && $0.type == "response" } }
-                #expect(own?.map(\.type) == ["warcinfo", "response"])
-                let response = own?.last
-                #expect(response?.status == 200 && response?.length == 64 << 20 && response?.md5 == TestSupport.digest(server.content(of: path)))
-                let all = try WARCReader.records(in: warc)
-                #expect(all.filter { $0.type == "request" && $0.uri == url }.map(\.concurrentTo) == [response?.id])
-                #expect(all.filter { $0.uri == url && $0.type != "request" }.count == 1)
-                try expectIndexesAreTheIndexersOwn(in: warc)
+        try await MirrorProcess.withArchivedBigFile { server, dir, out, warc, arguments in
+            let path = MirrorProcess.bigFile
+            let run = try MirrorProcess.start(arguments, log: dir.appendingPathComponent("run.log"))
+            try await MirrorProcess.waitForPartial(in: out, atLeast: 24 << 20)
+            // 16 MiB archived while the download is still under way (its partial short of
+            // 64 MiB, read after the archive's size): read back, nothing of the body would be.
+            let size = { (path: String) in (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0 }
+            let partials = out + "/.mirror/partials"
+            var archivedMeanwhile: Int64 = 0
+            var stillRunning = false
+            for _ in 0..<40 where !stillRunning {
+                archivedMeanwhile = ((try? names(in: warc, ending: ".warc.gz.open")) ?? []).map { size(warc + "/" + $0) }.max() ?? 0
+                let downloaded = ((try? FileManager.default.contentsOfDirectory(atPath: partials)) ?? []).map { size(partials + "/" + $0) }.max() ?? 0
+                stillRunning = archivedMeanwhile >= 16 << 20 && downloaded > 0 && downloaded < 64 << 20
+                try await Task.sleep(for: .milliseconds(25))
             }
+            let log = (try? String(contentsOf: dir.appendingPathComponent("run.log"), encoding: .utf8)) ?? ""
+            #expect(await run.wait() == .exited(0), "\(log)")
+            #expect(stillRunning && archivedMeanwhile >= 16 << 20, "archived while downloading: \(archivedMeanwhile) bytes")
+
+            let files = try names(in: warc, ending: ".warc.gz")
+            let open = try names(in: warc, ending: ".open")
+            #expect(files.count == 2 && open.isEmpty, "\(files) \(open)")
+            let url = server.baseURL + path
+            let own = try files.map { try WARCReader.records(files: [warc + "/" + $0]) }.first { $0.contains { $0.uri == url && $0.type == "response" } }
+            #expect(own?.map(\.type) == ["warcinfo", "response"])
+            let response = own?.last
+            #expect(response?.status == 200 && response?.length == 64 << 20 && response?.md5 == TestSupport.digest(server.content(of: path)))
+            let all = try WARCReader.records(in: warc)
+            #expect(all.filter { $0.type == "request" && $0.uri == url }.map(\.concurrentTo) == [response?.id])
+            #expect(all.filter { $0.uri == url && $0.type != "request" }.count == 1)
+            try expectIndexesAreTheIndexersOwn(in: warc)
         }
     }
 

@@ -98,6 +98,25 @@ enum MirrorProcess {
         }
     }
 
+    /// The fixture tag `bigfile`'s one file: 64 MiB.
+    static let bigFile = "/B1gF1le.jpg"
+
+    /// A run of the fixture tag `bigfile` archived with `--warc`, its file served at 24 MiB/s (a
+    /// few seconds, time to watch or kill it): `body` gets the server, a temporary directory, the
+    /// mirror's and the archive's paths in it, and the run's arguments.
+    static func withArchivedBigFile(
+        _ body: (_ server: FixtureServer, _ dir: URL, _ out: String, _ warc: String, _ arguments: [String]) async throws -> Void
+    ) async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.throttle(bytesPerSecond: 24 << 20), path: bigFile)
+            try await withClientID { dir, idFile in
+                let out = dir.appendingPathComponent("out").path
+                let warc = dir.appendingPathComponent("warc").path
+                try await body(server, dir, out, warc, fixtureArguments("bigfile", out: out, server: server, idFile: idFile) + ["--warc", warc])
+            }
+        }
+    }
+
     /// A temporary directory holding a client id file; `body` gets both.
     static func withClientID<T>(_ body: (URL, String) async throws -> T) async throws -> T {
         try await TestSupport.withTemporaryDirectory { dir in
