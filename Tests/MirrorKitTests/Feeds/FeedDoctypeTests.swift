@@ -229,7 +229,8 @@ struct FeedDoctypeTests {
     /// never held anywhere, and the run is a process of its own, measured by GNU time, so its peak
     /// memory is its own. Without a refusal as the bytes arrive, the run would read 64 MiB (the
     /// feed size cap) into memory before failing on the size: the message, the bytes sent and the
-    /// peak tell.
+    /// peak tell. "Fast" is counted in bytes the server sent, not in seconds: a wall-clock bound
+    /// failed a full test run on two loaded cores (10.6 s) with the bytes well under their bound.
     @Test func aFeedWithAGigabyteInternalSubsetFailsFastInBoundedMemory() async throws {
         try await TestSupport.withServer { server in
             let path = "/feeds/gigabyte-subset.atom"
@@ -247,7 +248,6 @@ struct FeedDoctypeTests {
                 let run = try await MeasuredProcess.run(["feed", "\(server.baseURL)\(path)", "--out", out])
                 #expect(run.status == 65, "\(run.stderr)")
                 #expect(run.stderr == "mirror: feed \(server.baseURL)\(path): \(FeedProlog.doctypeTooLong)\n")
-                #expect(run.elapsed < .seconds(10))
                 #expect(server.bodyBytesSent(path: path) < 16 << 20)
                 #expect(baseline.peakResidentBytes > 0 && run.peakResidentBytes > 0)
                 #expect(run.peakResidentBytes < baseline.peakResidentBytes + 16 << 20,

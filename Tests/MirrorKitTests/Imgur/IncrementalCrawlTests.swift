@@ -159,7 +159,10 @@ struct IncrementalCrawlTests {
             }
             try await TestSupport.withTemporaryDirectory { dir in
                 let running = Task { try await run("slow", server, into: dir) }
-                try await eventually("the listing is read", within: .seconds(30)) {
+                // Alone this takes a fifth of a second; in a full test run on two cores it once
+                // took over 30 s. The bound only ends a run that never lists: the images of the
+                // second page start after it is listed and take 8 s, so the cancel still cuts them.
+                try await eventually("the listing is read", within: .seconds(180)) {
                     guard let state = (try? MirrorDirectory(root: dir)).flatMap(StateDatabase.forReading) else { return false }
                     return (try? await state.cursor(for: "imgur tag slow time all"))?.pass == 1
                 }

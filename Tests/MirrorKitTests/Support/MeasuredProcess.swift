@@ -11,7 +11,6 @@ enum MeasuredProcess {
     struct Run {
         var status: Int32
         var stderr: String
-        var elapsed: Duration
         /// The child's peak resident set size (`ru_maxrss`), in bytes.
         var peakResidentBytes: Int
     }
@@ -28,16 +27,13 @@ enum MeasuredProcess {
             let child = ChildProcess(
                 executable: time, arguments: ["-f", "%M", "-o", usagePath, MirrorProcess.executable.path] + arguments,
                 standardError: error.fileDescriptor)
-            let started = ContinuousClock.now
             let status = try await child.run()
-            let elapsed = ContinuousClock.now - started
             // GNU time writes "Command exited with non-zero status N" first when it is so.
             let usage = String(decoding: TestSupport.bytes(at: usagePath) ?? [], as: UTF8.self)
             let kibibytes = usage.split(separator: "\n").last.flatMap { Int($0) } ?? 0
             return Run(
                 status: status,
                 stderr: String(decoding: TestSupport.bytes(at: errPath) ?? [], as: UTF8.self),
-                elapsed: elapsed,
                 peakResidentBytes: kibibytes * 1024)
         }
     }
