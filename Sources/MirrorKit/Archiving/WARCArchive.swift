@@ -1,4 +1,3 @@
-import CMirrorSystem
 import CZlib
 import Dispatch
 import FoundationEssentials
@@ -54,7 +53,6 @@ package final class WARCArchive: Sendable {
         var file: OpenFile?
         let gzip = GzipMemberWriter()
         var payloads = RecentPayloads()
-        var recordsWritten = 0
         /// Reused for every record: the block's and the payload's SHA-1, and the buffer a body in a
         /// file is read through.
         let blockDigest: MD5Context
@@ -236,11 +234,6 @@ package final class WARCArchive: Sendable {
             let (record, hashedCRC) = try Self.digested(record, state: &state)
             try writeMember(state.payloads.deduplicated(record, date: date), date: date, hashedCRC: hashedCRC, state: &state)
         }
-        state.recordsWritten += 1
-        // The queue runs on whichever pool thread is free, each allocating from an arena of its
-        // own that keeps what it freed: a tag of 100,000 images peaked at 79.3 MiB without this,
-        // 73.4 MiB with it (one run each).
-        if state.recordsWritten % 16_384 == 0 { mirror_release_free_memory() }
         if let file = state.file, file.end >= maxFileSize { try closeFile(&state) }
     }
 

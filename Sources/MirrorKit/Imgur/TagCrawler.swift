@@ -75,8 +75,8 @@ struct TagCrawler: Sendable {
     static let budgetKey = "imgur"
     /// Runs in which an album may fail on its own before it is given up.
     static let albumAttempts = 3
-    /// Pages in a row that show only entries this run has seen before the listing is taken to
-    /// repeat itself.
+    /// Pages in a row that show only entries this run's last pages showed (``RecentEntries``)
+    /// before the listing is taken to repeat itself.
     static let repeatedPagesToStop = 3
 
     let client: ImgurClient
@@ -165,9 +165,9 @@ struct TagCrawler: Sendable {
             cursor.nextPage = 0
             logger.debug("\(source): pass \(cursor.pass + 1) starts at page 0")
         }
-        // What this run's pages showed (as hashes: a tag of 100,000 entries costs 1.6 MB), and the
-        // first of the pages in a row since that showed nothing else.
-        var shownThisRun: Set<Int> = []
+        // What this run's last pages showed, and the first of the pages in a row since that
+        // showed nothing else.
+        var recentlyShown = RecentEntries()
         var repeatingSince: Int?
         while mayGoOn() {
             if let maxPages = options.maxPages, page >= maxPages {
@@ -212,8 +212,7 @@ struct TagCrawler: Sendable {
                 try await completePass(&cursor, reachedEnd: false, of: options)
                 return
             }
-            var showsSomethingNew = false
-            for entry in listing.items where shownThisRun.insert(entry.id.hashValue).inserted { showsSomethingNew = true }
+            let showsSomethingNew = recentlyShown.remember(listing.items.lazy.map(\.id))
             repeatingSince = showsSomethingNew ? nil : repeatingSince ?? page
             if let repeatingSince, page - repeatingSince + 1 >= Self.repeatedPagesToStop {
                 // A server that answers one page for every number would be asked until the budget

@@ -281,7 +281,13 @@ package actor DownloadScheduler {
 
     private func transferEnded(_ url: String, id: TransferID, result: Result<FetchedFile, DownloadError>) {
         transfers[id] = nil
-        pauseTimers.removeValue(forKey: id)?.stop()
+        if let paused = pauseTimers.removeValue(forKey: id) {
+            paused.stop()
+            // Ended while held (its body had all arrived, or an attempt failed): the transport
+            // keeps a pause until it is lifted, since one can come before its transfer starts or
+            // between two attempts, so it is lifted here, after every pause of this id.
+            transport.resume(id)
+        }
         if let current = reports[url], current.id == id {
             reports[url] = nil
             let received: Int64 = switch result {

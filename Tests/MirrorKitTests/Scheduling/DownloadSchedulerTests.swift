@@ -151,6 +151,27 @@ struct DownloadSchedulerTests {
         previews.forEach { $0.cancel() }
     }
 
+    /// The engine keeps a pause until it is lifted (it may come before the transfer starts, or
+    /// between two attempts): one left on a transfer that ended while held was kept for the rest
+    /// of the run, a set growing with the files (a tag of 100,000 images: some 16,000 ids).
+    @Test func aTransferThatEndsWhileHeldHasItsPauseLifted() async throws {
+        let scheduler = scheduler(maxConcurrent: 2)
+        let preview = request(scheduler, url("p"))
+        await scheduler.settled()
+        let forced = request(scheduler, url("big"), forced: true)
+        await scheduler.settled()
+        #expect(transport.pauses == [url("p")])
+        // Its body had all arrived when the pause came: it ends held.
+        transport.complete(url("p"))
+        _ = try await preview.cancellableValue
+        await scheduler.settled()
+        #expect(transport.resumes == [url("p")])
+        transport.complete(url("big"))
+        _ = try await forced.cancellableValue
+        await scheduler.settled()
+        #expect(transport.resumes == [url("p")], "nothing else was held")
+    }
+
     @Test func aLongPauseStopsTheTransferKeepingItsPartial() async throws {
         let timers = ManualTimers()
         let scheduler = scheduler(pauseGrace: .milliseconds(30), timers: timers)
