@@ -610,24 +610,3 @@ final class Flights: Sendable {
         }
     }
 }
-
-/// A set of items shared by a run's jobs, kept as 64-bit hashes: a run over 100,000 items holds
-/// 100,000 words, not 100,000 URLs (some 120 bytes each). Two items of one run share a hash with
-/// a chance of about one in 10^9 at that size; the cost would be one file not revalidated or
-/// restored by this run's sweep (the next run does it).
-final class ItemSet: Sendable {
-    private let items = Mutex<Set<Int>>([])
-
-    func insert(_ item: String) {
-        items.withLock { _ = $0.insert(item.hashValue) }
-    }
-
-    /// Inserts `item`; false when it was there already.
-    func inserted(_ item: String) -> Bool {
-        items.withLock { $0.insert(item.hashValue).inserted }
-    }
-
-    func contains(_ item: String) -> Bool {
-        items.withLock { $0.contains(item.hashValue) }
-    }
-}
