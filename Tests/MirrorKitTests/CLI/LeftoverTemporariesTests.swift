@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import MirrorKit
 
 /// A run killed while it wrote a file by way of a temporary name (a copy across file systems, a
 /// sidecar, the status file) leaves `.mirror-tmp.PID.N` behind: the next run, under the lock,
@@ -44,6 +45,28 @@ struct LeftoverTemporariesTests {
                 for name in kept { #expect(manager.fileExists(atPath: out.appendingPathComponent(name).path), "\(name)") }
                 #expect(manager.fileExists(atPath: elsewhere.appendingPathComponent(".mirror-tmp.999999.6").path))
             }
+        }
+    }
+
+    /// The folder is read as its temporaries are removed, never listed whole in memory: across
+    /// the many reads a folder of thousands of files takes, each temporary is removed and every
+    /// other file is kept.
+    @Test func aLargeFolderLosesItsTemporariesAndNothingElse() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let folder = try Directory.open(creating: dir.appendingPathComponent("full").path)
+            var temporaries: Set<String> = []
+            for number in 0..<6_000 {
+                let name = number % 3 == 0 ? ".mirror-tmp.999999.\(number)" : "image-\(number).jpg"
+                if number % 3 == 0 { temporaries.insert(folder.path(of: name)) }
+                let fd = try folder.openFile(name, .write(create: true, exclusive: true))
+                close(fd)
+            }
+            let removed = folder.removeTemporariesOfOtherProcesses()
+            #expect(removed.count == temporaries.count)
+            #expect(Set(removed) == temporaries)
+            let left = folder.names()
+            #expect(left.count == 4_000)
+            #expect(left.allSatisfy { $0.hasPrefix("image-") })
         }
     }
 }
