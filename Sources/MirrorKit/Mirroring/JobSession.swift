@@ -127,7 +127,7 @@ final class JobSession: Sendable {
 
     private func ended(_ number: Int, _ outcome: JobRunner.Outcome) {
         if case .halted(let error) = outcome { halt(error) }
-        let (waiter, drained, settled) = state.withLock { state in
+        let (waiter, drained) = state.withLock { state in
             state.running[number] = nil
             state.settled += 1
             let before = state.tally
@@ -141,19 +141,23 @@ final class JobSession: Sendable {
             let waiter = state.roomWaiters.isEmpty ? nil : state.roomWaiters.removeValue(forKey: state.roomWaiters.keys.min()!)
             if waiter != nil { state.reserved += 1 }
             let drained = state.finished && state.running.isEmpty ? state.drained.take() : nil
-            return (waiter, drained, state.settled)
+            return (waiter, drained)
         }
         waiter?.resume()
         drained?.resume()
         // A job's steps run on whichever thread is free (pool threads, blocking-I/O queues, the
         // archive's queue), each allocating from a malloc arena of its own that keeps what it
         // freed: a long run's memory would grow with the files it has done, not with the window.
-        if settled % Self.filesBetweenMemoryReleases == 0 { mirror_release_free_memory() }
+        // Counted for the process, not the session: a run of many small sources is long too.
+        if Self.settledInProcess.add(1, ordering: .relaxed).newValue % Self.filesBetweenMemoryReleases == 0 {
+            mirror_release_free_memory()
+        }
     }
 
     /// Often enough that a run's arenas stay near what the window holds; rare enough to cost
     /// nothing (a trim takes a millisecond or two, a few thousand files take seconds).
     static let filesBetweenMemoryReleases = 8_192
+    private static let settledInProcess = Atomic<Int>(0)
 
     /// Waits for every job submitted and adds their outcomes to `summary`; cancelling the caller
     /// cancels them (partials are kept).

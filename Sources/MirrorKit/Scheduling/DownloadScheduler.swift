@@ -246,8 +246,12 @@ package actor DownloadScheduler {
             transport.resume(id)
             hub.emit(.resumed(url: url))
         case .stop(_, let id):
-            pauseTimers.removeValue(forKey: id)?.stop()
+            let paused = pauseTimers.removeValue(forKey: id)
+            paused?.stop()
             transfers[id]?.stop()
+            // Stopped while held between two attempts (a retry's wait, a wait for a cluster
+            // slot), no cancel reaches the engine: its pause is lifted here, after the stop.
+            if paused != nil { transport.resume(id) }
         case .discardPartial(let url):
             transport.discardPartial(of: url)
         case .answer(let ids, let result):
@@ -283,9 +287,9 @@ package actor DownloadScheduler {
         transfers[id] = nil
         if let paused = pauseTimers.removeValue(forKey: id) {
             paused.stop()
-            // Ended while held (its body had all arrived, or an attempt failed): the transport
-            // keeps a pause until it is lifted, since one can come before its transfer starts or
-            // between two attempts, so it is lifted here, after every pause of this id.
+            // Ended while held (its body had all arrived, or its last attempt failed): the
+            // transport keeps a pause until it is lifted, since one can come before its transfer
+            // starts or between two attempts, so it is lifted here, after every pause of this id.
             transport.resume(id)
         }
         if let current = reports[url], current.id == id {

@@ -185,6 +185,9 @@ struct DownloadSchedulerTests {
         await scheduler.settled()
         #expect(transport.running == [url("big")])
         #expect(await state(scheduler, url("p")) == .waiting)
+        // Stopped while held: its pause is lifted too (a transfer in a retry's wait, stopped
+        // there, would otherwise leave it in the engine for the rest of the run).
+        #expect(transport.resumes == [url("p")])
         transport.complete(url("big"))
         _ = try await forced.cancellableValue
         await scheduler.settled()
