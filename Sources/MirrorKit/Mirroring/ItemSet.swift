@@ -27,8 +27,9 @@ final class ItemSet: Sendable {
 ///
 /// A `Set<Int>` of a run's 200,000 files held 4 MiB (at most three quarters of its buckets
 /// used), and 6 MiB while it grew, at the very end of the run: the largest thing a run over
-/// 100,000 images held. The block grows by `realloc`, which for a block this large moves pages
-/// (`mremap`) rather than copying into a second block, and the merge runs from the back, in place.
+/// 100,000 images held. The block grows by `realloc`, by 32 KiB at a time (in place, or by moving
+/// pages, where malloc can; else by a copy that briefly holds two blocks of 8 bytes a hash), and
+/// the merge runs from the back, in place.
 struct SortedHashes: ~Copyable {
     /// Hashes taken in before they are merged: a merge costs a pass over the block, so at most
     /// one pass per this many insertions.
@@ -70,7 +71,7 @@ struct SortedHashes: ~Copyable {
     private mutating func mergeRecent() {
         let incoming = recent.sorted()
         let total = sortedCount + incoming.count
-        guard let grown = realloc(block, total * MemoryLayout<Int>.stride)?.assumingMemoryBound(to: Int.self) else {
+        guard let grown = realloc(block, total * MemoryLayout<Int>.stride)?.bindMemory(to: Int.self, capacity: total) else {
             fatalError("out of memory: \(total) hashes")
         }
         block = grown

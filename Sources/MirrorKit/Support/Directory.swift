@@ -209,16 +209,23 @@ final class Directory: Sendable {
     /// that was killed leaves. For a folder no other process writes to (the mirror, under its
     /// lock). Returns the paths removed.
     func removeTemporariesOfOtherProcesses(levels: Int = 16) -> [String] {
-        var removed: [String] = []
-        // Removing an entry while the folder is read is allowed: readdir may or may not return
-        // it again, and one already removed is not there to remove twice.
+        // Only the names to act on are kept, and acted on once the folder has been read: an NFS
+        // or SMB server may skip entries of a folder read while it changes, and one stream per
+        // level open at once would stack their buffers.
+        var temporaries: [String] = []
+        var folders: [String] = []
         forEachEntry { name, kind in
             let isFolder = kind == UInt8(DT_DIR) || (kind == UInt8(DT_UNKNOWN) && status(of: name).map { $0.st_mode & S_IFMT == S_IFDIR } == true)
             if name.hasPrefix(".mirror-tmp."), !name.hasPrefix(Self.ownTemporaryPrefix), !isFolder {
-                if unlinkat(descriptor, name, 0) == 0 { removed.append(path(of: name)) }
-            } else if isFolder, levels > 0, let folder = try? folderForReading(name), !folder.contains(".mirror") {
-                removed += folder.removeTemporariesOfOtherProcesses(levels: levels - 1)
+                temporaries.append(name)
+            } else if isFolder, levels > 0 {
+                folders.append(name)
             }
+        }
+        var removed = temporaries.filter { unlinkat(descriptor, $0, 0) == 0 }.map(path(of:))
+        for name in folders {
+            guard let folder = try? folderForReading(name), !folder.contains(".mirror") else { continue }
+            removed += folder.removeTemporariesOfOtherProcesses(levels: levels - 1)
         }
         return removed
     }

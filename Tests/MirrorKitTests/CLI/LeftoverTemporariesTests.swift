@@ -48,9 +48,8 @@ struct LeftoverTemporariesTests {
         }
     }
 
-    /// The folder is read as its temporaries are removed, never listed whole in memory: across
-    /// the many reads a folder of thousands of files takes, each temporary is removed and every
-    /// other file is kept.
+    /// A folder of thousands of files, read entry by entry rather than listed whole in memory:
+    /// each temporary is removed and every other file is kept.
     @Test func aLargeFolderLosesItsTemporariesAndNothingElse() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let folder = try Directory.open(creating: dir.appendingPathComponent("full").path)
