@@ -246,12 +246,10 @@ package actor DownloadScheduler {
             transport.resume(id)
             hub.emit(.resumed(url: url))
         case .stop(_, let id):
-            let paused = pauseTimers.removeValue(forKey: id)
-            paused?.stop()
             transfers[id]?.stop()
             // Stopped while held between two attempts (a retry's wait, a wait for a cluster
-            // slot), no cancel reaches the engine: its pause is lifted here, after the stop.
-            if paused != nil { transport.resume(id) }
+            // slot), no cancel reaches the engine: its pause is lifted after the stop.
+            liftPauseOfEnded(id)
         case .discardPartial(let url):
             transport.discardPartial(of: url)
         case .answer(let ids, let result):
@@ -283,15 +281,19 @@ package actor DownloadScheduler {
             })
     }
 
+    /// Stops the pause timer of `id`, a transfer that is over or told to stop, and lifts its
+    /// pause if it was held: the transport keeps a pause until it is lifted, since one can come
+    /// before its transfer starts or between two attempts, and this comes after every pause of it.
+    private func liftPauseOfEnded(_ id: TransferID) {
+        guard let paused = pauseTimers.removeValue(forKey: id) else { return }
+        paused.stop()
+        transport.resume(id)
+    }
+
     private func transferEnded(_ url: String, id: TransferID, result: Result<FetchedFile, DownloadError>) {
         transfers[id] = nil
-        if let paused = pauseTimers.removeValue(forKey: id) {
-            paused.stop()
-            // Ended while held (its body had all arrived, or its last attempt failed): the
-            // transport keeps a pause until it is lifted, since one can come before its transfer
-            // starts or between two attempts, so it is lifted here, after every pause of this id.
-            transport.resume(id)
-        }
+        // Ended while held: its body had all arrived, or its last attempt failed.
+        liftPauseOfEnded(id)
         if let current = reports[url], current.id == id {
             reports[url] = nil
             let received: Int64 = switch result {
