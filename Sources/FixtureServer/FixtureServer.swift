@@ -155,9 +155,12 @@ public final class FixtureServer: Sendable {
         state.withLock { $0.mediaThrottle = bytesPerSecond }
     }
 
-    /// Acts out `fault` on the next `times` requests for `path`.
-    public func inject(_ fault: Fault, path: String, times: Int = 1) {
-        state.withLock { $0.faults[path, default: []].append(contentsOf: repeatElement(fault, count: times)) }
+    /// Acts out `fault` on the next `times` requests for `path`; only on requests without a Range
+    /// header when `sparingRangedRequests` (a fault that strikes a fresh download wherever the
+    /// client stands, so a test can count on the resume that follows being served whole).
+    public func inject(_ fault: Fault, path: String, times: Int = 1, sparingRangedRequests: Bool = false) {
+        let queued = QueuedFault(fault: fault, sparesRangedRequests: sparingRangedRequests)
+        state.withLock { $0.faults[path, default: []].append(contentsOf: repeatElement(queued, count: times)) }
     }
 
     /// Drops faults not yet acted out.

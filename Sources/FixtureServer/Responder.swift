@@ -9,7 +9,7 @@ extension FixtureServer {
         let path = rawPath.removingPercentEncoding ?? rawPath
         let fault = state.withLock { state in
             state.record(head, path: path)
-            return state.nextFault(for: path)
+            return state.nextFault(for: path, ranged: head.headers["Range"].first != nil)
         }
         let writer = ResponseWriter(
             server: self, channel: channel, path: path, keepAlive: head.isKeepAlive,

@@ -37,7 +37,7 @@ struct RateLimit: Sendable {
 struct ServerState: Sendable {
     var media: [String: MediaResource]
     var removedIDs: Set<String>
-    var faults: [String: [Fault]] = [:]
+    var faults: [String: [QueuedFault]] = [:]
     /// Every media response's rate, each connection on its own, unless a fault says otherwise:
     /// a CDN that limits each connection rather than each client.
     var mediaThrottle: Int?
@@ -67,12 +67,13 @@ struct ServerState: Sendable {
         log.append(RecordedRequest(method: head.method.rawValue, path: path, headers: headers))
     }
 
-    mutating func nextFault(for path: String) -> Fault? {
+    mutating func nextFault(for path: String, ranged: Bool) -> Fault? {
         guard var queue = faults[path], !queue.isEmpty else {
             guard let mediaThrottle, media[path] != nil else { return nil }
             return .throttle(bytesPerSecond: mediaThrottle)
         }
-        let fault = queue.removeFirst()
+        if ranged && queue[0].sparesRangedRequests { return nil }
+        let fault = queue.removeFirst().fault
         faults[path] = queue
         return fault
     }
@@ -118,4 +119,11 @@ struct ServerState: Sendable {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return formatter.string(from: date)
     }
+}
+
+/// A fault waiting for its request.
+struct QueuedFault {
+    var fault: Fault
+    /// A request with a Range header is answered as if nothing were queued, and leaves this queued.
+    var sparesRangedRequests: Bool
 }
