@@ -5,53 +5,39 @@ import Glibc
 /// one line per response, resource and revisit record, `SURT timestamp {json}`, sorted, with the
 /// record's URL, media type, status, payload digest, and where its gzip member lies in the file.
 ///
-/// Lines wait in memory up to a bound (4 MiB); past it they are sorted and written out as a run
-/// to a file of the index's own, unnamed in the archive's directory (gone with the process,
-/// killed or not), and the runs are merged as the index is written: memory stays bounded however
-/// many records a WARC file holds. Without a directory, or where the run cannot be written, the
-/// lines stay in memory.
+/// Its lines are sorted by an ``ExternalLineSort`` over the archive's directory: past 4 MiB they
+/// go to disk in sorted runs, merged as the index is written, so memory stays bounded however
+/// many records a WARC file holds.
 final class CDXJIndex {
-    /// The lines held, one after another, each with its newline; their places in it. One buffer,
-    /// kept across runs: a line each of their own made a long run's memory a sieve.
-    private var heldText: [UInt8] = []
-    private var heldLines: [Range<Int>] = []
-    private let heldLimit: Int
-    private let spillDirectory: Directory?
-    private var spill: Int32 = -1
-    /// A run could not be written: the rest stays in memory (trying again at every line would
-    /// sort all it holds each time).
-    private var spillFailed = false
-    /// The sorted runs written to `spill`, in order.
-    private(set) var runs: [Range<Int64>] = []
+    private let lines: ExternalLineSort
+    /// The line being built, its buffer kept from one to the next.
+    private var line: [UInt8] = []
 
     static let emptyPayloadDigest = "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ"
 
     init(spillingInto directory: Directory? = nil, heldLimit: Int = 4 << 20) {
-        spillDirectory = directory
-        self.heldLimit = heldLimit
+        lines = ExternalLineSort(spillingInto: directory, heldLimit: heldLimit)
     }
 
-    deinit {
-        if spill >= 0 { close(spill) }
-    }
+    /// The sorted runs written out so far.
+    var runs: [Range<Int64>] { lines.runs }
 
     /// Adds the record `record`, dated `date` (WARC-Date's form), whose member of the WARC file
     /// `file` starts at `offset` and is `length` bytes long; records of other types are not indexed.
     func add(_ record: IndexedRecord, offset: Int64, length: Int64, file: String) {
         guard ["response", "resource", "revisit"].contains(record.type), let url = record.targetURI else { return }
-        if heldText.isEmpty { heldText.reserveCapacity(heldLimit + (16 << 10)) }
-        // Written straight into the held text, a field at a time: built as strings and joined,
-        // the line cost a quarter of the archive's thread on small files.
-        let start = heldText.count
-        heldText += Self.surt(url).utf8
-        heldText.append(0x20)
-        heldText += record.date.filter(\.isNumber).prefix(14).utf8
-        heldText += " {".utf8
+        // Written straight into bytes, a field at a time: built as strings and joined, the line
+        // cost a quarter of the archive's thread on small files.
+        line.removeAll(keepingCapacity: true)
+        line += Self.surt(url).utf8
+        line.append(0x20)
+        line += record.date.filter(\.isNumber).prefix(14).utf8
+        line += " {".utf8
         func field(_ name: String, _ value: String) {
-            if heldText[heldText.count - 1] != 0x7B { heldText += ", ".utf8 }
-            Self.appendQuoted(name, to: &heldText)
-            heldText += ": ".utf8
-            Self.appendQuoted(value, to: &heldText)
+            if line[line.count - 1] != 0x7B { line += ", ".utf8 }
+            Self.appendQuoted(name, to: &line)
+            line += ": ".utf8
+            Self.appendQuoted(value, to: &line)
         }
         field("url", url)
         if let mime = record.mime { field("mime", mime) }
@@ -61,87 +47,16 @@ final class CDXJIndex {
         field("length", String(length))
         field("offset", String(offset))
         field("filename", file)
-        heldText.append(0x7D)
-        heldLines.append(start..<heldText.count)
-        heldText.append(0x0A)
-        if heldText.count >= heldLimit { spillRun() }
-    }
-
-    /// The lines held, in their sorted order.
-    private func sortedHeldLines() -> [Range<Int>] {
-        heldText.withUnsafeBufferPointer { text in
-            heldLines.sorted { text[$0].lexicographicallyPrecedes(text[$1]) }
-        }
-    }
-
-    /// Writes the lines held, sorted, as a run at the end of the index's own file.
-    private func spillRun() {
-        guard let directory = spillDirectory, !spillFailed else { return }
-        if spill < 0 {
-            spill = mirror_open_unnamed(directory.descriptor)
-            guard spill >= 0 else {
-                spillFailed = true
-                return
-            }
-        }
-        let start = runs.last?.upperBound ?? 0
-        var end = start
-        do throws(FileSystemError) {
-            try writeHeld(sortedHeldLines()) { (piece: [UInt8]) throws(FileSystemError) in
-                try Directory.writeAll(piece, to: spill, at: end, path: directory.path)
-                end += Int64(piece.count)
-            }
-        } catch {
-            spillFailed = true
-            return  // kept in memory: the index is whole, if larger than it should be
-        }
-        runs.append(start..<end)
-        heldText.removeAll(keepingCapacity: true)
-        heldLines = []
-    }
-
-    /// Hands `write` the held lines in `order`, each with its newline, in pieces of 256 KiB.
-    private func writeHeld(_ order: [Range<Int>], _ write: ([UInt8]) throws(FileSystemError) -> Void) throws(FileSystemError) {
-        var piece: [UInt8] = []
-        piece.reserveCapacity(256 << 10)
-        for line in order {
-            piece += heldText[line.lowerBound...line.upperBound]
-            if piece.count >= 256 << 10 {
-                try write(piece)
-                piece.removeAll(keepingCapacity: true)
-            }
-        }
-        if !piece.isEmpty { try write(piece) }
+        line.append(0x7D)
+        lines.append(line: line)
     }
 
     /// Hands `write` the index's text, its lines sorted as bytes (as `sort` and cdxj-indexer's
     /// `--sort` order them), a piece at a time.
     func write(_ write: ([UInt8]) throws(FileSystemError) -> Void) throws(FileSystemError) {
-        let held = sortedHeldLines()
-        guard !runs.isEmpty else { return try writeHeld(held, write) }
-        var sources = try runs.map { range throws(FileSystemError) in
-            try RunReader(fd: spill, range: range, path: spillDirectory?.path ?? "")
-        }
-        var heads: [[UInt8]?] = try sources.indices.map { index throws(FileSystemError) in try sources[index].next() }
-        var heldNext = 0
         var out: [UInt8] = []
         out.reserveCapacity(256 << 10)
-        while true {
-            var best: Int?
-            for index in heads.indices {
-                guard let line = heads[index] else { continue }
-                if best == nil || line.lexicographicallyPrecedes(heads[best!]!) { best = index }
-            }
-            let line: ArraySlice<UInt8>
-            if heldNext < held.count, best == nil || heldText[held[heldNext]].lexicographicallyPrecedes(heads[best!]!) {
-                line = heldText[held[heldNext]]
-                heldNext += 1
-            } else if let best {
-                line = heads[best]![...]
-                heads[best] = try sources[best].next()
-            } else {
-                break
-            }
+        try lines.merge { (line: [UInt8]) throws(FileSystemError) in
             out += line
             out.append(0x0A)
             if out.count >= 256 << 10 {
@@ -157,48 +72,6 @@ final class CDXJIndex {
         var text: [UInt8] = []
         try write { text += $0 }
         return text
-    }
-
-    /// Reads the lines of one sorted run back, 64 KiB at a time.
-    private struct RunReader {
-        let fd: Int32
-        var offset: Int64
-        let end: Int64
-        let path: String
-        var buffer: [UInt8] = []
-        var position = 0
-
-        init(fd: Int32, range: Range<Int64>, path: String) throws(FileSystemError) {
-            self.fd = fd
-            offset = range.lowerBound
-            end = range.upperBound
-            self.path = path
-        }
-
-        mutating func next() throws(FileSystemError) -> [UInt8]? {
-            while true {
-                if let newline = buffer[position...].firstIndex(of: 0x0A) {
-                    defer { position = newline + 1 }
-                    return Array(buffer[position..<newline])
-                }
-                guard offset < end else { return nil }
-                buffer.removeFirst(position)
-                position = 0
-                let want = Int(min(64 << 10, end - offset))
-                let old = buffer.count
-                buffer += repeatElement(0, count: want)
-                let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + old, want, off_t(offset)) }
-                if count < 0 && errno == EINTR {
-                    buffer.removeLast(want)
-                    continue
-                }
-                guard count > 0 else {
-                    throw count < 0 ? FileSystemError.last(path: path) : FileSystemError(path: path, problem: .changedMeanwhile)
-                }
-                buffer.removeLast(want - count)
-                offset += Int64(count)
-            }
-        }
     }
 
     /// What the index says of a record: read from the record as it is written, or from the file

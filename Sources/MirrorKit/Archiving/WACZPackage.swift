@@ -54,8 +54,10 @@ package enum WACZPackage {
         }
         let zip = ZipWriter(fd: fd, path: target.path(of: temporary), alwaysZip64: alwaysZip64)
         var written: [ZipWriter.Written] = []
-        var lines: [[UInt8]] = []
         var total: Int64 = 0
+        // The files' indexes are merged on disk, beside the package being written: an archive of
+        // millions of records packs in the memory of one.
+        let lines = ExternalLineSort(spillingInto: target)
         for warc in warcs {
             let source: Int32
             let info: stat
@@ -65,24 +67,35 @@ package enum WACZPackage {
                 throw ArchiveProblem("\(error)")
             }
             defer { close(source) }
-            let indexName = WARCArchive.indexName(of: warc)
-            var index = directory.contents(of: indexName, limit: 1 << 30)
-            if index == nil {
-                do {
-                    index = try CDXJIndex.of(file: source, named: warc).index.text()
-                } catch {
-                    throw ArchiveProblem("\(error)")
+            do throws(FileSystemError) {
+                if try !Self.appendIndex(named: WARCArchive.indexName(of: warc), in: directory, to: lines) {
+                    try CDXJIndex.of(file: source, named: warc, spillingInto: target).index.write { lines.append(lines: $0) }
                 }
+            } catch {
+                throw ArchiveProblem("\(error)")
             }
-            guard let index else { continue }
-            lines += index.split(separator: 0x0A).map(Array.init)
             written.append(try zip.add("archive/" + warc, file: source, size: Int64(info.st_size)))
             total += Int64(info.st_size)
         }
-        lines.sort { $0.lexicographicallyPrecedes($1) }
-        written.append(try zip.add("indexes/index.cdxj", bytes: lines.flatMap { $0 + [0x0A] }))
-        let pages = Self.pages(fromIndex: lines)
-        written.append(try zip.add("pages/pages.jsonl", bytes: Array(pages.text.utf8)))
+        let index: Spool
+        let pageList: Spool
+        var pages = PageList()
+        do throws(FileSystemError) {
+            index = try Spool(in: target)
+            pageList = try Spool(in: target)
+            try pageList.append(PageList.header)
+            try lines.merge { (line: [UInt8]) throws(FileSystemError) in
+                try index.append(line)
+                try index.append(0x0A)
+                if let page = pages.page(forIndexLine: line) { try pageList.append(page) }
+            }
+            try index.flush()
+            try pageList.flush()
+        } catch {
+            throw ArchiveProblem("\(error)")
+        }
+        written.append(try zip.add("indexes/index.cdxj", file: index.descriptor, size: index.length))
+        written.append(try zip.add("pages/pages.jsonl", file: pageList.descriptor, size: pageList.length))
         let package = Self.datapackage(written)
         _ = try zip.add("datapackage.json", bytes: package)
         let digest: String
@@ -106,26 +119,16 @@ package enum WACZPackage {
         return Summary(files: warcs.count, pages: pages.count, bytes: total, open: open)
     }
 
-    /// Every URL captured whole (a 200, or a resource), once, as ReplayWeb.page lists pages.
-    private static func pages(fromIndex lines: [[UInt8]]) -> (text: String, count: Int) {
-        var text = "{\"format\": \"json-pages-1.0\", \"id\": \"pages\", \"title\": \"All pages\"}\n"
-        var seen = Set<String>()
-        for line in lines {
-            let parts = line.split(separator: 0x20, maxSplits: 2)
-            guard parts.count == 3, case .object(let fields)? = JSONValue.parse(parts[2]),
-                  case .string(let url)? = fields["url"]
-            else { continue }
-            let status = fields["status"].flatMap { if case .string(let value) = $0 { value } else { nil } }
-            let mime = fields["mime"].flatMap { if case .string(let value) = $0 { value } else { nil } }
-            guard status == "200" || (status == nil && mime != "warc/revisit"), seen.insert(url).inserted else { continue }
-            let stamp = Array(parts[1])
-            guard stamp.count == 14 else { continue }
-            let digits = String(decoding: stamp, as: UTF8.self)
-            func slice(_ from: Int, _ count: Int) -> String { String(digits.dropFirst(from).prefix(count)) }
-            let ts = "\(slice(0, 4))-\(slice(4, 2))-\(slice(6, 2))T\(slice(8, 2)):\(slice(10, 2)):\(slice(12, 2))Z"
-            text += "{\"id\": \"\(seen.count)\", \"url\": \(CDXJIndex.quoted(url)), \"ts\": \"\(ts)\"}\n"
+    /// Appends the lines of the index file `name` beside a WARC file (as the archive wrote it,
+    /// or anyone); false when there is none to read, and the index is made from the WARC file.
+    private static func appendIndex(named name: String, in directory: Directory, to lines: ExternalLineSort) throws(FileSystemError) -> Bool {
+        guard let (fd, info) = try? directory.openFileWithStatus(name, .read) else { return false }
+        defer { close(fd) }
+        var reader = LineReader(fd: fd, range: 0..<Int64(info.st_size), path: directory.path(of: name))
+        while let line = try reader.next() {
+            if !line.isEmpty { lines.append(line: line) }
         }
-        return (text, seen.count)
+        return true
     }
 
     private static func datapackage(_ entries: [ZipWriter.Written]) -> [UInt8] {
@@ -172,5 +175,37 @@ extension CDXJIndex {
             index.add(record, offset: member.offset, length: member.length, file: name)
         }
         return (index, length, records)
+    }
+}
+
+/// Every URL captured whole (a 200, or a resource), once, as ReplayWeb.page lists pages, made
+/// from the merged index a line at a time. The lines of one URL are together, since they share
+/// its SURT key: only the URLs of the key at hand are kept to tell a repeat.
+struct PageList {
+    static let header = Array("{\"format\": \"json-pages-1.0\", \"id\": \"pages\", \"title\": \"All pages\"}\n".utf8)
+    private(set) var count = 0
+    private var key: [UInt8] = []
+    private var seenUnderKey: Set<String> = []
+
+    /// The page line (with its newline) of the index line `line`, when it is a URL's first whole capture.
+    mutating func page(forIndexLine line: [UInt8]) -> [UInt8]? {
+        let parts = line.split(separator: 0x20, maxSplits: 2)
+        guard parts.count == 3, case .object(let fields)? = JSONValue.parse(parts[2]),
+              case .string(let url)? = fields["url"]
+        else { return nil }
+        if !parts[0].elementsEqual(key) {
+            key = Array(parts[0])
+            seenUnderKey.removeAll(keepingCapacity: true)
+        }
+        let status = fields["status"].flatMap { if case .string(let value) = $0 { value } else { nil } }
+        let mime = fields["mime"].flatMap { if case .string(let value) = $0 { value } else { nil } }
+        guard status == "200" || (status == nil && mime != "warc/revisit") else { return nil }
+        let stamp = Array(parts[1])
+        guard stamp.count == 14, seenUnderKey.insert(url).inserted else { return nil }
+        count += 1
+        let digits = String(decoding: stamp, as: UTF8.self)
+        func slice(_ from: Int, _ count: Int) -> String { String(digits.dropFirst(from).prefix(count)) }
+        let ts = "\(slice(0, 4))-\(slice(4, 2))-\(slice(6, 2))T\(slice(8, 2)):\(slice(10, 2)):\(slice(12, 2))Z"
+        return Array("{\"id\": \"\(count)\", \"url\": \(CDXJIndex.quoted(url)), \"ts\": \"\(ts)\"}\n".utf8)
     }
 }

@@ -82,4 +82,114 @@ struct WACZPackageTests {
             }
         }
     }
+
+    // MARK: - Indexes made up for the packer (it reads a WARC file's index beside it, not the file)
+
+    /// One index line as the archive writes them.
+    private func indexLine(_ url: String, second: Int, status: String, revisit: Bool = false, file: String) -> [UInt8] {
+        let stamp = "20261128120000".dropLast(2) + String(format: "%02d", second % 60)
+        let mime = revisit ? "warc/revisit" : "image/jpeg"
+        return Array("\(CDXJIndex.surt(url)) \(stamp) {\"url\": \"\(url)\", \"mime\": \"\(mime)\", \"status\": \"\(status)\", \"digest\": \"sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ\", \"length\": \"1000\", \"offset\": \"\(second * 1000)\", \"filename\": \"\(file)\"}".utf8)
+    }
+
+    /// WARC files (of made-up bytes) with these indexes beside them, as text.
+    private func madeUpArchive(in dir: URL, indexes: [[UInt8]]) throws -> String {
+        let warc = dir.appendingPathComponent("warc").path
+        try FileManager.default.createDirectory(atPath: warc, withIntermediateDirectories: true)
+        for (serial, index) in indexes.enumerated() {
+            let name = "mirror-2026112812000000\(serial)-00000.warc.gz"
+            try Data("not read: its index is beside it".utf8).write(to: URL(fileURLWithPath: warc + "/" + name))
+            try Data(index).write(to: URL(fileURLWithPath: warc + "/" + WARCArchive.indexName(of: name)))
+        }
+        return warc
+    }
+
+    /// The index is every file's index merged in byte order, whatever order a file's own is in
+    /// (one sorted, one shuffled, one with blank lines and no last newline), and the pages are
+    /// each URL captured whole, once, in the index's order: two URLs of one SURT key included.
+    @Test func theIndexIsTheFilesIndexesMergedAndEachURLCapturedWholeIsOnePage() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            var generator = SystemRandomNumberGenerator()
+            var files: [[[UInt8]]] = []
+            for file in 0..<3 {
+                var lines: [[UInt8]] = []
+                for serial in 0..<150 {
+                    let id = Int.random(in: 0..<60, using: &generator)
+                    let url = switch id % 4 {
+                    case 0: "https://example.org/\(id)"
+                    case 1: "http://www.example.org/\(id - 1)"  // the SURT key of the one before
+                    default: "https://i.imgur.com/\(id).jpg"
+                    }
+                    let status = id % 10 == 9 ? "404" : (serial % 7 == 0 ? "304" : "200")
+                    lines.append(indexLine(url, second: serial, status: status, revisit: serial % 11 == 0, file: "f\(file)"))
+                }
+                if file == 0 { lines.sort { $0.lexicographicallyPrecedes($1) } }
+                files.append(lines)
+            }
+            var texts: [[UInt8]] = files.map { lines in lines.flatMap { $0 + [0x0A] } }
+            texts[2] = Array(files[2].flatMap { $0 + [0x0A, 0x0A] }.dropLast(2))
+            let warc = try madeUpArchive(in: dir, indexes: texts)
+            let wacz = dir.appendingPathComponent("made-up.wacz").path
+            let summary = try WACZPackage.pack(directory: warc, to: wacz)
+
+            let sorted = files.flatMap { $0 }.sorted { $0.lexicographicallyPrecedes($1) }
+            // The pages, as the packer that sorted every line in memory listed them.
+            var pages = "{\"format\": \"json-pages-1.0\", \"id\": \"pages\", \"title\": \"All pages\"}\n"
+            var seen = Set<String>()
+            for line in sorted {
+                let text = String(decoding: line, as: UTF8.self)
+                let url = String(text.split(separator: "\"")[3])
+                guard text.contains("\"status\": \"200\""), seen.insert(url).inserted else { continue }
+                let stamp = Array(text.split(separator: " ")[1])
+                let ts = "\(String(stamp[0..<4]))-\(String(stamp[4..<6]))-\(String(stamp[6..<8]))T\(String(stamp[8..<10])):\(String(stamp[10..<12])):\(String(stamp[12..<14]))Z"
+                pages += "{\"id\": \"\(seen.count)\", \"url\": \"\(url)\", \"ts\": \"\(ts)\"}\n"
+            }
+            #expect(seen.contains { $0.hasPrefix("http://www.example.org/") } && seen.contains { $0.hasPrefix("https://example.org/") })
+            let read = try WARCReader.entries(["indexes/index.cdxj", "pages/pages.jsonl"], of: wacz)
+            #expect(read["indexes/index.cdxj"] == sorted.flatMap { $0 + [0x0A] })
+            #expect(read["pages/pages.jsonl"].map { String(decoding: $0, as: UTF8.self) } == pages)
+            #expect(summary.pages == seen.count && summary.files == 3)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["made-up.wacz", "warc"])
+        }
+    }
+
+    /// The files' indexes are merged on disk: an archive whose indexes run to tens of megabytes
+    /// packs in about the memory of one of a few lines (the packer that sorted them in memory
+    /// held them several times over).
+    @Test func largeIndexesPackInTheMemoryOfSmallOnes() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            func archive(_ name: String, lines: Int) throws -> String {
+                let folder = dir.appendingPathComponent(name)
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                var indexes: [[UInt8]] = []
+                for file in 0..<2 {
+                    var text: [UInt8] = []
+                    text.reserveCapacity(lines * 240)
+                    // In no order: each file's lines run backwards through its URLs.
+                    for serial in (0..<lines).reversed() {
+                        text += indexLine("https://i.imgur.com/\(file)x\(serial % (lines / 2 + 1)).jpg", second: serial, status: "200", file: "f\(file)")
+                        text.append(0x0A)
+                    }
+                    indexes.append(text)
+                }
+                return try madeUpArchive(in: folder, indexes: indexes)
+            }
+            let small = try archive("small", lines: 10)
+            let large = try archive("large", lines: 60_000)
+            let smallRun = try await MeasuredProcess.run(["warc", "pack", small, "--out", dir.appendingPathComponent("small.wacz").path])
+            let largeWACZ = dir.appendingPathComponent("large.wacz").path
+            let largeRun = try await MeasuredProcess.run(["warc", "pack", large, "--out", largeWACZ])
+            #expect(smallRun.status == 0 && largeRun.status == 0, "\(smallRun.stderr) \(largeRun.stderr)")
+            let grown = largeRun.peakResidentBytes - smallRun.peakResidentBytes
+            #expect(grown < 20 << 20, "\(smallRun.peakResidentBytes >> 20) MiB, then \(largeRun.peakResidentBytes >> 20) MiB")
+            let check = try WARCReader.python(#"""
+                import sys, zipfile
+                z = zipfile.ZipFile(sys.argv[1])
+                index = z.read('indexes/index.cdxj').split(b'\n')[:-1]
+                pages = z.read('pages/pages.jsonl').split(b'\n')[1:-1]
+                print(len(index), all(a <= b for a, b in zip(index, index[1:])), len(pages))
+                """#, [largeWACZ])
+            #expect(String(decoding: check, as: UTF8.self) == "120000 True 60002\n")
+        }
+    }
 }

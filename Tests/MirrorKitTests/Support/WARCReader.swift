@@ -131,6 +131,27 @@ enum WARCReader {
         return (contents.entries, contents.index)
     }
 
+    /// What Python's zipfile reads of the entries of the ZIP file `file`, without validating it
+    /// as a WACZ (whose WARC files a test may have made up).
+    static func entries(_ names: [String], of file: String) throws -> [String: [UInt8]] {
+        let output = try python(#"""
+            import sys, zipfile, json
+            z = zipfile.ZipFile(sys.argv[1])
+            bad = z.testzip()
+            if bad is not None:
+                sys.exit('bad CRC: ' + bad)
+            json.dump({name: list(z.read(name)) for name in sys.argv[2:]}, sys.stdout)
+            """#, [file] + names)
+        return try JSONDecoder().decode([String: [UInt8]].self, from: output)
+    }
+
+    /// The standard output of `script`, run by the test tools' Python with `arguments`.
+    static func python(_ script: String, _ arguments: [String]) throws -> Data {
+        let result = try run(python, ["-c", script] + arguments)
+        guard result.status == 0 else { throw Unreadable(description: "python: " + String(decoding: result.errors, as: UTF8.self)) }
+        return result.output
+    }
+
     /// The decompressed bytes of every member of `file`, for a search of what must not be there.
     static func decompressed(_ file: String) throws -> Data {
         let unpacked = try run("/bin/gzip", ["-dc", file])

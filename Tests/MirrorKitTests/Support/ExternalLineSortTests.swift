@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+/// Lines sorted through a file of their own: whatever order they come in, past the memory of
+/// one run or of one merge, they come back in byte order, and nothing is left in the directory.
+@Suite("Sorting lines on disk")
+struct ExternalLineSortTests {
+    /// Lines of every shape: sorted stretches, reversed ones, repeats, bytes above 0x7F
+    /// (compared unsigned), some given as text of several lines.
+    private func fill(_ sort: ExternalLineSort, count: Int) -> [[UInt8]] {
+        var generator = SystemRandomNumberGenerator()
+        var all: [[UInt8]] = []
+        while all.count < count {
+            var batch = (0..<Int.random(in: 1...40, using: &generator)).map { serial in
+                Array("k\(UInt16.random(in: 0..<2000, using: &generator)) \(serial)".utf8) + (serial % 5 == 0 ? [0xC3, 0xA9] : [])
+            }
+            switch all.count % 4 {
+            case 0: batch.sort { $0.lexicographicallyPrecedes($1) }
+            case 1: batch.sort { $1.lexicographicallyPrecedes($0) }
+            default: break
+            }
+            if let first = batch.first { batch.append(first) }
+            if all.count % 3 == 0 {
+                sort.append(lines: batch.flatMap { $0 + [0x0A, 0x0A] })
+            } else {
+                for line in batch { sort.append(line: line) }
+            }
+            all += batch
+        }
+        return all
+    }
+
+    @Test(arguments: [(heldLimit: 4 << 20, runs: 0...0), (heldLimit: 8 << 10, runs: 10...64), (heldLimit: 1 << 10, runs: 65...1000)])
+    func linesInAnyOrderComeBackInByteOrder(heldLimit: Int, runs: ClosedRange<Int>) async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let directory = try Directory.open(creating: dir.appendingPathComponent("spool").path)
+            let sort = ExternalLineSort(spillingInto: directory, heldLimit: heldLimit)
+            let all = fill(sort, count: 20_000)
+            // In memory; in runs merged at once; in more runs than one merge takes.
+            #expect(runs.contains(sort.runs.count), "\(sort.runs.count) runs")
+            var merged: [[UInt8]] = []
+            try sort.merge { merged.append($0) }
+            #expect(merged == all.sorted { $0.lexicographicallyPrecedes($1) })
+            #expect(directory.names().isEmpty, "\(directory.names())")
+        }
+    }
+
+    @Test func withoutADirectoryTheLinesStayInMemory() throws {
+        let sort = ExternalLineSort(spillingInto: nil, heldLimit: 1 << 10)
+        let all = fill(sort, count: 2_000)
+        #expect(sort.runs.isEmpty)
+        var merged: [[UInt8]] = []
+        try sort.merge { merged.append($0) }
+        #expect(merged == all.sorted { $0.lexicographicallyPrecedes($1) })
+    }
+
+    @Test func aLastLineWithoutItsNewlineIsALine() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent("text").path
+            let text = Data("one\ntwo\n\nthree".utf8)
+            try text.write(to: URL(fileURLWithPath: path))
+            let fd = open(path, O_RDONLY)
+            defer { close(fd) }
+            var reader = LineReader(fd: fd, range: 0..<Int64(text.count), path: path, chunk: 4)
+            var read: [String] = []
+            while let line = try reader.next() { read.append(String(decoding: line, as: UTF8.self)) }
+            #expect(read == ["one", "two", "", "three"])
+        }
+    }
+}
