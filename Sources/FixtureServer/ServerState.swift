@@ -124,6 +124,8 @@ struct ServerState: Sendable {
 /// A fault waiting for its request.
 struct QueuedFault {
     var fault: Fault
-    /// A request with a Range header is answered as if nothing were queued, and leaves this queued.
+    /// A request with a Range header, while this is first in its path's queue, is answered as
+    /// though no fault were queued (at the media throttle, if one is set), and leaves the queue
+    /// as it was.
     var sparesRangedRequests: Bool
 }

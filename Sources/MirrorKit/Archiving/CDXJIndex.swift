@@ -1,6 +1,3 @@
-import CMirrorSystem
-import Glibc
-
 /// The index of a WARC file in CDXJ, as pywb and the Webrecorder project's cdxj-indexer write it:
 /// one line per response, resource and revisit record, `SURT timestamp {json}`, sorted, with the
 /// record's URL, media type, status, payload digest, and where its gzip member lies in the file.

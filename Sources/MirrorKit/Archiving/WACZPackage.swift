@@ -89,6 +89,7 @@ package enum WACZPackage {
                 try index.append(0x0A)
                 if let page = pages.page(forIndexLine: line) { try pageList.append(page) }
             }
+            lines.removeAll()
             try index.flush()
             try pageList.flush()
         } catch {
@@ -124,7 +125,7 @@ package enum WACZPackage {
     private static func appendIndex(named name: String, in directory: Directory, to lines: ExternalLineSort) throws(FileSystemError) -> Bool {
         guard let (fd, info) = try? directory.openFileWithStatus(name, .read) else { return false }
         defer { close(fd) }
-        var reader = LineReader(fd: fd, range: 0..<Int64(info.st_size), path: directory.path(of: name))
+        var reader = LineReader(fd: fd, range: 0..<Int64(info.st_size), path: directory.path(of: name), longestLine: 1 << 20)
         while let line = try reader.next() {
             if !line.isEmpty { lines.append(line: line) }
         }

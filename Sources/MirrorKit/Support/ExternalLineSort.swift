@@ -10,7 +10,8 @@ final class ExternalLineSort {
     private var heldLines: [Range<Int>] = []
     private let heldLimit: Int
     private let directory: Directory?
-    private var spool: Spool?
+    /// Where the runs go; made with the first.
+    private(set) var spool: Spool?
     /// A run could not be written: the rest stays in memory (trying again at every line would
     /// sort all it holds each time).
     private var spillFailed = false
@@ -24,7 +25,7 @@ final class ExternalLineSort {
         self.heldLimit = heldLimit
     }
 
-    /// Appends one line (without its newline).
+    /// Appends one line, which holds no newline.
     func append(line: some Collection<UInt8>) {
         if heldText.isEmpty { heldText.reserveCapacity(heldLimit + (16 << 10)) }
         let start = heldText.count
@@ -42,6 +43,14 @@ final class ExternalLineSort {
             if end > start { append(line: text[start..<end]) }
             start = end + 1
         }
+    }
+
+    /// Lets go of every line, and of the file and the disk space the runs took.
+    func removeAll() {
+        heldText = []
+        heldLines = []
+        runs = []
+        spool = nil
     }
 
     /// The lines held, in their sorted order.
@@ -62,8 +71,12 @@ final class ExternalLineSort {
             try spool.flush()
             runs.append(start..<spool.length)
         } catch {
+            // Kept in memory: the lines are whole, if larger than they should be. The part of
+            // the run written goes unused; the part still buffered must not reach the file
+            // after a later run's bytes.
+            spool?.discardBuffered()
             spillFailed = true
-            return  // kept in memory: the lines are whole, if larger than they should be
+            return
         }
         heldText.removeAll(keepingCapacity: true)
         heldLines = []

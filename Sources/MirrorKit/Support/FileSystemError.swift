@@ -21,6 +21,9 @@ package struct FileSystemError: Error, Sendable, Equatable, CustomStringConverti
         case invalidName
         /// The file's bytes are not those it held a moment before (another write came between).
         case changedMeanwhile
+        /// A text file read a line at a time has a line longer than this: it is not the text
+        /// it should be.
+        case lineTooLong(limit: Int)
     }
 
     var path: String
@@ -63,7 +66,7 @@ package struct FileSystemError: Error, Sendable, Equatable, CustomStringConverti
         switch problem {
         case .system(let code): [ENOSPC, EDQUOT, EROFS, EIO, EACCES].contains(code)
         case .symbolicLink, .notADirectory, .ownedByAnotherUser, .writableByOthers: true
-        case .notARegularFile, .multipleLinks, .invalidName, .changedMeanwhile: false
+        case .notARegularFile, .multipleLinks, .invalidName, .changedMeanwhile, .lineTooLong: false
         }
     }
 
@@ -91,6 +94,8 @@ package struct FileSystemError: Error, Sendable, Equatable, CustomStringConverti
             return "\(shown) is not a plain file name"
         case .changedMeanwhile:
             return "\(shown) changed on disk before it could be archived"
+        case .lineTooLong(let limit):
+            return "\(shown) has a line longer than \(limit) bytes; it is not the text it should be"
         }
     }
 }

@@ -2,8 +2,7 @@ import CMirrorSystem
 import Glibc
 
 /// Bytes set aside in a file of their own, unnamed in a directory (gone with the process, killed
-/// or not), written out a buffer at a time: text too large to hold that is built once and read
-/// back once.
+/// or not), appended a buffer at a time: text too large to hold, read back once it is written.
 final class Spool {
     let descriptor: Int32
     /// The directory's path, for errors.
@@ -34,6 +33,12 @@ final class Spool {
         if buffer.count >= Self.bufferSize { try flush() }
     }
 
+    /// Forgets what is buffered and not written: what a failed ``flush()`` left, which no later
+    /// write may carry out after other bytes.
+    func discardBuffered() {
+        buffer.removeAll(keepingCapacity: true)
+    }
+
     /// Writes out what is buffered: ``length`` is then the whole.
     func flush() throws(FileSystemError) {
         guard !buffer.isEmpty else { return }
@@ -51,22 +56,31 @@ struct LineReader {
     private let end: Int64
     private let path: String
     private let chunk: Int
+    /// A line longer than this fails the read (a file of no newlines is not held whole).
+    private let longestLine: Int?
     private var buffer: [UInt8] = []
     private var position = 0
+    /// Where the search for the next newline goes on: the bytes before it hold none.
+    private var searched = 0
 
-    init(fd: Int32, range: Range<Int64>, path: String, chunk: Int = 64 << 10) {
+    init(fd: Int32, range: Range<Int64>, path: String, chunk: Int = 64 << 10, longestLine: Int? = nil) {
         self.fd = fd
         offset = range.lowerBound
         end = range.upperBound
         self.path = path
         self.chunk = chunk
+        self.longestLine = longestLine
     }
 
     mutating func next() throws(FileSystemError) -> [UInt8]? {
         while true {
-            if let newline = buffer[position...].firstIndex(of: 0x0A) {
+            if let newline = buffer[max(position, searched)...].firstIndex(of: 0x0A) {
                 defer { position = newline + 1 }
                 return Array(buffer[position..<newline])
+            }
+            searched = buffer.count
+            if let longestLine, buffer.count - position > longestLine {
+                throw FileSystemError(path: path, problem: .lineTooLong(limit: longestLine))
             }
             guard offset < end else {
                 guard position < buffer.count else { return nil }
@@ -74,6 +88,7 @@ struct LineReader {
                 return Array(buffer[position...])
             }
             buffer.removeFirst(position)
+            searched -= position
             position = 0
             let want = Int(min(Int64(chunk), end - offset))
             let old = buffer.count

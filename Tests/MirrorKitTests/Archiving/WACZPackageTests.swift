@@ -153,6 +153,20 @@ struct WACZPackageTests {
         }
     }
 
+    /// An index beside a WARC file that is no text (a file of zeros) fails the pack with its
+    /// name, rather than being held whole.
+    @Test func anIndexThatIsNoTextFailsThePackNamingIt() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = try madeUpArchive(in: dir, indexes: [Array(repeating: 0, count: 2 << 20)])
+            let index = try #require(try FileManager.default.contentsOfDirectory(atPath: warc).first { $0.hasSuffix(".cdxj") })
+            let error = #expect(throws: ArchiveProblem.self) {
+                try WACZPackage.pack(directory: warc, to: dir.appendingPathComponent("zeros.wacz").path)
+            }
+            #expect(error?.description == "\(warc)/\(index) has a line longer than 1048576 bytes; it is not the text it should be")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["warc"])
+        }
+    }
+
     /// The files' indexes are merged on disk: an archive whose indexes run to tens of megabytes
     /// packs in about the memory of one of a few lines (the packer that sorted them in memory
     /// held them several times over).

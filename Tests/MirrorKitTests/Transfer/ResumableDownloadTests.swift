@@ -159,7 +159,7 @@ struct ResumableDownloadTests {
             let stallAt = 256 << 10
             server.inject(
                 .stall(afterBytes: stallAt, seconds: 30), path: "/stall.bin",
-                times: RetryPolicy.defaultAttempts, sparingRangedRequests: true)
+                times: quickRetry.maxAttempts, sparingRangedRequests: true)
             let file = try await downloader.fetch(server.baseURL + "/stall.bin")
             #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/stall.bin")))
             let ranges = server.requests.compactMap { $0.header("Range") }
