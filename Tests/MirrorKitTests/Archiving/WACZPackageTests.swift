@@ -153,6 +153,31 @@ struct WACZPackageTests {
         }
     }
 
+    /// The pages list reads three fields of an index line's JSON: one that is not a string is
+    /// taken as absent, other fields may hold anything, and a line that is no JSON object (or
+    /// has no URL) lists nothing.
+    @Test func aPageIsReadFromTheIndexLinesURLStatusAndMediaTypeAlone() {
+        var pages = PageList()
+        let lines = [
+            #"com,example)/a 20261128120000 {"url": "https://example.com/a", "status": 200, "mime": "image/jpeg"}"#,
+            #"com,example)/b 20261128120001 {"status": "200", "extra": {"nested": [1, {"url": "x"}]}, "url": "https://example.com/b"}"#,
+            #"com,example)/c 20261128120002 {"url": 7, "status": "200"}"#,
+            #"com,example)/d 20261128120003 {"url": "https://example.com/d", "status": "404"}"#,
+            #"com,example)/e 20261128120004 {"url": "https://example.com/e", "mime": "warc/revisit"}"#,
+            #"com,example)/f 20261128120005 not json"#,
+            #"com,example)/g 20261128120006 ["https://example.com/g"]"#,
+            #"com,example)/hé 20261128120007 {"url": "https://example.com/h\u00e9\"", "status": "200"}"#,
+            #"com,example)/hé 20261128120008 {"url": "https://example.com/h\u00e9\"", "status": "200"}"#,
+        ]
+        let listed = lines.compactMap { pages.page(forIndexLine: Array($0.utf8)).map { String(decoding: $0, as: UTF8.self) } }
+        #expect(listed == [
+            #"{"id": "1", "url": "https://example.com/a", "ts": "2026-11-28T12:00:00Z"}"# + "\n",
+            #"{"id": "2", "url": "https://example.com/b", "ts": "2026-11-28T12:00:01Z"}"# + "\n",
+            #"{"id": "3", "url": "https://example.com/h\u00e9\"", "ts": "2026-11-28T12:00:07Z"}"# + "\n",
+        ])
+        #expect(pages.count == 3)
+    }
+
     /// An index beside a WARC file that is no text (a file of zeros) fails the pack with its
     /// name, rather than being held whole.
     @Test func anIndexThatIsNoTextFailsThePackNamingIt() async throws {
