@@ -76,12 +76,36 @@ package struct ImgurError: Error, Sendable, CustomStringConvertible {
     }
 
     /// An in-body status that differs from the HTTP one (1203, "over capacity", arrives as 403).
+    /// Read from every answer, a page of a tag included: the two fields are decoded as
+    /// themselves, since reading the page as any JSON (``JSONValue``) cost three times its decoding.
     static func bodyStatus(_ body: [UInt8]) -> Int? {
-        guard let json = JSONValue.parse(body), json.object != nil else { return nil }
-        if let status = json["status"]?.integer { return status }
-        if let code = json["errors"]?.array?.first?["code"]?.string {
-            return Int(code)
+        guard let envelope = try? JSONDocument.decode(EnvelopeStatus.self, from: body) else { return nil }
+        return envelope.status ?? envelope.firstErrorCode.flatMap { Int($0) }
+    }
+}
+
+/// An answer's in-body status (`status`, a whole number) and the code of its first error
+/// (`errors[0].code`, a string); either absent when it is not there in that form.
+private struct EnvelopeStatus: Decodable {
+    var status: Int?
+    var firstErrorCode: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case status, errors, code
+    }
+
+    /// An entry of `errors`, whatever it is: only an object's string `code` is kept.
+    private struct ErrorEntry: Decodable {
+        var code: String?
+
+        init(from decoder: any Decoder) throws {
+            code = try? decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .code)
         }
-        return nil
+    }
+
+    init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: CodingKeys.self)
+        status = (try? fields.decodeIfPresent(Double.self, forKey: .status)).flatMap { $0.flatMap { Int(exactly: $0) } }
+        firstErrorCode = (try? fields.decodeIfPresent([ErrorEntry].self, forKey: .errors))?.flatMap { $0.first?.code }
     }
 }

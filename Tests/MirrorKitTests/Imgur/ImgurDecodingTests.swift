@@ -144,6 +144,25 @@ struct ImgurDecodingTests {
         #expect(ImgurError.message(fromBody: []) == "empty body")
     }
 
+    /// The in-body status is `status` when a whole number, else the first error's `code` when a
+    /// string of digits; anything else in either place is no status.
+    @Test func theInBodyStatusIsReadFromItsTwoPlacesAlone() {
+        let cases: [(String, Int?)] = [
+            (#"{"data": [1, {"deep": [true]}], "success": true, "status": 200}"#, 200),
+            (#"{"status": 1203.0}"#, 1203),
+            (#"{"status": 403.5, "errors": [{"code": "429"}]}"#, 429),
+            (#"{"status": true, "errors": [{"code": "1203", "detail": {"x": 1}}, 7]}"#, 1203),
+            (#"{"status": "200", "errors": [7, {"code": "429"}]}"#, nil),
+            (#"{"errors": [{"code": 429}]}"#, nil),
+            (#"{"errors": {"code": "429"}}"#, nil),
+            (#"[{"status": 200}]"#, nil),
+            (#"{"status": 200"#, nil),
+        ]
+        for (body, status) in cases {
+            #expect(ImgurError.bodyStatus(Array(body.utf8)) == status, "\(body)")
+        }
+    }
+
     @Test func toleratesNullsAndOddTypesInImageFields() throws {
         let json = #"{"id":"abcdefg","type":null,"animated":"yes","size":"big","nsfw":null,"edited":"0","datetime":1}"#
         let image = try JSONDecoder().decode(ImgurImage.self, from: Data(json.utf8))
