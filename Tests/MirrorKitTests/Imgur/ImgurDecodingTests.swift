@@ -157,6 +157,8 @@ struct ImgurDecodingTests {
             (#"{"errors": {"code": "429"}}"#, nil),
             (#"[{"status": 200}]"#, nil),
             (#"{"status": 200"#, nil),
+            // Only the two places are read: a string JSON does not allow elsewhere leaves the status.
+            (#"{"status": 200, "title": "\ud800"}"#, 200),
         ]
         for (body, status) in cases {
             #expect(ImgurError.bodyStatus(Array(body.utf8)) == status, "\(body)")
