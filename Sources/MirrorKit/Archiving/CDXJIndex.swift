@@ -48,12 +48,17 @@ final class CDXJIndex {
         lines.append(line: line)
     }
 
-    /// Hands `write` the index's text, its lines sorted as bytes (as `sort` and cdxj-indexer's
-    /// `--sort` order them), a piece at a time.
+    /// Hands `body` the index's lines, each without its newline, sorted as bytes (as `sort` and
+    /// cdxj-indexer's `--sort` order them).
+    func forEachLine(_ body: ([UInt8]) throws(FileSystemError) -> Void) throws(FileSystemError) {
+        try lines.merge(body)
+    }
+
+    /// Hands `write` the index's text, its lines in ``forEachLine(_:)``'s order, a piece at a time.
     func write(_ write: ([UInt8]) throws(FileSystemError) -> Void) throws(FileSystemError) {
         var out: [UInt8] = []
         out.reserveCapacity(256 << 10)
-        try lines.merge { (line: [UInt8]) throws(FileSystemError) in
+        try forEachLine { (line: [UInt8]) throws(FileSystemError) in
             out += line
             out.append(0x0A)
             if out.count >= 256 << 10 {

@@ -69,7 +69,7 @@ package enum WACZPackage {
             defer { close(source) }
             do throws(FileSystemError) {
                 if try !Self.appendIndex(named: WARCArchive.indexName(of: warc), in: directory, to: lines) {
-                    try CDXJIndex.of(file: source, named: warc, spillingInto: target).index.write { lines.append(lines: $0) }
+                    try CDXJIndex.of(file: source, named: warc, spillingInto: target).index.forEachLine { lines.append(line: $0) }
                 }
             } catch {
                 throw ArchiveProblem("\(error)")

@@ -105,7 +105,9 @@ private struct EnvelopeStatus: Decodable {
 
     init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: CodingKeys.self)
-        status = (try? fields.decodeIfPresent(Double.self, forKey: .status)).flatMap { $0.flatMap { Int(exactly: $0) } }
-        firstErrorCode = (try? fields.decodeIfPresent([ErrorEntry].self, forKey: .errors))?.flatMap { $0.first?.code }
+        let number: Double? = try? fields.decodeIfPresent(Double.self, forKey: .status)
+        status = number.flatMap { Int(exactly: $0) }
+        let errors: [ErrorEntry]? = try? fields.decodeIfPresent([ErrorEntry].self, forKey: .errors)
+        firstErrorCode = errors?.first?.code
     }
 }

@@ -35,16 +35,6 @@ final class ExternalLineSort {
         if heldText.count >= heldLimit { spillRun() }
     }
 
-    /// Appends the lines of `text`, whole lines each ending in a newline; empty lines are skipped.
-    func append(lines text: [UInt8]) {
-        var start = 0
-        while start < text.count {
-            let end = text[start...].firstIndex(of: 0x0A) ?? text.count
-            if end > start { append(line: text[start..<end]) }
-            start = end + 1
-        }
-    }
-
     /// Lets go of every line, and of the file and the disk space the runs took.
     func removeAll() {
         heldText = []

@@ -46,6 +46,24 @@ struct WACZPackageTests {
         }
     }
 
+    /// A WARC file without its index beside it is indexed again from its records: the package's
+    /// index is the one the indexes beside the files give.
+    @Test func aFileWithoutItsIndexIsIndexedFromItsRecords() async throws {
+        try await TestSupport.withServer { server in
+            try await MirrorProcess.withClientID { dir, idFile in
+                let warc = try await archive(in: dir, server: server, idFile: idFile)
+                let whole = dir.appendingPathComponent("whole.wacz").path
+                #expect(try WACZPackage.pack(directory: warc, to: whole).files > 1)
+                let first = try #require(try closedFiles(warc).first)
+                try FileManager.default.removeItem(atPath: warc + "/" + WARCArchive.indexName(of: first))
+                let reindexed = dir.appendingPathComponent("reindexed.wacz").path
+                _ = try WACZPackage.pack(directory: warc, to: reindexed)
+                let names = ["indexes/index.cdxj", "pages/pages.jsonl"]
+                #expect(try WARCReader.entries(names, of: reindexed) == (try WARCReader.entries(names, of: whole)))
+            }
+        }
+    }
+
     /// ZIP64's records, which a WACZ of more than 4 GiB needs, written for a small one and read
     /// back by both readers.
     @Test func theZip64FormIsReadByBothReaders() async throws {
