@@ -465,6 +465,11 @@ struct JobRunner: Sendable {
         }
     }
 
+    /// The name a commit's file got (nil: skip-if-exists found it taken, and the file went).
+    private struct NameGiven: Sendable {
+        var name: String?
+    }
+
     /// Names the fetched file and records it: beside `held` (a new version) when there is one.
     private func commit(_ file: FetchedFile, of job: MirrorJob, besides held: MirroredFile?, restoring missing: Bool) async -> Outcome {
         let lastModified = file.lastModified.flatMap { HTTPDate.parse($0) }
@@ -486,23 +491,33 @@ struct JobRunner: Sendable {
             fence.markLost()
             return .handedOver
         }
+        let (source, relativePath, isFenced) = (source, job.relativePath, job.fence != nil)
         let opened: OpenFile
+        let namedWithTheSync: NameGiven?
         do {
-            opened = try await BlockingIO.run { () throws(MirrorError) in
-                try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attach(record, toFile: $0) })
+            // Unfenced, the name follows the sync on the same thread: one hop to the blocking
+            // queue and back per file, not two. Fenced, it waits for the claim's transaction.
+            (opened, namedWithTheSync) = try await BlockingIO.run { () throws(MirrorError) in
+                let opened = try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attach(record, toFile: $0) })
+                guard !isFenced else { return (opened, nil) }
+                return (opened, NameGiven(name: try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)))
             }
         } catch {
             return halting(error, job)
         }
-        let (source, relativePath) = (source, job.relativePath)
         let named = Mutex<String?>(nil)
         let recorded: MirroredFile?
         do {
             recorded = try await state.recordNamed(fencedBy: job.fence) { () async throws(MirrorError) -> MirroredFile? in
                 // Fenced, the claim's row is locked meanwhile and the heartbeat renewing it
                 // waits: long copies run on a queue apart (``BlockingIO/runApart(_:)``).
-                let name = try await BlockingIO.run { () throws(MirrorError) in
-                    try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
+                let name: String?
+                if let namedWithTheSync {
+                    name = namedWithTheSync.name
+                } else {
+                    name = try await BlockingIO.run { () throws(MirrorError) in
+                        try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
+                    }
                 }
                 guard let name else { return nil }
                 named.withLock { $0 = name }
