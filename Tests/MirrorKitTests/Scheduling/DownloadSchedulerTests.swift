@@ -316,10 +316,18 @@ struct DownloadSchedulerTests {
         #expect(transport.pauses == [url("other")])
         #expect(transport.fetchCount(url("item")) == 1)
         #expect(await scheduler.status().items.first { $0.url == url("item") }?.isForced == true)
+        // Receiving since it started unforced (unposted then), and heard from the join on:
+        // backing off between attempts, it lets the other go; receiving again, it holds it back.
+        transport.setReceiving(url("item"), false)
+        await scheduler.settled()
+        #expect(transport.resumes == [url("other")])
+        transport.setReceiving(url("item"), true)
+        await scheduler.settled()
+        #expect(transport.pauses == [url("other"), url("other")])
         transport.complete(url("item"))
         _ = try await (item.cancellableValue, upgraded.cancellableValue)
         await scheduler.settled()
-        #expect(transport.resumes == [url("other")])
+        #expect(transport.resumes == [url("other"), url("other")])
         other.cancel()
     }
 
