@@ -198,10 +198,26 @@ final class Directory: Sendable {
         }
         defer { closedir(stream) }
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            if name != ".", name != ".." { body(name, entry.pointee.d_type) }
+            let name = Self.name(of: entry)
+            if name != ".", name != ".." { body(name, Self.kind(of: entry)) }
         }
     }
+
+    /// The name of an entry `readdir` returned, read where it lies. A record is only as long as
+    /// its name (`d_reclen`): a copy of the whole `dirent`, or of its 256-byte `d_name`, reads
+    /// past the last record of readdir's buffer, and crashed the run where that buffer ended a
+    /// mapping (a fresh thread's heap: the unchanged rerun of 10,000 images, 9 times in 10).
+    static func name(of entry: UnsafePointer<dirent>) -> String {
+        String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
+    }
+
+    /// The kind (`d_type`) of an entry `readdir` returned, read alone.
+    static func kind(of entry: UnsafePointer<dirent>) -> UInt8 {
+        UnsafeRawPointer(entry).load(fromByteOffset: kindOffset, as: UInt8.self)
+    }
+
+    private static let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+    private static let kindOffset = MemoryLayout<dirent>.offset(of: \dirent.d_type)!
 
     /// Removes the temporary files (``temporaryName()``) that another process left in this folder
     /// and the folders below it, `levels` deep, never through a link and never into another

@@ -9,14 +9,14 @@ struct SchedulerIntegrationTests {
     let engine = TransferEngine()
 
     private func withScheduler<T>(
-        _ configuration: DownloadScheduler.Configuration = .init(),
+        _ configuration: DownloadScheduler.Configuration = .init(), engine: TransferEngine? = nil,
         _ body: (FixtureServer, DownloadScheduler, PartialStore) async throws -> T
     ) async throws -> T {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
                 let transport = EngineTransport(
-                    engine: engine, partials: partials, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)),
+                    engine: engine ?? self.engine, partials: partials, retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)),
                     logger: TestSupport.logger)
                 let scheduler = DownloadScheduler(transport: transport, configuration: configuration)
                 return try await body(server, scheduler, partials)
@@ -64,15 +64,23 @@ struct SchedulerIntegrationTests {
     }
 
     @Test func aRevivedItemResumesWithARangeRequest() async throws {
-        try await withScheduler { server, scheduler, partials in
+        // Only the test's cancel ends the first request: no stall detection gives it up first.
+        let patient = TransferEngine(configuration: .init(lowSpeedSeconds: 3_600))
+        try await withScheduler(engine: patient) { server, scheduler, partials in
             server.addMedia(path: "/revive.bin", size: 8 << 20)
             // The first request sends half and then waits, so the test cannot miss the moment to
             // cancel, however loaded the machine (a throttled one could end before it was seen).
-            server.inject(.stall(afterBytes: 4 << 20, seconds: 60), path: "/revive.bin", sparingRangedRequests: true)
+            server.inject(.stall(afterBytes: 4 << 20, seconds: 100), path: "/revive.bin", sparingRangedRequests: true)
             let url = server.baseURL + "/revive.bin"
             let first = Task { try await scheduler.schedule(url) }
-            try await eventually("half sent and the partial grows", within: .seconds(25)) {
-                server.bodyBytesSent(path: "/revive.bin") == 4 << 20 && partials.length(for: url) >= 1 << 20
+            do {
+                try await eventually("half sent and the partial grows", within: .seconds(80)) {
+                    server.bodyBytesSent(path: "/revive.bin") == 4 << 20 && partials.length(for: url) >= 1 << 20
+                }
+            } catch {
+                let requests = server.requests.filter { $0.path == "/revive.bin" }.map { $0.header("Range") ?? "whole" }
+                Issue.record("sent \(server.bodyBytesSent(path: "/revive.bin")), partial \(partials.length(for: url)), requests \(requests), state \(await scheduler.state(of: url).map { "\($0)" } ?? "none")")
+                throw error
             }
             await scheduler.cancel(url)
             await #expect(throws: DownloadError.self) { _ = try await first.cancellableValue }
