@@ -205,7 +205,8 @@ struct TagRunTests {
     @Test func cancellingARunStopsEveryDownloadPromptly() async throws {
         try await TestSupport.withServer { server in
             for path in server.mediaPaths where path.hasSuffix("m.jpg") {
-                server.inject(.throttle(bytesPerSecond: 16), path: path)
+                // Every request for it, a retry's or a restarted preview's too.
+                server.inject(.throttle(bytesPerSecond: 16), path: path, times: 8)
             }
             try await TestSupport.withTemporaryDirectory { dir in
                 let running = Task { try await run(server, into: dir) }
