@@ -197,23 +197,19 @@ final class Directory: Sendable {
             return
         }
         defer { closedir(stream) }
-        while let entry = readdir(stream) {
-            let name = Self.name(of: entry)
-            if name != ".", name != ".." { body(name, Self.kind(of: entry)) }
+        Self.forEachEntry(readingWith: { readdir(stream).map { UnsafePointer($0) } }, body)
+    }
+
+    /// Calls `body` with the name and kind of each entry `next` returns, `.` and `..` left out,
+    /// reading each where it lies. A record is only as long as its name (`d_reclen`): a copy of
+    /// the whole `dirent`, or of its 256-byte `d_name`, reads past the last record of readdir's
+    /// buffer, and crashed the run where that buffer ended a mapping (a fresh thread's heap: the
+    /// unchanged rerun of 10,000 images, 9 times in 10).
+    static func forEachEntry(readingWith next: () -> UnsafePointer<dirent>?, _ body: (_ name: String, _ kind: UInt8) -> Void) {
+        while let entry = next() {
+            let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
+            if name != ".", name != ".." { body(name, UnsafeRawPointer(entry).load(fromByteOffset: kindOffset, as: UInt8.self)) }
         }
-    }
-
-    /// The name of an entry `readdir` returned, read where it lies. A record is only as long as
-    /// its name (`d_reclen`): a copy of the whole `dirent`, or of its 256-byte `d_name`, reads
-    /// past the last record of readdir's buffer, and crashed the run where that buffer ended a
-    /// mapping (a fresh thread's heap: the unchanged rerun of 10,000 images, 9 times in 10).
-    static func name(of entry: UnsafePointer<dirent>) -> String {
-        String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
-    }
-
-    /// The kind (`d_type`) of an entry `readdir` returned, read alone.
-    static func kind(of entry: UnsafePointer<dirent>) -> UInt8 {
-        UnsafeRawPointer(entry).load(fromByteOffset: kindOffset, as: UInt8.self)
     }
 
     private static let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!

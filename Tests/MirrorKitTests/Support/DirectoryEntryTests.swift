@@ -27,9 +27,11 @@ struct DirectoryEntryTests {
         record.storeBytes(of: UInt8(DT_REG), toByteOffset: MemoryLayout<dirent>.offset(of: \dirent.d_type)!, as: UInt8.self)
         for (index, byte) in name.enumerated() { record.storeBytes(of: byte, toByteOffset: nameOffset + index, as: UInt8.self) }
 
-        let entry = UnsafePointer(record.assumingMemoryBound(to: dirent.self))
-        #expect(Directory.name(of: entry) == "ab.jpg")
-        #expect(Directory.kind(of: entry) == UInt8(DT_REG))
+        var entries = [UnsafePointer(record.assumingMemoryBound(to: dirent.self))]
+        var listed: [(String, UInt8)] = []
+        Directory.forEachEntry(readingWith: { entries.popLast() }) { listed.append(($0, $1)) }
+        #expect(listed.map(\.0) == ["ab.jpg"])
+        #expect(listed.map(\.1) == [UInt8(DT_REG)])
     }
 
     /// A folder of thousands of names, the longest a name can be among them, listed whole.
