@@ -198,9 +198,7 @@ struct PageList {
             key = Array(parts[0])
             seenUnderKey.removeAll(keepingCapacity: true)
         }
-        let status = fields.status
-        let mime = fields.mime
-        guard status == "200" || (status == nil && mime != "warc/revisit") else { return nil }
+        guard fields.status == "200" || (fields.status == nil && fields.mime != "warc/revisit") else { return nil }
         let stamp = Array(parts[1])
         guard stamp.count == 14, seenUnderKey.insert(url).inserted else { return nil }
         count += 1

@@ -492,6 +492,9 @@ struct JobRunner: Sendable {
             return .handedOver
         }
         let (source, relativePath, isFenced) = (source, job.relativePath, job.fence != nil)
+        let giveName: @Sendable () throws(MirrorError) -> String? = {
+            try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
+        }
         let opened: OpenFile
         let namedWithTheSync: NameGiven?
         do {
@@ -500,7 +503,7 @@ struct JobRunner: Sendable {
             (opened, namedWithTheSync) = try await BlockingIO.run { () throws(MirrorError) in
                 let opened = try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attach(record, toFile: $0) })
                 guard !isFenced else { return (opened, nil) }
-                return (opened, NameGiven(name: try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)))
+                return (opened, NameGiven(name: try giveName()))
             }
         } catch {
             return halting(error, job)
@@ -515,9 +518,7 @@ struct JobRunner: Sendable {
                 if let namedWithTheSync {
                     name = namedWithTheSync.name
                 } else {
-                    name = try await BlockingIO.run { () throws(MirrorError) in
-                        try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
-                    }
+                    name = try await BlockingIO.run(giveName)
                 }
                 guard let name else { return nil }
                 named.withLock { $0 = name }
