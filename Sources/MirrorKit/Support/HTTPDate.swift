@@ -7,9 +7,9 @@ enum HTTPDate {
     /// Parses an HTTP date in any of its three forms: the IMF-fixdate nearly every server sends
     /// (`Sun, 06 Nov 1994 08:49:37 GMT`), and the two obsolete forms a recipient must still
     /// accept, RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`).
-    /// A two-digit year more than 50 years after `currentYear` is of the century before. Nil for
-    /// anything else.
-    static func parse(_ text: String, currentYear: Int = CivilTime(Date()).year) -> Date? {
+    /// A two-digit year more than 50 years after `currentYear` (by default this year) is of the
+    /// century before. Nil for anything else.
+    static func parse(_ text: String, currentYear: Int? = nil) -> Date? {
         if let date = parseFixdate(text) { return date }
         let parts = text.trimming(.spaces).split(separator: " ")
         if parts.count == 4, parts[0].hasSuffix(","), longWeekdays.contains(String(parts[0].dropLast())), parts[3] == "GMT" {
@@ -18,7 +18,8 @@ enum HTTPDate {
             guard date.count == 3, date[0].count == 2, date[2].count == 2,
                   let day = number(date[0]), let month = months.firstIndex(of: String(date[1])), let shortYear = number(date[2])
             else { return nil }
-            return moment(year: year(twoDigits: shortYear, currentYear: currentYear), month: month + 1, day: day, clock: parts[2])
+            let thisYear = currentYear ?? CivilTime(Date()).year
+            return moment(year: year(twoDigits: shortYear, currentYear: thisYear), month: month + 1, day: day, clock: parts[2])
         }
         if parts.count == 5, weekdays.contains(String(parts[0])) {
             // asctime: "Sun Nov  6 08:49:37 1994"
@@ -37,6 +38,13 @@ enum HTTPDate {
     /// The IMF-fixdate, the form nearly every server sends.
     static func parseFixdate(_ text: String) -> Date? {
         // "Sun, 06 Nov 1994 08:49:37 GMT"
+        var text = text
+        if let laidOut = text.withUTF8(parseExactFixdate) { return laidOut }
+        return parseFixdateFields(text)
+    }
+
+    /// The fixdate read as fields split at spaces: the reading for any layout.
+    static func parseFixdateFields(_ text: String) -> Date? {
         let parts = text.trimming(.spaces).split(separator: " ")
         guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT",
               parts[1].count == 2, let day = number(parts[1]),
@@ -44,6 +52,40 @@ enum HTTPDate {
               parts[3].count == 4, let year = number(parts[3])
         else { return nil }
         return moment(year: year, month: month + 1, day: day, clock: parts[4])
+    }
+
+    /// The fixdate read from its bytes when it is laid out exactly as servers send it, which is
+    /// what every file's Last-Modified costs; nil (not `.some(nil)`) when the text is laid out
+    /// otherwise, and the general reading decides. Where it answers, it reads the same six fields
+    /// the general reading splits out and checks them the same way.
+    private static func parseExactFixdate(_ bytes: UnsafeBufferPointer<UInt8>) -> Date?? {
+        guard bytes.count == 29 else { return nil }
+        func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
+        func digits(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                let digit = Int(bytes[index]) - 48
+                guard (0...9).contains(digit) else { return nil }
+                value = value * 10 + digit
+            }
+            return value
+        }
+        guard isLetter(bytes[0]), isLetter(bytes[1]), isLetter(bytes[2]), bytes[3] == UInt8(ascii: ","),
+              bytes[4] == UInt8(ascii: " "), bytes[7] == UInt8(ascii: " "), bytes[11] == UInt8(ascii: " "),
+              bytes[16] == UInt8(ascii: " "), bytes[25] == UInt8(ascii: " "),
+              bytes[19] == UInt8(ascii: ":"), bytes[22] == UInt8(ascii: ":"),
+              bytes[26] == UInt8(ascii: "G"), bytes[27] == UInt8(ascii: "M"), bytes[28] == UInt8(ascii: "T"),
+              let day = digits(5..<7), let year = digits(12..<16),
+              let hour = digits(17..<19), let minute = digits(20..<22), let second = digits(23..<25)
+        else { return nil }
+        let month = monthBytes.firstIndex { $0 == (bytes[8], bytes[9], bytes[10]) }
+        guard let month else { return .some(nil) }
+        return .some(moment(year: year, month: month + 1, day: day, hour: hour, minute: minute, second: second))
+    }
+
+    private static let monthBytes: [(UInt8, UInt8, UInt8)] = months.map { name in
+        let bytes = Array(name.utf8)
+        return (bytes[0], bytes[1], bytes[2])
     }
 
     /// A two-digit year as RFC 9110 reads it: the most recent such year not more than 50 years
@@ -63,8 +105,13 @@ enum HTTPDate {
     private static func moment(year: Int, month: Int, day: Int, clock: Substring) -> Date? {
         let fields = clock.split(separator: ":", omittingEmptySubsequences: false)
         guard fields.count == 3, fields.allSatisfy({ $0.count == 2 }),
-              let hour = number(fields[0]), let minute = number(fields[1]), let second = number(fields[2]),
-              hour < 24, minute < 60, second < 60, (1...31).contains(day), day <= CivilTime.days(inMonth: month, of: year)
+              let hour = number(fields[0]), let minute = number(fields[1]), let second = number(fields[2])
+        else { return nil }
+        return moment(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+    }
+
+    private static func moment(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Date? {
+        guard hour < 24, minute < 60, second < 60, (1...31).contains(day), day <= CivilTime.days(inMonth: month, of: year)
         else { return nil }
         let seconds = daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
         return Date(timeIntervalSince1970: TimeInterval(seconds))
@@ -118,7 +165,10 @@ struct CivilTime: Equatable {
 
     /// The number of days of `month` (1–12) in `year`.
     static func days(inMonth month: Int, of year: Int) -> Int {
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        switch month {
+        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
     }
 }

@@ -67,6 +67,42 @@ struct WithoutFoundationTests {
         #expect(HTTPDate.parse("Sun Nov 6 08:49:37 1994 extra") == nil)
     }
 
+    /// A Last-Modified laid out as servers send it is read from its bytes; every text one change
+    /// away from that layout (a byte replaced, added or taken away) reads as the fields split at
+    /// spaces read it, whichever of the two readings answers.
+    @Test func aFixdateReadFromItsBytesReadsAsItsFieldsDo() {
+        let formatter = Self.formatter("EEE, dd MMM yyyy HH:mm:ss 'GMT'", zone: "GMT")
+        let replacements: [String] = ["0", "9", "a", "Z", " ", ",", ":", "+", "-", "\t", "é", "\u{301}", "GMT"]
+        var seconds = -2_208_988_800.0  // 1900
+        var compared = 0
+        while seconds < 4_102_444_800 {  // 2100
+            let text = formatter.string(from: Date(timeIntervalSince1970: seconds))
+            #expect(HTTPDate.parseFixdate(text) == formatter.date(from: text), "\(text)")
+            let characters = Array(text)
+            var variants: [String] = []
+            for index in characters.indices {
+                var removed = characters
+                removed.remove(at: index)
+                variants.append(String(removed))
+                for replacement in replacements {
+                    var replaced = characters
+                    replaced.replaceSubrange(index...index, with: replacement)
+                    variants.append(String(replaced))
+                }
+            }
+            variants += [" " + text, text + " ", text + "\r\n", text.lowercased(), text.uppercased()]
+            for variant in variants {
+                #expect(HTTPDate.parseFixdate(variant) == HTTPDate.parseFixdateFields(variant), "\(variant.debugDescription)")
+            }
+            compared += variants.count
+            seconds += 77_777_777.7
+        }
+        #expect(compared > 10_000)
+        #expect(HTTPDate.parseFixdate("Mon, 31 Nov 2026 00:00:00 GMT") == nil)
+        #expect(HTTPDate.parseFixdate("Tue, 29 Feb 2028 23:59:59 GMT") == Date(timeIntervalSince1970: 1_835_481_599))
+        #expect(HTTPDate.parseFixdate("Tue, 29 Feb 2100 23:59:59 GMT") == nil)
+    }
+
     @Test func numbersAreFormattedAsPrintfFormatsThem() {
         for value in [0.0, 0.04, 0.05, 0.25, 1.95, 9.99, 12.345, 999.95, -1.25] {
             #expect(CFormat.string("%.1f s", value) == String(format: "%.1f s", value))
