@@ -13,7 +13,8 @@ root; otherwise into a folder of the directory given):
   mirror        mirror's steps: `named`, with the writeback started after the write and the file
                 synced before it gets its name (durability before naming)
 
-Each way's wall and CPU time is the median of the rounds; the last column divides by `created`.
+Each way's wall and CPU time is the median of the rounds, the kernel's CPU (what the way costs)
+apart from the user CPU (Python's own, per call); the last column divides by `created`.
 benchmarks/throughput.sh measures the whole tools on the same files: what a way costs here is a
 floor under any tool that writes files that way.
 
@@ -114,7 +115,7 @@ def run_way(way, root):
     os.close(parts_dir)
     if failures:
         sys.exit("%s: %s" % (way, failures[0]))
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, after.ru_stime - before.ru_stime, after.ru_utime - before.ru_utime
 
 
 def fresh_filesystem(parent):
@@ -160,13 +161,14 @@ def main():
                     subprocess.call(["rm", "-rf", root])
     count = sum(1 for _ in files())
     print("%d files (1,000 x 50 KiB + 1,000 x 8 KiB), %d threads, %s, median of %d" % (count, THREADS, where, rounds))
-    print("| way | wall s | CPU s | CPU per file | wall / created |")
-    print("|---|---:|---:|---:|---:|")
-    base = statistics.median(wall for wall, _ in results["created"])
+    print("| way | wall s | kernel CPU s | user CPU s (Python's own) | kernel CPU per file | wall / created |")
+    print("|---|---:|---:|---:|---:|---:|")
+    base = statistics.median(wall for wall, _, _ in results["created"])
     for way in WAYS:
-        wall = statistics.median(wall for wall, _ in results[way])
-        cpu = statistics.median(cpu for _, cpu in results[way])
-        print("| %s | %.3f | %.3f | %.0f us | %.2f |" % (way, wall, cpu, cpu / count * 1e6, wall / base))
+        wall = statistics.median(wall for wall, _, _ in results[way])
+        kernel = statistics.median(kernel for _, kernel, _ in results[way])
+        user = statistics.median(user for _, _, user in results[way])
+        print("| %s | %.3f | %.3f | %.3f | %.0f us | %.2f |" % (way, wall, kernel, user, kernel / count * 1e6, wall / base))
 
 
 if __name__ == "__main__":

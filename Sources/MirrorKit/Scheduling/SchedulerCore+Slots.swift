@@ -11,9 +11,13 @@
 extension SchedulerCore {
     /// Starts, pauses and resumes until the transfers match the rules above.
     mutating func settle(into actions: inout [Action]) {
-        var tally = Tally(maxConcurrent: limits.maxConcurrent)
+        // The storage of the last settling's tally, reused: settling runs for every event.
+        var tally = spareTally
+        spareTally = Tally()
+        tally.reset(maxConcurrent: limits.maxConcurrent)
+        defer { spareTally = tally }
         // Read while `self` is being changed, so it must not capture `self`.
-        let limit = Self.hostLimits(maxPerHost: limits.maxPerHost, dynamic: hostLimit)
+        let limit = HostLimits(maxPerHost: limits.maxPerHost, dynamic: hostLimit)
         for handle in withTransfer {
             guard let item = items[handle], case .running(var run) = item.phase else { continue }
             if !run.unholdable, !run.paused, !holdable(run.id) || multiplexingHosts.contains(item.host) {
@@ -49,8 +53,11 @@ extension SchedulerCore {
     }
 
     /// The fixed per-host limit, lowered by the transport while a host throttles.
-    static func hostLimits(maxPerHost: Int, dynamic: @escaping (String) -> Int?) -> (String) -> Int {
-        { host in
+    struct HostLimits {
+        let maxPerHost: Int
+        let dynamic: (String) -> Int?
+
+        func callAsFunction(_ host: String) -> Int {
             guard let lowered = dynamic(host) else { return maxPerHost }
             return min(maxPerHost, max(lowered, 1))
         }
@@ -80,7 +87,7 @@ extension SchedulerCore {
     }
 
     private mutating func makeRoom(
-        for host: String, limit: (String) -> Int, tally: inout Tally, into actions: inout [Action]
+        for host: String, limit: HostLimits, tally: inout Tally, into actions: inout [Action]
     ) {
         // `while`: a host that throttles may have a limit below what it runs now.
         while tally.perHost[host, default: 0] >= limit(host),
@@ -207,9 +214,19 @@ struct Tally {
     var runningUnforcedPerHost: [String: Int] = [:]
     var pausedForced: [SchedulerCore.Handle] = []
     var pausedUnforced: [SchedulerCore.Handle] = []
-    let maxConcurrent: Int
+    var maxConcurrent = 0
 
-    init(maxConcurrent: Int) { self.maxConcurrent = maxConcurrent }
+    /// Empty, for `maxConcurrent` slots, keeping the storage it had.
+    mutating func reset(maxConcurrent: Int) {
+        self.maxConcurrent = maxConcurrent
+        (running, forcedRunning, forcedReceiving) = (0, 0, false)
+        perHost.removeAll(keepingCapacity: true)
+        forcedPerHost.removeAll(keepingCapacity: true)
+        runningUnforced.removeAll(keepingCapacity: true)
+        runningUnforcedPerHost.removeAll(keepingCapacity: true)
+        pausedForced.removeAll(keepingCapacity: true)
+        pausedUnforced.removeAll(keepingCapacity: true)
+    }
 
     mutating func add(_ handle: SchedulerCore.Handle, item: SchedulerCore.Item, run: SchedulerCore.Run) {
         switch (item.forced, run.paused) {
@@ -247,18 +264,18 @@ struct Tally {
 
     /// Whether pausing what a pause holds (see ``SchedulerCore/makeRoom``) leaves room for one
     /// more transfer on `host`: with transfers no pause holds (HTTP/2 streams), it may not.
-    func roomCanBeMade(for host: String, limit: (String) -> Int) -> Bool {
+    func roomCanBeMade(for host: String, limit: SchedulerCore.HostLimits) -> Bool {
         let onHost = perHost[host, default: 0]
         guard onHost - runningUnforcedPerHost[host, default: 0] < limit(host) else { return false }
         let pausedOnHost = max(0, onHost - limit(host) + 1)
         return running - pausedOnHost < maxConcurrent || runningUnforced.count > pausedOnHost
     }
 
-    func accepts(_ host: String, limit: (String) -> Int) -> Bool {
+    func accepts(_ host: String, limit: SchedulerCore.HostLimits) -> Bool {
         running < maxConcurrent && perHost[host, default: 0] < limit(host)
     }
 
-    func forcedAccepts(_ host: String, limit: (String) -> Int) -> Bool {
+    func forcedAccepts(_ host: String, limit: SchedulerCore.HostLimits) -> Bool {
         forcedRunning < maxConcurrent && forcedPerHost[host, default: 0] < limit(host)
     }
 }

@@ -106,6 +106,8 @@ struct SchedulerCore {
     var sequence: UInt64 = 0
     /// Items per state, kept as phases change; finished items stay counted here.
     var counts: [DownloadState: Int] = [:]
+    /// Storage for the next settling's ``Tally``.
+    var spareTally = Tally()
 
     init(limits: DownloadScheduler.Configuration, hostLimit: @escaping (String) -> Int? = { _ in nil },
          partialLength: @escaping (String) -> Int64 = { _ in 0 }, holdable: @escaping (TransferID) -> Bool = { _ in true }) {

@@ -42,6 +42,9 @@ final class SQLiteConnection {
     /// Prepared statements by their text: a file's bookkeeping runs the same few statements
     /// thousands of times, and parsing them again each time was a visible share of a run.
     private var statements: [String: OpaquePointer] = [:]
+    /// The column names of each prepared statement, read once: a query run for every file
+    /// would otherwise make a string per column per run.
+    private var columnNames: [OpaquePointer: [String]] = [:]
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -79,17 +82,25 @@ final class SQLiteConnection {
             switch argument {
             case .null: status = sqlite3_bind_null(statement, position)
             case .integer(let value): status = sqlite3_bind_int64(statement, position, value)
-            case .text(let value): status = mirror_sqlite3_bind_text_copy(statement, position, value)
+            // Through `withCString`: a short string is NUL-terminated on the stack and a long one
+            // is already, where passing the string itself copies a short one to the heap.
+            case .text(let value): status = value.withCString { mirror_sqlite3_bind_text_copy(statement, position, $0) }
             }
             guard status == SQLITE_OK else { throw lastError() }
         }
         var result: [SQLiteRow] = []
-        let columns = sqlite3_column_count(statement)
-        let names = (0..<columns).map { sqlite3_column_name(statement, $0).map { String(cString: $0) } ?? "" }
+        var columns: Int32 = 0
+        var names: [String] = []
         while true {
             let step = sqlite3_step(statement)
             if step == SQLITE_DONE { break }
             guard step == SQLITE_ROW else { throw lastError() }
+            if result.isEmpty {
+                // Read once a row is there: a statement prepared before a schema change is
+                // prepared again by its first step, and only then names the columns it now has.
+                columns = sqlite3_column_count(statement)
+                names = self.names(of: statement, columns: columns)
+            }
             result.append(SQLiteRow(names: names, values: (0..<columns).map { column in
                 switch sqlite3_column_type(statement, column) {
                 case SQLITE_NULL: .null
@@ -99,6 +110,13 @@ final class SQLiteConnection {
             }))
         }
         return result
+    }
+
+    private func names(of statement: OpaquePointer, columns: Int32) -> [String] {
+        if let names = columnNames[statement], names.count == columns { return names }
+        let names = (0..<columns).map { sqlite3_column_name(statement, $0).map { String(cString: $0) } ?? "" }
+        columnNames[statement] = names
+        return names
     }
 
     private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
@@ -119,6 +137,8 @@ final class SQLiteConnection {
 
     /// Runs every statement of a script (schema changes); no arguments.
     func script(_ sql: String) throws(SQLiteError) {
+        // A schema change may change what a prepared `SELECT t.*` names.
+        columnNames = [:]
         var message: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(handle, sql, nil, nil, &message)
         guard status == SQLITE_OK else {

@@ -6,9 +6,38 @@ import Glibc
 /// checking files against Imgur's MD5 ETags.
 enum Digest {
     static func md5Hex(_ bytes: [UInt8]) throws(DigestError) -> String {
-        let context = try MD5Context()
-        try context.update(bytes)
-        return try context.finalizeHex()
+        guard let hex = bytes.withUnsafeBytes({ md5Hex(of: $0, suffix: "") }) else { throw DigestError(step: "EVP_Digest") }
+        return hex
+    }
+
+    /// The MD5 of `text`'s UTF-8, in hex, followed by `suffix`: a partial's name, made for every
+    /// file more than once, in one step and one allocation (the string).
+    static func md5Hex(of text: String, suffix: StaticString) throws(DigestError) -> String {
+        var text = text
+        guard let hex = text.withUTF8({ md5Hex(of: UnsafeRawBufferPointer($0), suffix: suffix) }) else {
+            throw DigestError(step: "EVP_Digest")
+        }
+        return hex
+    }
+
+    /// Nil when OpenSSL would not compute it; its error is left for ``DigestError`` to read.
+    private static func md5Hex(of bytes: UnsafeRawBufferPointer, suffix: StaticString) -> String? {
+        var digest: (UInt64, UInt64) = (0, 0)
+        var length: UInt32 = 0
+        ERR_clear_error()
+        let status = withUnsafeMutableBytes(of: &digest) { output in
+            // An empty buffer may have no address; OpenSSL reads no byte of it then.
+            EVP_Digest(bytes.baseAddress ?? UnsafeRawPointer(output.baseAddress!), bytes.count,
+                       output.baseAddress!.assumingMemoryBound(to: UInt8.self), &length, EVP_md5(), nil)
+        }
+        guard status == 1, length == 16 else { return nil }
+        return withUnsafeBytes(of: digest) { digestBytes in
+            String(unsafeUninitializedCapacity: 32 + suffix.utf8CodeUnitCount) { text in
+                MD5Context.writeHex(digestBytes, into: text)
+                for index in 0..<suffix.utf8CodeUnitCount { text[32 + index] = suffix.utf8Start[index] }
+                return 32 + suffix.utf8CodeUnitCount
+            }
+        }
     }
 
     /// The MD5 of a file's contents; nil if it cannot be read.
@@ -125,24 +154,34 @@ final class MD5Context {
     }
 
     func finalize() throws(DigestError) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
-        guard EVP_DigestFinal_ex(context, &digest, &length) == 1, length == self.length else {
-            throw DigestError(step: "EVP_DigestFinal_ex")
+        let digest = [UInt8](unsafeUninitializedCapacity: Int(EVP_MAX_MD_SIZE)) { buffer, count in
+            count = EVP_DigestFinal_ex(context, buffer.baseAddress, &length) == 1 ? Int(length) : 0
         }
-        return Array(digest.prefix(Int(length)))
+        guard digest.count == Int(self.length) else { throw DigestError(step: "EVP_DigestFinal_ex") }
+        return digest
     }
 
     /// Lower-case hex, without `String(format:)`: a digest is made for every partial's name, and
     /// the formatter costs more than the hashing.
     static func hex(_ bytes: some Collection<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
+        String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+            writeHex(bytes, into: text)
+            return bytes.count * 2
         }
-        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Writes `bytes` in lower-case hex at the start of `text`, which holds twice as many.
+    static func writeHex(_ bytes: some Collection<UInt8>, into text: UnsafeMutableBufferPointer<UInt8>) {
+        var position = 0
+        for byte in bytes {
+            text[position] = hexDigit(byte >> 4)
+            text[position + 1] = hexDigit(byte & 0x0F)
+            position += 2
+        }
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 }

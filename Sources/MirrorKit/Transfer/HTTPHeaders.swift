@@ -55,7 +55,8 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
 extension StringProtocol {
     /// Equal but for ASCII case, as header names and schemes are compared; without allocating.
     func caseInsensitiveEquals(_ other: some StringProtocol) -> Bool {
-        utf8.elementsEqual(other.utf8) { Self.asciiLowercased($0) == Self.asciiLowercased($1) }
+        // Lengths first: nearly every header looked at is another name, and most of a different length.
+        utf8.count == other.utf8.count && utf8.elementsEqual(other.utf8) { Self.asciiLowercased($0) == Self.asciiLowercased($1) }
     }
 
     private static func asciiLowercased(_ byte: UInt8) -> UInt8 {

@@ -123,7 +123,7 @@ package struct PartialStore: Sendable {
 
     /// The name of `url`'s `.part` file.
     func partName(for url: String) throws(DigestError) -> String {
-        try Digest.md5Hex(Array(url.utf8)) + ".part"
+        try Digest.md5Hex(of: url, suffix: ".part")
     }
 
     /// Where `url`'s bytes are written.

@@ -101,7 +101,8 @@ package struct TransferResponse: Sendable {
             return range.total
         }
         guard status == 200 else { return nil }
-        return headers["Content-Length"].flatMap { Int64($0.trimming(.spaces)) }
+        // Header values are trimmed as they are parsed; one set by hand may not be.
+        return headers["Content-Length"].flatMap { Int64($0) ?? Int64($0.trimming(.spaces)) }
     }
 }
 

@@ -25,6 +25,34 @@ struct StateDatabaseTests {
         }
     }
 
+    /// A statement's column names are read once and kept with it; a schema change (a migration
+    /// adding a column to what `t.*` selects) is seen, and text of every length is bound whole,
+    /// short (inline) and long, with non-ASCII and empty text among it.
+    @Test func aQueryRunAgainSeesItsColumnsAfterASchemaChangeAndTextBindsWhole() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let db = try SQLiteConnection.open(dir.appendingPathComponent("t.sqlite3").path)
+            try db.script("CREATE TABLE t (a TEXT);")
+            let texts = ["", "x", "fifteen bytes!!", "sixteen bytes!!!", "ünïcödé", String(repeating: "long ", count: 100)]
+            for text in texts { try db.execute("INSERT INTO t (a) VALUES (?1)", [.text(text)]) }
+            let select = "SELECT t.* FROM t WHERE a = ?1"
+            for text in texts {
+                let rows = try db.rows(select, [.text(text)])
+                let read = try rows.first?.text("a")
+                #expect(rows.count == 1 && rows.first?.names == ["a"] && read == text, "\(text)")
+            }
+            try db.script("ALTER TABLE t ADD COLUMN b INTEGER; UPDATE t SET b = length(a);")
+            for text in texts {
+                let row = try #require(try db.rows(select, [.text(text)]).first)
+                #expect(row.names == ["a", "b"])
+                let length = try row.value("b")
+                #expect(length == .integer(Int64(text.count)), "\(text)")
+            }
+            // As many columns as before, named otherwise.
+            try db.script("ALTER TABLE t RENAME COLUMN b TO length;")
+            #expect(try db.rows(select, [.text("x")]).first?.names == ["a", "length"])
+        }
+    }
+
     @Test func aDatabaseFromANewerMirrorIsRefusedAndLeftAlone() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let directory = try MirrorDirectory(root: dir)
