@@ -43,8 +43,9 @@ final class SQLiteConnection {
     /// thousands of times, and parsing them again each time was a visible share of a run.
     private var statements: [String: OpaquePointer] = [:]
     /// The column names of each prepared statement, read once: a query run for every file
-    /// would otherwise make a string per column per run.
-    private var columnNames: [OpaquePointer: [String]] = [:]
+    /// would otherwise make a string per column per run. Read again once SQLite has prepared the
+    /// statement anew (after a schema change, by this connection or another).
+    private var columnNames: [OpaquePointer: (names: [String], preparations: Int32)] = [:]
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -113,9 +114,12 @@ final class SQLiteConnection {
     }
 
     private func names(of statement: OpaquePointer, columns: Int32) -> [String] {
-        if let names = columnNames[statement], names.count == columns { return names }
+        let preparations = sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_REPREPARE, 0)
+        if let known = columnNames[statement], known.preparations == preparations, known.names.count == columns {
+            return known.names
+        }
         let names = (0..<columns).map { sqlite3_column_name(statement, $0).map { String(cString: $0) } ?? "" }
-        columnNames[statement] = names
+        columnNames[statement] = (names, preparations)
         return names
     }
 
@@ -137,8 +141,6 @@ final class SQLiteConnection {
 
     /// Runs every statement of a script (schema changes); no arguments.
     func script(_ sql: String) throws(SQLiteError) {
-        // A schema change may change what a prepared `SELECT t.*` names.
-        columnNames = [:]
         var message: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(handle, sql, nil, nil, &message)
         guard status == SQLITE_OK else {

@@ -11,7 +11,7 @@ enum Digest {
     }
 
     /// The MD5 of `text`'s UTF-8, in hex, followed by `suffix`: a partial's name, made for every
-    /// file more than once, in one step and one allocation (the string).
+    /// file more than once, in one call to OpenSSL and one Swift allocation (the string).
     static func md5Hex(of text: String, suffix: StaticString) throws(DigestError) -> String {
         var text = text
         guard let hex = text.withUTF8({ md5Hex(of: UnsafeRawBufferPointer($0), suffix: suffix) }) else {
@@ -22,20 +22,20 @@ enum Digest {
 
     /// Nil when OpenSSL would not compute it; its error is left for ``DigestError`` to read.
     private static func md5Hex(of bytes: UnsafeRawBufferPointer, suffix: StaticString) -> String? {
-        var digest: (UInt64, UInt64) = (0, 0)
-        var length: UInt32 = 0
-        ERR_clear_error()
-        let status = withUnsafeMutableBytes(of: &digest) { output in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { digest -> String? in
+            var length: UInt32 = 0
+            ERR_clear_error()
             // An empty buffer may have no address; OpenSSL reads no byte of it then.
-            EVP_Digest(bytes.baseAddress ?? UnsafeRawPointer(output.baseAddress!), bytes.count,
-                       output.baseAddress!.assumingMemoryBound(to: UInt8.self), &length, EVP_md5(), nil)
-        }
-        guard status == 1, length == 16 else { return nil }
-        return withUnsafeBytes(of: digest) { digestBytes in
-            String(unsafeUninitializedCapacity: 32 + suffix.utf8CodeUnitCount) { text in
-                MD5Context.writeHex(digestBytes, into: text)
-                for index in 0..<suffix.utf8CodeUnitCount { text[32 + index] = suffix.utf8Start[index] }
-                return 32 + suffix.utf8CodeUnitCount
+            let input = bytes.baseAddress ?? UnsafeRawPointer(digest.baseAddress!)
+            guard EVP_Digest(input, bytes.count, digest.baseAddress, &length, EVP_md5(), nil) == 1, length == 16 else {
+                return nil
+            }
+            return suffix.withUTF8Buffer { suffixBytes in
+                String(unsafeUninitializedCapacity: 32 + suffixBytes.count) { text in
+                    MD5Context.writeHex(digest, into: text)
+                    for (index, byte) in suffixBytes.enumerated() { text[32 + index] = byte }
+                    return 32 + suffixBytes.count
+                }
             }
         }
     }

@@ -58,7 +58,7 @@ enum HTTPDate {
     /// what every file's Last-Modified costs; nil (not `.some(nil)`) when the text is laid out
     /// otherwise, and the general reading decides. Where it answers, it reads the same six fields
     /// the general reading splits out and checks them the same way.
-    private static func parseExactFixdate(_ bytes: UnsafeBufferPointer<UInt8>) -> Date?? {
+    static func parseExactFixdate(_ bytes: UnsafeBufferPointer<UInt8>) -> Date?? {
         guard bytes.count == 29 else { return nil }
         func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
         func digits(_ range: Range<Int>) -> Int? {

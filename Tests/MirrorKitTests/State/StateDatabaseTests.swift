@@ -26,8 +26,9 @@ struct StateDatabaseTests {
     }
 
     /// A statement's column names are read once and kept with it; a schema change (a migration
-    /// adding a column to what `t.*` selects) is seen, and text of every length is bound whole,
-    /// short (inline) and long, with non-ASCII and empty text among it.
+    /// adding a column to what `t.*` selects, a column renamed here or by another connection) is
+    /// seen, and text of every length binds as itself, short (inline) and long, with non-ASCII
+    /// and empty text among it.
     @Test func aQueryRunAgainSeesItsColumnsAfterASchemaChangeAndTextBindsWhole() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let db = try SQLiteConnection.open(dir.appendingPathComponent("t.sqlite3").path)
@@ -47,9 +48,11 @@ struct StateDatabaseTests {
                 let length = try row.value("b")
                 #expect(length == .integer(Int64(text.count)), "\(text)")
             }
-            // As many columns as before, named otherwise.
+            // As many columns as before, named otherwise, here and by another connection.
             try db.script("ALTER TABLE t RENAME COLUMN b TO length;")
             #expect(try db.rows(select, [.text("x")]).first?.names == ["a", "length"])
+            try SQLiteConnection.open(dir.appendingPathComponent("t.sqlite3").path).script("ALTER TABLE t RENAME COLUMN length TO size;")
+            #expect(try db.rows(select, [.text("x")]).first?.names == ["a", "size"])
         }
     }
 

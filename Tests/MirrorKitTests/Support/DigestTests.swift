@@ -32,7 +32,7 @@ struct DigestTests {
     }
 
     /// A partial's name is the MD5 of its URL's UTF-8, however the string is held: inline (15
-    /// bytes or fewer), on the heap, cut from a longer one, or bridged from Foundation.
+    /// bytes or fewer), on the heap, cut from a longer one, or made from Foundation's text.
     @Test func aPartialsNameIsTheMD5OfItsURLHoweverTheStringIsHeld() throws {
         let long = "https://i.example.org/ünïcödé/" + String(repeating: "x", count: 300) + ".jpg"
         let urls = ["http://a/b", "https://i.imgur.com/abcdefg.jpg", long, String(long.dropFirst(8)),

@@ -76,8 +76,10 @@ struct WithoutFoundationTests {
         var seconds = -2_208_988_800.0  // 1900
         var compared = 0
         while seconds < 4_102_444_800 {  // 2100
-            let text = formatter.string(from: Date(timeIntervalSince1970: seconds))
+            var text = formatter.string(from: Date(timeIntervalSince1970: seconds))
             #expect(HTTPDate.parseFixdate(text) == formatter.date(from: text), "\(text)")
+            // Read from its bytes, not by the fields' reading.
+            #expect(text.withUTF8(HTTPDate.parseExactFixdate) == .some(formatter.date(from: text)), "\(text)")
             let characters = Array(text)
             var variants: [String] = []
             for index in characters.indices {
@@ -98,6 +100,8 @@ struct WithoutFoundationTests {
             seconds += 77_777_777.7
         }
         #expect(compared > 10_000)
+        var sixFields = "Sun, 6 Nov 1994 08:49:37 GMT"
+        #expect(sixFields.withUTF8(HTTPDate.parseExactFixdate) == nil)
         #expect(HTTPDate.parseFixdate("Mon, 31 Nov 2026 00:00:00 GMT") == nil)
         #expect(HTTPDate.parseFixdate("Tue, 29 Feb 2028 23:59:59 GMT") == Date(timeIntervalSince1970: 1_835_481_599))
         #expect(HTTPDate.parseFixdate("Tue, 29 Feb 2100 23:59:59 GMT") == nil)
