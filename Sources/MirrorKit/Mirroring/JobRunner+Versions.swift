@@ -26,8 +26,8 @@ extension JobRunner {
     /// Also whether anything has the name.
     func adoptUnrecorded(_ job: MirrorJob) async throws(MirrorError) -> (file: MirroredFile?, nameTaken: Bool) {
         guard let occupant = try directory.occupant(of: job.relativePath) else { return (nil, false) }
-        guard let size = occupant.size, let record = occupant.record, record.url == job.url,
-              size > 0, record.totalLength.map({ $0 == size }) ?? true
+        guard let size = occupant.size, let record = occupant.record, record.isFor(job.url),
+              size > 0, record.length.map({ $0 == size }) ?? true
         else { return (nil, true) }
         let file = MirroredFile(
             path: job.relativePath, item: job.item, source: source, url: job.url, etag: record.etag,

@@ -501,7 +501,7 @@ struct JobRunner: Sendable {
             // Unfenced, the name follows the sync on the same thread: one hop to the blocking
             // queue and back per file, not two. Fenced, it waits for the claim's transaction.
             (opened, namedWithTheSync) = try await BlockingIO.run { () throws(MirrorError) in
-                let opened = try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attach(record, toFile: $0) })
+                let opened = try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attachForCommit(record, toFile: $0) })
                 guard !isFenced else { return (opened, nil) }
                 return (opened, NameGiven(name: try giveName()))
             }
@@ -540,6 +540,9 @@ struct JobRunner: Sendable {
             // run: it goes back to being a partial, whole, for the next run to commit.
             do {
                 try directory.uncommit(name, backTo: partials.folder, as: partName)
+                // The record a partial keeps, not the compact one a named file carried: the next
+                // run commits it whole, without fetching it again.
+                try? partials.save(record)
             } catch let failure {
                 logger.error("\(name) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
             }

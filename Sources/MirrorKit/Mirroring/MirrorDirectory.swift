@@ -226,12 +226,12 @@ package struct MirrorDirectory: Sendable {
     /// download record it still carries when it was named and not yet recorded (a kill came
     /// between the two). Nil when nothing has the name. One look serves both questions a job asks
     /// of a name it has no record of.
-    func occupant(of relativePath: String) throws(MirrorError) -> (size: Int64?, record: PartialRecord?)? {
+    func occupant(of relativePath: String) throws(MirrorError) -> (size: Int64?, record: CommitRecord?)? {
         let (folderPath, name) = try split(relativePath)
         guard let folder = try folder(folderPath, create: false), let info = folder.status(of: name) else { return nil }
         guard info.st_mode & S_IFMT == S_IFREG else { return (nil, nil) }
         let record = folder.attribute(PartialStore.attribute, of: name, limit: PartialStore.largestAttribute)
-            .flatMap(PartialRecord.init(stored:))
+            .flatMap(CommitRecord.init(stored:))
         return (Int64(info.st_size), record)
     }
 

@@ -23,8 +23,8 @@ struct PartialRecord: Sendable, Codable, Equatable {
     }
 
     /// The record as stored: a line per field, each optional one marked present (`=`) or absent
-    /// (`-`). Written for every partial that outlives its first write and for every file between
-    /// its commit and its state row, so it costs no JSON. Header values and URLs hold no line
+    /// (`-`). Written for every partial that outlives its first write and for every file over
+    /// ``CommitRecord/compactUpTo`` between its commit and its state row, so it costs no JSON. Header values and URLs hold no line
     /// breaks (libcurl refuses them), so a line is a field.
     var encoded: [UInt8] {
         var text = Self.magic + "\n" + url + "\n"
@@ -184,6 +184,19 @@ package struct PartialStore: Sendable {
     static func attach(_ record: PartialRecord, toFile fd: Int32) -> Bool {
         let data = record.encoded
         return data.count <= largestAttribute && Directory.setAttribute(attribute, data, onFile: fd)
+    }
+
+    /// Puts on the open file `fd` (a finished download about to be named) what the next run needs
+    /// to record it should a kill come before its state row: a small file's compact
+    /// ``CommitRecord``, which fits in the inode; a larger file's full record, which keeps it a
+    /// partial the next run can resume should the kill come during its sync. False when it could not.
+    @discardableResult
+    static func attachForCommit(_ record: PartialRecord, toFile fd: Int32) -> Bool {
+        if let length = record.totalLength, length <= CommitRecord.compactUpTo,
+           let compact = try? CommitRecord(record).compactEncoded {
+            return Directory.setAttribute(attribute, compact, onFile: fd)
+        }
+        return attach(record, toFile: fd)
     }
 
     /// Writes the record: into the `.part` file's attribute (one call, no new file) when the file

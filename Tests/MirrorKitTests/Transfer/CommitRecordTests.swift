@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+@testable import MirrorKit
+
+@Suite("A named file's record until its state row: small enough for the inode", .timeLimit(.minutes(2)))
+struct CommitRecordTests {
+    /// What the servers mirror meets answer: Imgur's CDN (an MD5 ETag), nginx (mtime-size), and the rest.
+    static let shapes: [(url: String, etag: String?, lastModified: String?, length: Int64?)] = [
+        ("https://i.imgur.com/AbCdEfG.jpg", "\"d41d8cd98f00b204e9800998ecf8427e\"", "Tue, 24 Nov 2026 10:00:00 GMT", 51_200),
+        ("http://127.0.0.1:8080/media/abcdefgb.jpg", "\"6744f3a0-2000\"", "Sun, 01 Nov 2026 10:00:00 GMT", 8192),
+        ("https://example.org/a.bin", "W/\"abc\"", nil, 0),
+        ("https://example.org/b.bin", nil, "Sunday, 06-Nov-94 08:49:37 GMT", 1),
+        ("https://example.org/c.bin", "\"D41D8CD98F00B204E9800998ECF8427E\"", "Thu, 01 Jan 1970 00:00:00 GMT", 1 << 20),
+        ("https://example.org/d.bin", "\"é\"", "Wed, 31 Dec 1969 23:59:59 GMT", Int64.max),
+        ("https://example.org/e.bin", "", "Tue, 24 Nov 2026 10:00:00 UTC", 127),
+        ("https://example.org/f.bin", nil, nil, 128),
+    ]
+
+    @Test(arguments: 0..<shapes.count)
+    func theCompactFormReadsBackAsItWasWritten(_ index: Int) throws {
+        let shape = Self.shapes[index]
+        let record = try CommitRecord(url: shape.url, etag: shape.etag, lastModified: shape.lastModified, length: shape.length)
+        let encoded = try #require(record.compactEncoded)
+        #expect(CommitRecord(stored: encoded) == record)
+        #expect(CommitRecord(stored: encoded)?.isFor(shape.url) == true)
+        #expect(CommitRecord(stored: encoded)?.isFor(shape.url + "?") == false)
+        // Not a partial's record: a partial found carrying it is dropped, never resumed from.
+        #expect(PartialRecord(stored: encoded) == nil)
+    }
+
+    @Test func imgursAndNginxsRecordsFitInTheInodeTheFullFormDoesNot() throws {
+        for shape in Self.shapes.prefix(2) {
+            let full = PartialRecord(url: shape.url, etag: shape.etag, lastModified: shape.lastModified, totalLength: shape.length)
+            let compact = try #require(try CommitRecord(full).compactEncoded)
+            #expect(compact.count <= CommitRecord.inodeRoom, "\(compact.count) bytes for \(shape.url)")
+            #expect(full.encoded.count > CommitRecord.inodeRoom)
+        }
+    }
+
+    @Test func theFullFormOlderBuildsLeftStillReads() throws {
+        let full = PartialRecord(url: "https://i.test/a.jpg", etag: "\"e1\"", lastModified: "Sun, 01 Nov 2026 10:00:00 GMT", totalLength: 1234)
+        for stored in [full.encoded, Array(try JSONEncoder().encode(full))] {
+            let record = try #require(CommitRecord(stored: stored))
+            #expect(record.isFor(full.url) && !record.isFor("https://i.test/b.jpg"))
+            #expect(record.etag == full.etag && record.lastModified == full.lastModified && record.length == 1234)
+        }
+    }
+
+    @Test func aDamagedRecordIsNoRecord() throws {
+        let record = try CommitRecord(
+            url: "https://i.test/a.jpg", etag: "\"6744f3a0-2000\"", lastModified: "Sun, 01 Nov 2026 10:00:00 GMT", length: 300)
+        let encoded = try #require(record.compactEncoded)
+        for cut in 0..<encoded.count {
+            #expect(CommitRecord(stored: Array(encoded.prefix(cut))) == nil, "cut at \(cut)")
+        }
+        #expect(CommitRecord(stored: encoded + [0]) == nil)
+        let header = [UInt8(ascii: "m"), 3] + [UInt8](repeating: 7, count: 8)
+        for damaged: [UInt8] in [
+            header + [0x80, 0x00, 0, 0],  // a length with a needless zero byte
+            header + [UInt8](repeating: 0xFF, count: 9) + [0x02, 0, 0],  // a length past 64 bits
+            header + [UInt8](repeating: 0xFF, count: 9) + [0x01, 0, 0],  // past Int64.max
+            header + [5, 3, 0],  // an unknown tag
+            header + [5, 0, 2, 4, 0x41],  // a text shorter than it says
+            header + [5, 0, 2, 1, 0xFF],  // a text that is not UTF-8
+        ] {
+            #expect(CommitRecord(stored: damaged) == nil, "\(damaged)")
+        }
+    }
+
+    @Test func aLongValidatorOrAnUnknownLengthKeepsTheFullForm() throws {
+        let long = try CommitRecord(url: "u", etag: "\"" + String(repeating: "e", count: 300) + "\"", lastModified: nil, length: 10)
+        #expect(long.compactEncoded == nil)
+        #expect(try CommitRecord(url: "u", etag: nil, lastModified: nil, length: nil).compactEncoded == nil)
+    }
+
+    /// On ext4 with room in its inodes (the default 256 bytes), a small file's record takes no block.
+    @Test func aSmallFilesRecordTakesNoBlockOfItsOwnOnExt4() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let folder = try Directory.open(creating: dir.path)
+            func blocks(afterAttaching attach: (Int32) -> Bool, _ name: String) throws -> Int {
+                try TestSupport.write([], to: dir.appendingPathComponent(name).path)
+                let fd = try folder.openFile(name, .write(create: false))
+                defer { close(fd) }
+                #expect(attach(fd))
+                var info = stat()
+                #expect(fstat(fd, &info) == 0)
+                return Int(info.st_blocks)
+            }
+            let shape = Self.shapes[0]
+            let full = PartialRecord(url: shape.url, etag: shape.etag, lastModified: shape.lastModified, totalLength: shape.length)
+            var large = full
+            large.totalLength = CommitRecord.compactUpTo + 1
+            let tiny = try blocks(afterAttaching: { fd in Directory.setAttribute(PartialStore.attribute, [1], onFile: fd) }, "tiny")
+            let fullForm = try blocks(afterAttaching: { fd in PartialStore.attach(full, toFile: fd) }, "full")
+            // Where attributes take no blocks (tmpfs, btrfs), inodes have no room (ext4 with 128-byte
+            // inodes) or room for everything (XFS): the two forms cost the same, nothing to show.
+            guard tiny == 0, fullForm > 0 else { return }
+            let compact = try blocks(afterAttaching: { fd in PartialStore.attachForCommit(full, toFile: fd) }, "compact")
+            #expect(compact == 0)
+            // A file over the compact form's size keeps the full record, a partial's.
+            let largeForm = try blocks(afterAttaching: { fd in PartialStore.attachForCommit(large, toFile: fd) }, "large")
+            #expect(largeForm > 0)
+            let stored = folder.attribute(PartialStore.attribute, of: "large", limit: 4096)
+            #expect(stored.flatMap(PartialRecord.init(stored:)) == large)
+        }
+    }
+}
