@@ -19,8 +19,9 @@
 
 enum way { CREATED, SYNCED, NAMED, MIRROR };
 
-// The size of the record mirror puts on a small file at commit (its compact CommitRecord: an
-// Imgur or nginx ETag, a date, a length), which ext4 keeps in a 256-byte inode.
+// A record of the size mirror puts on a small file at commit (its compact CommitRecord, here of
+// the form Imgur's validators take: an MD5 ETag, a date, a length), which ext4 keeps in a
+// 256-byte inode.
 static const char record[36] = "m\003abcdefgh\200\220\003\001\200\340\226\312\006\0010123456789abcdef";
 static enum way way;
 static int final_dir, parts_dir;

@@ -143,6 +143,11 @@ public final class FixtureServer: Sendable {
         state.withLock { $0.content(for: path)?.etag }
     }
 
+    /// The Last-Modified `path` is served with, byte for byte.
+    public func lastModified(of path: String) -> String? {
+        state.withLock { $0.content(for: path)?.lastModified }
+    }
+
     /// Every media path served, sorted.
     public var mediaPaths: [String] {
         state.withLock { $0.media.keys.sorted() }

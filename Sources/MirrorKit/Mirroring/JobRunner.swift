@@ -538,11 +538,14 @@ struct JobRunner: Sendable {
             }
             // Unrecorded, the file would be fetched again under a second name by a new-file
             // run: it goes back to being a partial, whole, for the next run to commit.
+            // The record a partial keeps, not the compact one a named file carries, put on before
+            // the move so that no kill finds the partial without it: the next run commits it
+            // whole, without fetching it again.
+            let attached = PartialStore.attach(record, toFile: opened.descriptor)
             do {
                 try directory.uncommit(name, backTo: partials.folder, as: partName)
-                // The record a partial keeps, not the compact one a named file carried: the next
-                // run commits it whole, without fetching it again.
-                try? partials.save(record)
+                // Too long for an attribute: in the file beside it.
+                if !attached { try? partials.save(record) }
             } catch let failure {
                 logger.error("\(name) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
             }

@@ -50,8 +50,9 @@ enum Digest {
     /// The MD5 a quoted 32-hex ETag states (S3 and Imgur's CDN use them); nil for any other form.
     static func md5(inETag etag: String) -> String? {
         let inner = etag.dropFirst().dropLast()
-        guard etag.hasPrefix("\""), etag.hasSuffix("\""), inner.count == 32,
-              inner.allSatisfy({ $0.isHexDigit })
+        // ASCII hex alone: `Character.isHexDigit` also takes fullwidth digits.
+        guard etag.hasPrefix("\""), etag.hasSuffix("\""), inner.utf8.count == 32,
+              inner.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) })
         else { return nil }
         return inner.lowercased()
     }

@@ -4,8 +4,9 @@ import FoundationEssentials
 /// next run, should a kill come between the two, to record the named file without a request
 /// (which URL it is, its validators and its length).
 ///
-/// Small files carry it in a compact binary form that fits in an ext4 inode beside the attribute's
-/// name (at most ``inodeRoom`` bytes with the default 256-byte inodes): set and taken off again
+/// Small files carry it in a compact binary form that, for the validators of Imgur, nginx, Apache,
+/// GitHub and single-part S3, fits in an ext4 inode beside the attribute's name (``inodeRoom``
+/// bytes with the default 256-byte inodes and no other attribute there): set and taken off again
 /// in place, where the full ``PartialRecord`` (its URL in full, its date as text) takes a block of
 /// its own, allocated, journalled and freed again for every file. The URL is kept as the first 8
 /// bytes of its MD5: the record is only ever checked against the URL of the job that wants the name.
@@ -22,8 +23,10 @@ struct CommitRecord: Equatable, Sendable {
     var length: Int64?
 
     /// The files carrying the compact form at commit: up to 1 MiB, a download whose loss to a
-    /// kill in the middle of its sync costs little.
-    static let compactUpTo: Int64 = 1 << 20
+    /// kill in the middle of its sync costs little. Files up to this size are written whole at
+    /// once (``FileSink``'s largest buffer) and carry no record while they download: the compact
+    /// one is their only attribute.
+    static let compactUpTo = Int64(FileSink.largestBuffer)
     /// The most a value may take and still fit in a 256-byte ext4 inode beside the attribute's
     /// name (`mirror.partial`): 96 bytes of room, less the header, the entry and its end mark.
     static let inodeRoom = 56
@@ -58,12 +61,14 @@ struct CommitRecord: Equatable, Sendable {
     private static let magic: [UInt8] = [UInt8(ascii: "m"), 3]
     private enum Tag: UInt8 { case absent = 0, compact = 1, text = 2 }
 
-    /// The compact form; nil when a field is too long for it (a text over 255 bytes) or the length
-    /// is not known.
+    /// The compact form; nil when a field is too long for it (a text over 255 bytes), the length
+    /// is not known, or the form would not read back as this record.
     var compactEncoded: [UInt8]? {
         guard urlDigest.count == 8, let length, length >= 0 else { return nil }
-        var bytes = Self.magic + urlDigest
+        var bytes: [UInt8] = []
         bytes.reserveCapacity(Self.inodeRoom)
+        bytes += Self.magic
+        bytes += urlDigest
         Self.appendNumber(UInt64(length), to: &bytes)
         if let lastModified {
             if let seconds = Self.fixdateSeconds(lastModified) {
@@ -85,7 +90,7 @@ struct CommitRecord: Equatable, Sendable {
         } else {
             bytes.append(Tag.absent.rawValue)
         }
-        return bytes
+        return CommitRecord(stored: bytes) == self ? bytes : nil
     }
 
     /// A stored record: the compact form, or a full ``PartialRecord`` (what older builds and
@@ -103,7 +108,9 @@ struct CommitRecord: Equatable, Sendable {
         switch reader.tag() {
         case .absent: lastModified = nil
         case .compact:
-            guard let seconds = reader.number(), seconds <= UInt64(Int64.max) else { return nil }
+            // No date the encoder writes is past the last one with four digits of year, and one
+            // past it would not fit the calendar's arithmetic.
+            guard let seconds = reader.number(), seconds <= Self.lastFourDigitYearSecond else { return nil }
             lastModified = HTTPDate.format(Date(timeIntervalSince1970: Double(seconds)))
         case .text:
             guard let text = reader.text() else { return nil }
@@ -123,11 +130,15 @@ struct CommitRecord: Equatable, Sendable {
         guard reader.isAtEnd else { return nil }
     }
 
-    /// The seconds since 1970 of an IMF-fixdate that formats back to exactly `text`.
+    /// 9999-12-31 23:59:59 GMT.
+    private static let lastFourDigitYearSecond: UInt64 = 253_402_300_799
+
+    /// The seconds since 1970 of an IMF-fixdate that formats back to exactly `text` (its weekday
+    /// and zone as sent): the date read back is the server's, byte for byte.
     private static func fixdateSeconds(_ text: String) -> UInt64? {
-        guard let date = HTTPDate.parseFixdate(text), date.timeIntervalSince1970 >= 0, HTTPDate.format(date) == text else {
-            return nil
-        }
+        guard let date = HTTPDate.parseFixdate(text), date.timeIntervalSince1970 >= 0,
+              UInt64(date.timeIntervalSince1970) <= lastFourDigitYearSecond, HTTPDate.format(date) == text
+        else { return nil }
         return UInt64(date.timeIntervalSince1970)
     }
 

@@ -24,13 +24,16 @@ final class FileSink {
     /// a resume needs is recorded then): a body written whole in its last write never needs it.
     var beforeFirstPartialWrite: (() -> Void)?
 
+    /// A body up to this size reaches the file in one write, when it is whole.
+    static let largestBuffer = 1 << 20
+
     /// The buffer for a body of `remaining` bytes (unknown: nil): never more than `largest`.
-    static func capacity(forRemaining remaining: Int64?, largest: Int = 1 << 20) -> Int {
+    static func capacity(forRemaining remaining: Int64?, largest: Int = largestBuffer) -> Int {
         guard let remaining else { return largest }
         return Int(min(max(remaining, 4096), Int64(largest)))
     }
 
-    init(location: FileLocation, offset: Int64, capacity: Int = 1 << 20) throws(TransferError.Reason) {
+    init(location: FileLocation, offset: Int64, capacity: Int = largestBuffer) throws(TransferError.Reason) {
         let folder: Directory
         var fd: Int32
         var info: stat

@@ -24,7 +24,8 @@ struct PartialRecord: Sendable, Codable, Equatable {
 
     /// The record as stored: a line per field, each optional one marked present (`=`) or absent
     /// (`-`). Written for every partial that outlives its first write and for every file over
-    /// ``CommitRecord/compactUpTo`` between its commit and its state row, so it costs no JSON. Header values and URLs hold no line
+    /// ``CommitRecord/compactUpTo`` between its commit and its state row, so it costs no
+    /// JSON. Header values and URLs hold no line
     /// breaks (libcurl refuses them), so a line is a field.
     var encoded: [UInt8] {
         var text = Self.magic + "\n" + url + "\n"

@@ -113,9 +113,10 @@ struct StorageFailureTests {
         }
     }
 
-    /// A file whose row cannot be written goes back to being a partial, whole, carrying the
-    /// record its commit put on it (a body written at once records none while it runs): the next
-    /// run finishes it with a ranged request that brings no byte again.
+    /// A file whose row cannot be written goes back to being a partial, whole, carrying a
+    /// partial's full record (its commit put on the compact one of a small file, and a body
+    /// written at once records none while it runs): the next run finishes it with a ranged
+    /// request that brings no byte again.
     @Test func aFileWhoseRowIsRefusedIsFinishedByTheNextRunWithoutItsBytesAgain() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
@@ -134,6 +135,7 @@ struct StorageFailureTests {
                 let partial = try #require(partials.heldPartials().first { $0.record.url.contains("/episode-1.mp3") })
                 let path = String(partial.record.url.dropFirst(server.baseURL.count).prefix { $0 != "?" })
                 let size = Int64(try #require(server.content(of: path)).count)
+                #expect(size <= CommitRecord.compactUpTo, "a file its commit gives the compact record")
                 #expect(partial.length == size, "went back whole")
                 #expect(partial.record.totalLength == size)
                 #expect(partial.record.etag == server.etag(of: path))

@@ -265,7 +265,9 @@ struct TagVersionTests {
                 let partials = try MirrorDirectory(root: dir).partialStore()
                 let bytes = try #require(server.content(of: file.remote))
                 try TestSupport.write(bytes, to: partials.partPath(for: url))
-                let record = PartialRecord(url: url, etag: server.etag(of: file.remote), totalLength: Int64(bytes.count))
+                let record = PartialRecord(
+                    url: url, etag: server.etag(of: file.remote), lastModified: server.lastModified(of: file.remote),
+                    totalLength: Int64(bytes.count))
                 if compactRecord {
                     let fd = open(partials.partPath(for: url), O_WRONLY)
                     try #require(fd >= 0)
@@ -282,7 +284,11 @@ struct TagVersionTests {
                 #expect(second.downloaded == 0)
                 #expect(try contents(of: dir) == Set(mirroredFiles(server).map(\.local)))
                 let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
-                #expect(try await state.latestFile(of: url)?.path == file.local)
+                let recorded = try await state.latestFile(of: url)
+                #expect(recorded?.path == file.local)
+                // The validators it carried, as the server sent them: the next new-file run asks by them.
+                #expect(recorded?.etag == server.etag(of: file.remote) && recorded?.etag != nil)
+                #expect(recorded?.lastModified == server.lastModified(of: file.remote) && recorded?.lastModified != nil)
             }
         }
     }
