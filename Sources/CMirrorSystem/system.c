@@ -72,8 +72,6 @@ int mirror_open_unnamed(int dirfd) {
     return -1;
 }
 
-void mirror_limit_malloc_arenas(int count) { mallopt(M_ARENA_MAX, count); }
-
 void mirror_release_free_memory(void) {
     malloc_trim(0);
 }

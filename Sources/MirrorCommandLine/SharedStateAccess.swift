@@ -63,7 +63,6 @@ package enum SharedStateAccess {
 package enum CommandLineEntry {
     /// Runs the command line; `connector` opens shared states (nil: hand them over).
     package static func main(connector: (any SharedDatabaseConnector)?) async {
-        ProcessMemory.limitArenas()
         await SharedStateAccess.$connector.withValue(connector) {
             await MirrorCommand.main()
         }

@@ -34,9 +34,6 @@ int mirror_open_unnamed(int dirfd);
 /// run's threads each fill an arena of their own and keep what they freed.
 void mirror_release_free_memory(void);
 
-/// Lets malloc make at most `count` arenas (mallopt M_ARENA_MAX), before threads contend for them.
-void mirror_limit_malloc_arenas(int count);
-
 /// Names the calling thread (at most 15 bytes are kept) for ps, top and debuggers.
 void mirror_name_this_thread(const char *name);
 
