@@ -20,6 +20,25 @@ enum Digest {
         return hex
     }
 
+    /// The first 8 bytes of the MD5 of `text`'s UTF-8, big-endian: a URL's short identity, made
+    /// for every file committed, without an allocation.
+    static func md5Prefix(of text: String) throws(DigestError) -> UInt64 {
+        var text = text
+        let prefix = text.withUTF8 { utf8 -> UInt64? in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { digest -> UInt64? in
+                var length: UInt32 = 0
+                ERR_clear_error()
+                let input = UnsafeRawPointer(utf8.baseAddress) ?? UnsafeRawPointer(digest.baseAddress!)
+                guard EVP_Digest(input, utf8.count, digest.baseAddress, &length, EVP_md5(), nil) == 1, length == 16 else {
+                    return nil
+                }
+                return digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+            }
+        }
+        guard let prefix else { throw DigestError(step: "EVP_Digest") }
+        return prefix
+    }
+
     /// Nil when OpenSSL would not compute it; its error is left for ``DigestError`` to read.
     private static func md5Hex(of bytes: UnsafeRawBufferPointer, suffix: StaticString) -> String? {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { digest -> String? in

@@ -16,7 +16,7 @@ import FoundationEssentials
 /// carrying it is dropped, which costs at most a small file's download).
 struct CommitRecord: Equatable, Sendable {
     /// The first 8 bytes of the MD5 of the URL.
-    var urlDigest: [UInt8]
+    var urlDigest: UInt64
     var etag: String?
     var lastModified: String?
     /// The size of the whole file, when the record says it.
@@ -32,7 +32,7 @@ struct CommitRecord: Equatable, Sendable {
     static let inodeRoom = 56
 
     init(url: String, etag: String?, lastModified: String?, length: Int64?) throws(DigestError) {
-        urlDigest = try Self.digest(of: url)
+        urlDigest = try Digest.md5Prefix(of: url)
         self.etag = etag
         self.lastModified = lastModified
         self.length = length
@@ -45,11 +45,7 @@ struct CommitRecord: Equatable, Sendable {
 
     /// Whether the record is that of `url`'s download.
     func isFor(_ url: String) -> Bool {
-        (try? Self.digest(of: url)) == urlDigest
-    }
-
-    private static func digest(of url: String) throws(DigestError) -> [UInt8] {
-        Array(try MD5Context.hash(of: Array(url.utf8), .md5).prefix(8))
+        (try? Digest.md5Prefix(of: url)) == urlDigest
     }
 
     // MARK: - The compact form
@@ -61,14 +57,16 @@ struct CommitRecord: Equatable, Sendable {
     private static let magic: [UInt8] = [UInt8(ascii: "m"), 3]
     private enum Tag: UInt8 { case absent = 0, compact = 1, text = 2 }
 
-    /// The compact form; nil when a field is too long for it (a text over 255 bytes), the length
-    /// is not known, or the form would not read back as this record.
+    /// The compact form; nil when a field is too long for it (a text over 255 bytes) or the length
+    /// is not known. It reads back as this record: a date is written as a number only when its
+    /// text is the one the number formats to, an ETag as bytes only when it is the quoted
+    /// lower-case hex they format to, and a text is bytes of UTF-8 (the tests try every shape).
     var compactEncoded: [UInt8]? {
-        guard urlDigest.count == 8, let length, length >= 0 else { return nil }
+        guard let length, length >= 0 else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Self.inodeRoom)
         bytes += Self.magic
-        bytes += urlDigest
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: urlDigest >> UInt64(shift))) }
         Self.appendNumber(UInt64(length), to: &bytes)
         if let lastModified {
             if let seconds = Self.fixdateSeconds(lastModified) {
@@ -90,7 +88,7 @@ struct CommitRecord: Equatable, Sendable {
         } else {
             bytes.append(Tag.absent.rawValue)
         }
-        return CommitRecord(stored: bytes) == self ? bytes : nil
+        return bytes
     }
 
     /// A stored record: the compact form, or a full ``PartialRecord`` (what older builds and
@@ -103,7 +101,7 @@ struct CommitRecord: Equatable, Sendable {
         }
         var reader = Reader(bytes: bytes, position: Self.magic.count)
         guard let digest = reader.take(8), let length = reader.number(), length <= UInt64(Int64.max) else { return nil }
-        urlDigest = digest
+        urlDigest = digest.reduce(0) { $0 << 8 | UInt64($1) }
         self.length = Int64(length)
         switch reader.tag() {
         case .absent: lastModified = nil

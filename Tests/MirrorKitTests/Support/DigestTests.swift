@@ -23,6 +23,7 @@ struct DigestTests {
             let context = try MD5Context()
             for piece in Array(text.utf8).chunked(by: 7) { try context.update(Array(piece)) }
             #expect(try context.finalizeHex() == md5, "\(text)")
+            #expect(try Digest.md5Prefix(of: text) == UInt64(md5.prefix(16), radix: 16), "\(text)")
         }
         #expect(MD5Context.hex(try MD5Context.hash(of: Array("abc".utf8), .sha1)) == "a9993e364706816aba3e25717850c26c9cd0d89d")
         #expect(MD5Context.hex(try MD5Context.hash(of: Array("abc".utf8), .sha256))
