@@ -112,6 +112,8 @@ final class SharedTagWork: Sendable {
         submit: @escaping @Sendable ([ImgurImage]) async -> Void, crawlEnded: @escaping @Sendable () -> Bool
     ) async throws(MirrorError) {
         var idle = false
+        // Set once a look found no other live claim: the next empty take ends the work.
+        var othersHeldNone = false
         while !Task.isCancelled, !session.isHalted {
             if let host = jobs.health.verdicts.first {
                 // This worker's address is refused or its host down: it takes no more, and what
@@ -133,6 +135,7 @@ final class SharedTagWork: Sendable {
                 if !claimed.isEmpty {
                     logger.debug("claimed \(claimed.count) images: \(claimed.map(\.id).joined(separator: " "))")
                     idle = false
+                    othersHeldNone = false
                     await submit(claimed)
                     continue
                 }
@@ -141,8 +144,15 @@ final class SharedTagWork: Sendable {
                 // What this worker finished is marked first: other workers wait on its claims
                 // as it waits on theirs.
                 await images.flush()
-                // Nothing to claim: done, unless a live worker's claims may still run out.
-                guard try await coordinator.othersHoldClaims() else { return }
+                // Nothing to claim: done, unless a live worker's claims may still run out. A
+                // claim that ran out between the take above and this look is neither held nor
+                // taken: one more take, after the look, finds it before the worker ends.
+                guard try await coordinator.othersHoldClaims() else {
+                    if othersHeldNone { return }
+                    othersHeldNone = true
+                    continue
+                }
+                othersHeldNone = false
                 if !idle { logger.debug("waiting for other workers' claims to finish or run out") }
                 idle = true
             }
