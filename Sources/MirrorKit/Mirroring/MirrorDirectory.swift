@@ -315,7 +315,9 @@ package struct MirrorDirectory: Sendable {
     /// be fetched again under a second name. It stays a complete partial for the next run.
     func uncommit(_ relativePath: String, backTo partials: Directory, as partName: String) throws(MirrorError) {
         let (folderPath, name) = try split(relativePath)
-        guard let folder = try folder(folderPath, create: false) else { return }
+        guard let folder = try folder(folderPath, create: false) else {
+            throw .fileSystem(FileSystemError(path: root.appendingPathComponent(relativePath).path, errno: ENOENT))
+        }
         do throws(FileSystemError) {
             guard try folder.move(name, to: partials, as: partName) else {
                 // Another download of the URL holds the name: the caller says the file is unrecorded.

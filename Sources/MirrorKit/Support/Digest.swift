@@ -21,7 +21,7 @@ enum Digest {
     }
 
     /// The first 8 bytes of the MD5 of `text`'s UTF-8, big-endian: a URL's short identity, made
-    /// for every file committed, without an allocation.
+    /// for every file committed, with no allocation on Swift's side.
     static func md5Prefix(of text: String) throws(DigestError) -> UInt64 {
         var text = text
         let prefix = text.withUTF8 { utf8 -> UInt64? in

@@ -4,16 +4,16 @@ import FoundationEssentials
 /// next run, should a kill come between the two, to record the named file without a request
 /// (which URL it is, its validators and its length).
 ///
-/// Small files carry it in a compact binary form that, for the validators of Imgur, nginx, Apache,
-/// GitHub and single-part S3, fits in an ext4 inode beside the attribute's name (``inodeRoom``
-/// bytes with the default 256-byte inodes and no other attribute there): set and taken off again
+/// Small files carry it in a compact binary form that, for the validators of Imgur, nginx, Apache
+/// and single-part S3, fits in an ext4 inode beside the attribute's name (``inodeRoom`` bytes with
+/// the default 256-byte inodes and no other attribute there): set and taken off again
 /// in place, where the full ``PartialRecord`` (its URL in full, its date as text) takes a block of
 /// its own, allocated, journalled and freed again for every file. The URL is kept as the first 8
 /// bytes of its MD5: the record is only ever checked against the URL of the job that wants the name.
 ///
-/// Larger files keep the full record: a kill while one is synced must leave a partial the next
-/// run can resume or commit, and the compact form is not a partial's record (a partial found
-/// carrying it is dropped, which costs at most a small file's download).
+/// Larger files keep the full record, a partial's. A partial found carrying the compact form (a
+/// kill during its commit's sync) is whole; it is read by the URL that names it (its name is the
+/// URL's MD5) and committed without its bytes again, and kept by the budget's sweep.
 struct CommitRecord: Equatable, Sendable {
     /// The first 8 bytes of the MD5 of the URL.
     var urlDigest: UInt64
@@ -22,10 +22,9 @@ struct CommitRecord: Equatable, Sendable {
     /// The size of the whole file, when the record says it.
     var length: Int64?
 
-    /// The files carrying the compact form at commit: up to 1 MiB, a download whose loss to a
-    /// kill in the middle of its sync costs little. Files up to this size are written whole at
-    /// once (``FileSink``'s largest buffer) and carry no record while they download: the compact
-    /// one is their only attribute.
+    /// The files carrying the compact form at commit: up to 1 MiB. Files up to this size are
+    /// written whole at once (``FileSink``'s largest buffer) and, unless an earlier attempt was cut
+    /// short, carry no record while they download: the compact one is their only attribute.
     static let compactUpTo = Int64(FileSink.largestBuffer)
     /// The most a value may take and still fit in a 256-byte ext4 inode beside the attribute's
     /// name (`mirror.partial`): 96 bytes of room, less the header, the entry and its end mark.
@@ -41,6 +40,11 @@ struct CommitRecord: Equatable, Sendable {
     /// The record of `url` a full ``PartialRecord`` gives.
     init(_ record: PartialRecord) throws(DigestError) {
         try self.init(url: record.url, etag: record.etag, lastModified: record.lastModified, length: record.totalLength)
+    }
+
+    /// The URL's digest as the first 16 hex digits of a partial's name.
+    var urlDigestHex: String {
+        MD5Context.hex((0..<8).map { UInt8(truncatingIfNeeded: urlDigest >> UInt64(56 - 8 * $0)) })
     }
 
     /// Whether the record is that of `url`'s download.
@@ -79,7 +83,7 @@ struct CommitRecord: Equatable, Sendable {
             bytes.append(Tag.absent.rawValue)
         }
         if let etag {
-            if let md5 = Digest.md5(inETag: etag), "\"\(md5)\"" == etag {
+            if let md5 = Digest.md5(inETag: etag), "\"\(md5)\"".utf8.elementsEqual(etag.utf8) {
                 bytes.append(Tag.compact.rawValue)
                 bytes += Self.bytes(ofHex: md5)
             } else {
@@ -135,7 +139,7 @@ struct CommitRecord: Equatable, Sendable {
     /// and zone as sent): the date read back is the server's, byte for byte.
     private static func fixdateSeconds(_ text: String) -> UInt64? {
         guard let date = HTTPDate.parseFixdate(text), date.timeIntervalSince1970 >= 0,
-              UInt64(date.timeIntervalSince1970) <= lastFourDigitYearSecond, HTTPDate.format(date) == text
+              UInt64(date.timeIntervalSince1970) <= lastFourDigitYearSecond, HTTPDate.format(date).utf8.elementsEqual(text.utf8)
         else { return nil }
         return UInt64(date.timeIntervalSince1970)
     }

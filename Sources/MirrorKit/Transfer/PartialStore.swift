@@ -157,7 +157,21 @@ package struct PartialStore: Sendable {
     static let attribute = "user.mirror.partial"
 
     func record(for url: String) -> PartialRecord? {
-        guard let name = try? partName(for: url), let record = record(ofPart: name), record.url == url else { return nil }
+        guard let name = try? partName(for: url) else { return nil }
+        if let record = record(ofPart: name) { return record.url == url ? record : nil }
+        // A whole download whose commit a kill cut short, carrying the compact record: the URL
+        // that names the partial is the one the record is of.
+        guard let commit = commitRecord(ofPart: name), commit.isFor(url) else { return nil }
+        return PartialRecord(url: url, etag: commit.etag, lastModified: commit.lastModified, totalLength: commit.length)
+    }
+
+    /// The compact record a partial carries when a kill came between its commit's record and its
+    /// name, if it is of the URL the partial is named by.
+    private func commitRecord(ofPart part: String) -> CommitRecord? {
+        guard let bytes = folder.attribute(Self.attribute, of: part, limit: Self.largestAttribute),
+              PartialRecord(stored: bytes) == nil, let record = CommitRecord(stored: bytes),
+              part.hasPrefix(record.urlDigestHex)
+        else { return nil }
         return record
     }
 
@@ -254,22 +268,27 @@ package struct PartialStore: Sendable {
     /// runs left too. Returns the URLs dropped.
     @discardableResult
     func purge(keepingAtMost count: Int, bytes: Int64) -> [String] {
+        // A whole download carrying its commit's compact record names no URL: "" sorts it first.
         var kept: [(name: String, url: String, length: Int64, modified: Int)] = []
         for name in folder.names() {
             if name.hasSuffix(".json"), recordFiles.mayExist.load(ordering: .relaxed) { continue }
-            guard name.hasSuffix(".part"), let info = folder.status(of: name), Directory.problem(withFile: info) == nil,
-                  let record = record(ofPart: name), (try? partName(for: record.url)) == name
-            else {
+            guard name.hasSuffix(".part"), let info = folder.status(of: name), Directory.problem(withFile: info) == nil else {
                 folder.remove(name)
                 continue
             }
-            kept.append((name, record.url, Int64(info.st_size), Int(info.st_mtim.tv_sec)))
+            if let record = record(ofPart: name), (try? partName(for: record.url)) == name {
+                kept.append((name, record.url, Int64(info.st_size), Int(info.st_mtim.tv_sec)))
+            } else if commitRecord(ofPart: name) != nil {
+                kept.append((name, "", Int64(info.st_size), Int(info.st_mtim.tv_sec)))
+            } else {
+                folder.remove(name)
+            }
         }
         kept.sort { ($0.modified, $0.url) < ($1.modified, $1.url) }
         var total = kept.reduce(0) { $0 + $1.length }
         var dropped: [String] = []
         for partial in kept.dropLast() where kept.count - dropped.count > count || total > bytes {
-            remove(partial.url)
+            if partial.url.isEmpty { folder.remove(partial.name) } else { remove(partial.url) }
             total -= partial.length
             dropped.append(partial.url)
         }

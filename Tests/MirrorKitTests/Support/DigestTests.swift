@@ -42,6 +42,7 @@ struct DigestTests {
         for url in urls {
             let expected = try Digest.md5Hex(Array(url.utf8)) + ".part"
             #expect(try partials.partName(for: url) == expected, "\(url)")
+            #expect(try Digest.md5Prefix(of: url) == UInt64(expected.prefix(16), radix: 16), "\(url)")
             #expect(expected.count == 37)
         }
     }

@@ -16,8 +16,9 @@ struct CommitRecordTests {
         ("https://example.org/f.bin", nil, nil, 128),
         // A weekday that is not the date's (24 Nov 2026 is a Tuesday): kept as sent, never mended.
         ("https://example.org/g.bin", "\"0123456789abcdef0123456789abcdef\"", "Mon, 24 Nov 2026 10:00:00 GMT", 2),
-        // Fullwidth digits are no MD5: kept as text.
-        ("https://example.org/h.bin", "\"\u{FF10}123456789abcdef0123456789abcdef\"", "Fri, 31 Dec 9999 23:59:59 GMT", 3),
+        // Fullwidth digits are no MD5, even in 32 bytes: kept as text.
+        ("https://example.org/h.bin", "\"\u{FF10}23456789abcdef0123456789abcdef\"", "Fri, 31 Dec 9999 23:59:59 GMT", 3),
+        ("https://example.org/i.bin", "\"" + String(repeating: "e", count: 253) + "\"", nil, 4),
     ]
 
     @Test(arguments: 0..<shapes.count)
@@ -25,7 +26,11 @@ struct CommitRecordTests {
         let shape = Self.shapes[index]
         let record = try CommitRecord(url: shape.url, etag: shape.etag, lastModified: shape.lastModified, length: shape.length)
         let encoded = try #require(record.compactEncoded)
-        #expect(CommitRecord(stored: encoded) == record)
+        let decoded = CommitRecord(stored: encoded)
+        #expect(decoded == record)
+        // Byte for byte, not only as equal strings (`==` on strings is canonical equivalence).
+        #expect(decoded?.etag?.utf8.elementsEqual((shape.etag ?? "").utf8) ?? (shape.etag == nil))
+        #expect(decoded?.lastModified?.utf8.elementsEqual((shape.lastModified ?? "").utf8) ?? (shape.lastModified == nil))
         #expect(CommitRecord(stored: encoded)?.isFor(shape.url) == true)
         #expect(CommitRecord(stored: encoded)?.isFor(shape.url + "?") == false)
         // Not a partial's record: a partial found carrying it is dropped, never resumed from.
@@ -79,26 +84,37 @@ struct CommitRecordTests {
         let long = try CommitRecord(url: "u", etag: "\"" + String(repeating: "e", count: 300) + "\"", lastModified: nil, length: 10)
         #expect(long.compactEncoded == nil)
         #expect(try CommitRecord(url: "u", etag: nil, lastModified: nil, length: nil).compactEncoded == nil)
+        #expect(try CommitRecord(url: "u", etag: nil, lastModified: nil, length: -1).compactEncoded == nil)
+        let longest = "\"" + String(repeating: "e", count: 253) + "\""
+        #expect(try CommitRecord(url: "u", etag: longest, lastModified: nil, length: 1).compactEncoded != nil)
+        #expect(try CommitRecord(url: "u", etag: longest + "e", lastModified: nil, length: 1).compactEncoded == nil)
     }
 
-    /// A partial found carrying the compact form (a kill between its record and its name) is not
-    /// resumed from, nor kept by the budget's sweep: it is fetched again, whole.
-    @Test func aPartialCarryingTheCompactFormIsDropped() async throws {
+    /// A partial found carrying the compact form (a kill during its commit's sync) is whole: read
+    /// by the URL that names it, it is resumed from (a ranged request brings no byte again) and
+    /// kept by the budget's sweep. One carrying another URL's compact record is not ours.
+    @Test func aPartialCarryingTheCompactFormIsReadByTheURLThatNamesIt() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
-            for (index, sweep) in [false, true].enumerated() {
-                let url = "https://i.test/\(index).jpg"
+            func partial(_ url: String, carrying record: PartialRecord) throws {
                 try TestSupport.write([UInt8](repeating: 1, count: 100), to: partials.partPath(for: url))
                 let fd = try partials.folder.openFile(try partials.partName(for: url), .write(create: false))
-                #expect(PartialStore.attachForCommit(PartialRecord(url: url, etag: "\"e\"", totalLength: 100), toFile: fd))
+                let attached = PartialStore.attachForCommit(record, toFile: fd)
                 close(fd)
-                if sweep {
-                    #expect(partials.purge(keepingAtMost: 10, bytes: 1 << 20).isEmpty, "not a partial of a URL")
-                } else {
-                    #expect(partials.resumePoint(for: url) == nil)
-                }
-                #expect(partials.length(for: url) == 0, "dropped")
+                #expect(attached)
             }
+            let url = "https://i.test/whole.jpg"
+            let record = PartialRecord(url: url, etag: "\"e\"", lastModified: "Sun, 01 Nov 2026 10:00:00 GMT", totalLength: 100)
+            try partial(url, carrying: record)
+            let stray = "https://i.test/stray.jpg"
+            try partial(stray, carrying: PartialRecord(url: "https://i.test/other.jpg", etag: "\"e\"", totalLength: 100))
+            #expect(partials.purge(keepingAtMost: 10, bytes: 1 << 20).isEmpty)
+            #expect(partials.length(for: url) == 100, "kept")
+            #expect(partials.length(for: stray) == 0, "not ours: gone")
+            #expect(partials.record(for: url) == record)
+            let resume = partials.resumePoint(for: url)
+            #expect(resume?.offset == 100 && resume?.validator == "\"e\"")
+            #expect(partials.record(for: "https://i.test/else.jpg") == nil)
         }
     }
 
@@ -132,7 +148,8 @@ struct CommitRecordTests {
                 try TestSupport.write([], to: dir.appendingPathComponent(name).path)
                 let fd = try folder.openFile(name, .write(create: false))
                 defer { close(fd) }
-                #expect(attach(fd))
+                let attached = attach(fd)
+                #expect(attached)
                 var info = stat()
                 #expect(fstat(fd, &info) == 0)
                 return Int(info.st_blocks)
