@@ -316,7 +316,7 @@ package struct MirrorDirectory: Sendable {
     func uncommit(_ relativePath: String, backTo partials: Directory, as partName: String) throws(MirrorError) {
         let (folderPath, name) = try split(relativePath)
         guard let folder = try folder(folderPath, create: false) else {
-            throw .fileSystem(FileSystemError(path: root.appendingPathComponent(relativePath).path, errno: ENOENT))
+            throw .fileSystem(FileSystemError(path: try absolutePath(of: relativePath), errno: ENOENT))
         }
         do throws(FileSystemError) {
             guard try folder.move(name, to: partials, as: partName) else {

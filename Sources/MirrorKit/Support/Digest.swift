@@ -24,16 +24,8 @@ enum Digest {
     /// for every file committed, with no allocation on Swift's side.
     static func md5Prefix(of text: String) throws(DigestError) -> UInt64 {
         var text = text
-        let prefix = text.withUTF8 { utf8 -> UInt64? in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { digest -> UInt64? in
-                var length: UInt32 = 0
-                ERR_clear_error()
-                let input = UnsafeRawPointer(utf8.baseAddress) ?? UnsafeRawPointer(digest.baseAddress!)
-                guard EVP_Digest(input, utf8.count, digest.baseAddress, &length, EVP_md5(), nil) == 1, length == 16 else {
-                    return nil
-                }
-                return digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
-            }
+        let prefix = text.withUTF8 { utf8 in
+            md5(of: UnsafeRawBufferPointer(utf8)) { digest in digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
         }
         guard let prefix else { throw DigestError(step: "EVP_Digest") }
         return prefix
@@ -41,7 +33,21 @@ enum Digest {
 
     /// Nil when OpenSSL would not compute it; its error is left for ``DigestError`` to read.
     private static func md5Hex(of bytes: UnsafeRawBufferPointer, suffix: StaticString) -> String? {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { digest -> String? in
+        md5(of: bytes) { digest in
+            suffix.withUTF8Buffer { suffixBytes in
+                String(unsafeUninitializedCapacity: 32 + suffixBytes.count) { text in
+                    MD5Context.writeHex(digest, into: text)
+                    for (index, byte) in suffixBytes.enumerated() { text[32 + index] = byte }
+                    return 32 + suffixBytes.count
+                }
+            }
+        }
+    }
+
+    /// `body` of the MD5 of `bytes`, in a buffer on the stack, in one call to OpenSSL; nil when
+    /// OpenSSL would not compute it.
+    private static func md5<T>(of bytes: UnsafeRawBufferPointer, _ body: (UnsafeMutableBufferPointer<UInt8>) -> T) -> T? {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { digest -> T? in
             var length: UInt32 = 0
             ERR_clear_error()
             // An empty buffer may have no address; OpenSSL reads no byte of it then.
@@ -49,13 +55,7 @@ enum Digest {
             guard EVP_Digest(input, bytes.count, digest.baseAddress, &length, EVP_md5(), nil) == 1, length == 16 else {
                 return nil
             }
-            return suffix.withUTF8Buffer { suffixBytes in
-                String(unsafeUninitializedCapacity: 32 + suffixBytes.count) { text in
-                    MD5Context.writeHex(digest, into: text)
-                    for (index, byte) in suffixBytes.enumerated() { text[32 + index] = byte }
-                    return 32 + suffixBytes.count
-                }
-            }
+            return body(digest)
         }
     }
 

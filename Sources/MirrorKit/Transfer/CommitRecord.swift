@@ -96,13 +96,19 @@ struct CommitRecord: Equatable, Sendable {
     }
 
     /// A stored record: the compact form, or a full ``PartialRecord`` (what older builds and
-    /// larger files carry). Nil for anything else, or anything left over after the fields.
+    /// larger files carry). Nil for anything else.
     init?(stored bytes: [UInt8]) {
         guard bytes.starts(with: Self.magic) else {
             guard let full = PartialRecord(stored: bytes), let record = try? CommitRecord(full) else { return nil }
             self = record
             return
         }
+        self.init(compact: bytes)
+    }
+
+    /// The compact form alone; nil for anything else, or anything left over after the fields.
+    init?(compact bytes: [UInt8]) {
+        guard bytes.starts(with: Self.magic) else { return nil }
         var reader = Reader(bytes: bytes, position: Self.magic.count)
         guard let digest = reader.take(8), let length = reader.number(), length <= UInt64(Int64.max) else { return nil }
         urlDigest = digest.reduce(0) { $0 << 8 | UInt64($1) }

@@ -24,9 +24,8 @@ struct PartialRecord: Sendable, Codable, Equatable {
 
     /// The record as stored: a line per field, each optional one marked present (`=`) or absent
     /// (`-`). Written for every partial that outlives its first write and for every file over
-    /// ``CommitRecord/compactUpTo`` between its commit and its state row, so it costs no
-    /// JSON. Header values and URLs hold no line
-    /// breaks (libcurl refuses them), so a line is a field.
+    /// ``CommitRecord/compactUpTo`` between its commit and its state row, so it costs no JSON.
+    /// Header values and URLs hold no line breaks (libcurl refuses them), so a line is a field.
     var encoded: [UInt8] {
         var text = Self.magic + "\n" + url + "\n"
         for field in [etag, lastModified, totalLength.map(String.init)] {
@@ -169,8 +168,7 @@ package struct PartialStore: Sendable {
     /// name, if it is of the URL the partial is named by.
     private func commitRecord(ofPart part: String) -> CommitRecord? {
         guard let bytes = folder.attribute(Self.attribute, of: part, limit: Self.largestAttribute),
-              PartialRecord(stored: bytes) == nil, let record = CommitRecord(stored: bytes),
-              part.hasPrefix(record.urlDigestHex)
+              let record = CommitRecord(compact: bytes), part.hasPrefix(record.urlDigestHex)
         else { return nil }
         return record
     }
