@@ -44,7 +44,14 @@ struct CommitRecord: Equatable, Sendable {
 
     /// The URL's digest as the first 16 hex digits of a partial's name.
     var urlDigestHex: String {
-        MD5Context.hex((0..<8).map { UInt8(truncatingIfNeeded: urlDigest >> UInt64(56 - 8 * $0)) })
+        var bytes: [UInt8] = []
+        appendURLDigest(to: &bytes)
+        return MD5Context.hex(bytes)
+    }
+
+    /// The URL's digest as its 8 bytes, big-endian: as the MD5 gave them.
+    private func appendURLDigest(to bytes: inout [UInt8]) {
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: urlDigest >> UInt64(shift))) }
     }
 
     /// Whether the record is that of `url`'s download.
@@ -70,7 +77,7 @@ struct CommitRecord: Equatable, Sendable {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Self.inodeRoom)
         bytes += Self.magic
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: urlDigest >> UInt64(shift))) }
+        appendURLDigest(to: &bytes)
         Self.appendNumber(UInt64(length), to: &bytes)
         if let lastModified {
             if let seconds = Self.fixdateSeconds(lastModified) {
