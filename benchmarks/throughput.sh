@@ -8,6 +8,7 @@
 #   benchmarks/throughput.sh                    # every workload, 3 rounds, release build
 #   benchmarks/throughput.sh small rtt          # some of them
 #   benchmarks/throughput.sh --smoke            # seconds-long, tiny sizes, 1 round (CI)
+#   benchmarks/throughput.sh --tools=mirror,curl small   # only these tools of each workload
 #
 # mirror+warc is mirror archiving every exchange (--warc), beside its plain run and wget's
 # --warc-file (wget+warc) on small, rtt and large. Workloads: small (1,000 images: 50 KiB full-size + 8 KiB thumbnail), rtt (300 images of
@@ -23,12 +24,14 @@ cd "$(dirname "$0")/.."
 smoke=0
 rounds=3
 workloads=()
+only_tools=""
 for argument in "$@"; do
     case "$argument" in
         --smoke) smoke=1; rounds=1 ;;
         --rounds=*) rounds=${argument#--rounds=} ;;
+        --tools=*) only_tools=",${argument#--tools=}," ;;
         small|rtt|large|dup|rerun|tag100k|three100k) workloads+=("$argument") ;;
-        *) echo "usage: $0 [--smoke] [--rounds=N] [small|rtt|large|dup|rerun|tag100k|three100k ...]" >&2; exit 64 ;;
+        *) echo "usage: $0 [--smoke] [--rounds=N] [--tools=T,...] [small|rtt|large|dup|rerun|tag100k|three100k ...]" >&2; exit 64 ;;
     esac
 done
 ((${#workloads[@]})) || workloads=(small rtt large dup rerun)
@@ -210,7 +213,11 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 compare() {
     local tag=$1 base=$2
     shift 2
-    local tools=("$@") tool round
+    local tools=() tool round
+    for tool in "$@"; do
+        [ -z "$only_tools" ] || [[ "$only_tools" == *",$tool,"* ]] && tools+=("$tool")
+    done
+    ((${#tools[@]})) || return 0
     # A workload's rows and ratios are its own: no tool's results of the workload before remain.
     rm -f "$work"/results-*
     for tool in "${tools[@]}"; do : > "$work/results-$tool"; done

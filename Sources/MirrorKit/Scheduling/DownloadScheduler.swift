@@ -153,11 +153,11 @@ package actor DownloadScheduler {
     /// 100,000 entries each time).
     package func status() -> SchedulerStatus {
         carryOut()
-        var status = core.status(progress: { reports[$0]?.report.progress }, resumedFrom: { reports[$0]?.report.resumedFrom ?? 0 })
+        var status = core.status(progress: { reports[$0]?.report.progress }, received: { reports[$0]?.report.received ?? 0 })
         statusesTaken += 1
         status.sequence = statusesTaken
         status.receivedBytes = receivedByEndedTransfers
-            + reports.values.reduce(Int64(0)) { $0 + max($1.report.progress.completed - $1.report.resumedFrom, 0) }
+            + reports.values.reduce(Int64(0)) { $0 + $1.report.received }
         return status
     }
 
@@ -260,15 +260,16 @@ package actor DownloadScheduler {
     }
 
     private func start(_ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?, forced: Bool) {
-        let offset = transport.partialLength(of: url)
-        let report = TransferReport(TransferProgress(completed: offset, total: expectedSize?.shown))
+        // What the partial holds is not looked up here, on every start: the transfer reports it
+        // when its body starts (see ``TransferReport``).
+        let report = TransferReport()
         reports[url] = (id, report)
-        hub.emit(.started(url: url, forced: forced, offset: offset))
+        hub.emit(.started(url: url, forced: forced))
         let hub = hub
         transfers[id] = transport.launch(
             url, id: id, expectedSize: expectedSize, held: held,
             progress: { progress in
-                report.progress = progress
+                report.record(progress)
                 hub.emit(.progress(url: url, completed: progress.completed, total: progress.total))
             },
             receiving: { [weak self] receiving in
@@ -298,7 +299,7 @@ package actor DownloadScheduler {
             reports[url] = nil
             let received: Int64 = switch result {
             case .success(let file): file.bytesReceived
-            case .failure: max(current.report.progress.completed - current.report.resumedFrom, 0)
+            case .failure: current.report.received
             }
             receivedByEndedTransfers += received
         }
@@ -308,24 +309,35 @@ package actor DownloadScheduler {
 
 /// What one transfer reports from the engine thread: its progress, for the status, and whether
 /// it is receiving, for the scheduler.
+///
+/// Its first progress comes when the body starts and counts what the partial held then (nothing
+/// when the server sends the whole file again): bytes received in this run are counted from there,
+/// across the download's later attempts too, without a look at the partial when it starts.
 final class TransferReport: Sendable {
     private struct State {
-        var progress: TransferProgress
+        var progress: TransferProgress?
+        var heldAtFirstBody: Int64?
         var receiving = false
     }
 
-    private let state: Mutex<State>
-    /// What the partial held when the transfer started.
-    let resumedFrom: Int64
+    private let state = Mutex(State())
 
-    init(_ progress: TransferProgress) {
-        state = Mutex(State(progress: progress))
-        resumedFrom = progress.completed
+    /// Nil until the body starts.
+    var progress: TransferProgress? { state.withLock { $0.progress } }
+
+    /// Bytes received for this transfer in this run.
+    var received: Int64 {
+        state.withLock { state in
+            guard let progress = state.progress, let held = state.heldAtFirstBody else { return 0 }
+            return max(progress.completed - held, 0)
+        }
     }
 
-    var progress: TransferProgress {
-        get { state.withLock { $0.progress } }
-        set { state.withLock { $0.progress = newValue } }
+    func record(_ progress: TransferProgress) {
+        state.withLock { state in
+            if state.heldAtFirstBody == nil { state.heldAtFirstBody = progress.completed }
+            state.progress = progress
+        }
     }
 
     var receiving: Bool { state.withLock { $0.receiving } }

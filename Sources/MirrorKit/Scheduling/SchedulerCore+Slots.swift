@@ -183,10 +183,10 @@ extension SchedulerCore {
 
     /// Counts per state (finished items included) and the items with a transfer; waiting and
     /// suspended items are only counted, so a tag of 100,000 items costs no more than a small one.
-    /// `resumedFrom` gives what a transfer's partial held when it started: received bytes are
-    /// counted from there.
+    /// `progress` is nil for a transfer whose body has not started: what its partial holds is
+    /// shown. `received` gives the bytes a transfer received in this run.
     func status(
-        progress: (String) -> TransferProgress?, resumedFrom: (String) -> Int64 = { _ in 0 }
+        progress: (String) -> TransferProgress?, received: (String) -> Int64 = { _ in 0 }
     ) -> SchedulerStatus {
         var list: [SchedulerStatus.Item] = []
         for handle in withTransfer {
@@ -195,7 +195,7 @@ extension SchedulerCore {
             list.append(SchedulerStatus.Item(
                 url: item.url, state: Self.state(of: item.phase), isForced: item.forced,
                 completedBytes: current.completed, totalBytes: current.total ?? item.expectedSize?.shown,
-                receivedBytes: max(current.completed - resumedFrom(item.url), 0)))
+                receivedBytes: received(item.url)))
         }
         list.sort { ($0.isForced ? 0 : 1, $0.state.rawValue, $0.url) < ($1.isForced ? 0 : 1, $1.state.rawValue, $1.url) }
         return SchedulerStatus(counts: counts.filter { $0.value > 0 }, items: list)

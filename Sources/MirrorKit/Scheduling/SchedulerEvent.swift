@@ -3,8 +3,9 @@ import Synchronization
 /// Something that happened to a scheduled download.
 enum SchedulerEvent: Sendable, Equatable {
     case queued(url: String, forced: Bool)
-    /// A transfer began; `offset` bytes were already held from an earlier attempt.
-    case started(url: String, forced: Bool, offset: Int64)
+    /// A transfer began. What an earlier attempt left is known once the body starts: the first
+    /// `progress` counts it.
+    case started(url: String, forced: Bool)
     case progress(url: String, completed: Int64, total: Int64?)
     case paused(url: String)
     case resumed(url: String)
@@ -19,7 +20,7 @@ enum SchedulerEvent: Sendable, Equatable {
 
     var url: String {
         switch self {
-        case .queued(let url, _), .started(let url, _, _), .progress(let url, _, _), .paused(let url),
+        case .queued(let url, _), .started(let url, _), .progress(let url, _, _), .paused(let url),
              .resumed(let url), .coalesced(let url, _, _), .suspended(let url, _),
              .purged(let url), .completed(let url, _), .failed(let url, _):
             url

@@ -52,7 +52,7 @@ enum Digest {
             ERR_clear_error()
             // An empty buffer may have no address; OpenSSL reads no byte of it then.
             let input = bytes.baseAddress ?? UnsafeRawPointer(digest.baseAddress!)
-            guard EVP_Digest(input, bytes.count, digest.baseAddress, &length, EVP_md5(), nil) == 1, length == 16 else {
+            guard EVP_Digest(input, bytes.count, digest.baseAddress, &length, FetchedMD5.method, nil) == 1, length == 16 else {
                 return nil
             }
             return body(digest)
@@ -75,6 +75,24 @@ enum Digest {
         else { return nil }
         return inner.lowercased()
     }
+}
+
+/// MD5 as fetched from OpenSSL's provider once for the process. `EVP_md5()` names the algorithm
+/// without an implementation: every digest begun with it fetches one again from the provider's
+/// store (a name lookup under a lock), and a file's partial name is digested several times.
+private enum FetchedMD5 {
+    /// `@unchecked Sendable` is sound: an `EVP_MD` is immutable once fetched, and OpenSSL
+    /// documents fetched algorithms as safe to use from several threads at once; this one is
+    /// never freed, so no use outlives it.
+    private struct Method: @unchecked Sendable {
+        let pointer: OpaquePointer?
+    }
+
+    /// Nil when the provider has none (a FIPS-only configuration): `EVP_md5()` then, whose
+    /// digests fail with OpenSSL's own error for ``DigestError`` to report.
+    private static let fetched = Method(pointer: EVP_MD_fetch(nil, "MD5", nil))
+
+    static var method: OpaquePointer? { fetched.pointer ?? EVP_md5() }
 }
 
 /// OpenSSL would not compute an MD5 (a FIPS-only configuration refuses it, for one): an error,
@@ -113,7 +131,7 @@ final class MD5Context {
         guard let context = EVP_MD_CTX_new() else { throw DigestError(step: "EVP_MD_CTX_new") }
         self.context = context
         let (method, length): (OpaquePointer?, UInt32) = switch algorithm {
-        case .md5: (EVP_md5(), 16)
+        case .md5: (FetchedMD5.method, 16)
         case .sha1: (EVP_sha1(), 20)
         case .sha256: (EVP_sha256(), 32)
         }

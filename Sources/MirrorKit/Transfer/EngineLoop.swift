@@ -17,6 +17,7 @@ final class EngineMailbox: Sendable {
     private struct State {
         var commands: [EngineCommand] = []
         var isClosed = false
+        var wakeupsSent = 0
     }
 
     let multi: MultiHandle
@@ -33,11 +34,22 @@ final class EngineMailbox: Sendable {
         multi = MultiHandle(pointer: pointer)
     }
 
+    /// Wakeups sent to the engine thread so far: one per batch of commands it takes, not one per
+    /// command.
+    var wakeupsSent: Int { state.withLock { $0.wakeupsSent } }
+
     func post(_ command: EngineCommand) {
         let rejected: EngineCommand? = state.withLock { state in
             guard !state.isClosed else { return command }
+            // Commands waiting means a wakeup was sent after the engine thread last took them, and
+            // it takes them all after the poll that wakeup ends: another one would cost a system
+            // call here and an empty turn of its loop there.
+            let wakeupPending = !state.commands.isEmpty
             state.commands.append(command)
-            curl_multi_wakeup(multi.pointer)
+            if !wakeupPending {
+                curl_multi_wakeup(multi.pointer)
+                state.wakeupsSent += 1
+            }
             return nil
         }
         switch rejected {

@@ -520,7 +520,7 @@ struct DownloadSchedulerTests {
         }
         let expected: [SchedulerEvent] = [
             .queued(url: url("e"), forced: false),
-            .started(url: url("e"), forced: false, offset: 0),
+            .started(url: url("e"), forced: false),
             .coalesced(url: url("e"), callers: 2, forced: false),
             .completed(url: url("e"), bytes: 0),
         ]

@@ -105,6 +105,36 @@ struct SchedulerIntegrationTests {
         }
     }
 
+    @Test func aResumedTransferCountsOnlyWhatItReceivesInThisRun() async throws {
+        let patient = TransferEngine(configuration: .init(lowSpeedSeconds: 3_600))
+        try await withScheduler(engine: patient) { server, scheduler, partials in
+            server.addMedia(path: "/counted.bin", size: 8 << 20)
+            // Each request sends a part and then waits: the first leaves a partial, the ranged
+            // one that resumes it is looked at while it waits.
+            server.inject(.stall(afterBytes: 2 << 20, seconds: 100), path: "/counted.bin", sparingRangedRequests: true)
+            server.inject(.stall(afterBytes: 1 << 20, seconds: 100), path: "/counted.bin")
+            let url = server.baseURL + "/counted.bin"
+            let first = Task { try await scheduler.schedule(url) }
+            try await eventually("the first part kept", within: .seconds(60)) {
+                server.bodyBytesSent(path: "/counted.bin") == 2 << 20 && partials.length(for: url) >= 1 << 20
+            }
+            await scheduler.cancel(url)
+            await #expect(throws: DownloadError.self) { _ = try await first.cancellableValue }
+            try await eventually("transfer stops") { await scheduler.status().items.isEmpty }
+            let kept = partials.length(for: url)
+
+            let second = Task { try await scheduler.schedule(url) }
+            try await eventually("the second part arrives", within: .seconds(60)) {
+                await scheduler.status().items.first.map { $0.completedBytes == kept + (1 << 20) } == true
+            }
+            let item = try #require(await scheduler.status().items.first)
+            // Counted from what the partial held when the body started, not from nothing.
+            #expect(item.receivedBytes == 1 << 20)
+            await scheduler.cancel(url)
+            await #expect(throws: DownloadError.self) { _ = try await second.cancellableValue }
+        }
+    }
+
     @Test func aForcedItemOvertakesRunningPreviewsAndEverythingCompletes() async throws {
         try await withScheduler(.init(maxConcurrent: 4, pauseGrace: .milliseconds(200))) { server, scheduler, _ in
             let previews = (0..<12).map { "/preview-\($0).bin" }

@@ -27,7 +27,7 @@ struct HTTP2Tests {
         var (active, peak) = (Set<String>(), 0)
         for await event in events {
             switch event {
-            case .started(let url, _, _): active.insert(url)
+            case .started(let url, _): active.insert(url)
             case .completed(let url, _), .failed(let url, _), .suspended(let url, _), .purged(let url), .queued(let url, _):
                 active.remove(url)
             default: break
