@@ -8,7 +8,8 @@
 #   benchmarks/throughput.sh                    # every workload, 3 rounds, release build
 #   benchmarks/throughput.sh small rtt          # some of them
 #   benchmarks/throughput.sh --smoke            # seconds-long, tiny sizes, 1 round (CI)
-#   benchmarks/throughput.sh --tools=mirror,curl small   # only these tools of each workload
+#   benchmarks/throughput.sh --tools=mirror,curl small   # only these tools side by side (rerun,
+#                                                        # tag100k and three100k run mirror alone)
 #
 # mirror+warc is mirror archiving every exchange (--warc), beside its plain run and wget's
 # --warc-file (wget+warc) on small, rtt and large. Workloads: small (1,000 images: 50 KiB full-size + 8 KiB thumbnail), rtt (300 images of
@@ -214,12 +215,12 @@ compare() {
     local tag=$1 base=$2
     shift 2
     local tools=() tool round
+    # A workload's rows and ratios are its own: no tool's results of the workload before remain.
+    rm -f "$work"/results-*
     for tool in "$@"; do
         [ -z "$only_tools" ] || [[ "$only_tools" == *",$tool,"* ]] && tools+=("$tool")
     done
     ((${#tools[@]})) || return 0
-    # A workload's rows and ratios are its own: no tool's results of the workload before remain.
-    rm -f "$work"/results-*
     for tool in "${tools[@]}"; do : > "$work/results-$tool"; done
     for round in $(seq "$rounds"); do
         for tool in "${tools[@]}"; do measure "$tool" "$tag" "$base" >> "$work/results-$tool"; done
@@ -330,8 +331,10 @@ for workload in "${workloads[@]}"; do
             echo; echo "## dup: $images images, and 30 % more entries repeating earlier ones (requests must be unique URLs: $(sort -u "$work/www/urls.txt" | wc -l))"
             compare dup "$direct" mirror curl aria2c
             unique=$(sort -u "$work/www/urls.txt" | wc -l)
-            asked=$(cut -d' ' -f5 "$work/results-mirror" | sort -n | tail -1)
-            [ "$asked" -eq "$unique" ] || echo "dup: mirror asked for $asked media files, $unique unique" >> "$work/problems" ;;
+            if [ -s "$work/results-mirror" ]; then
+                asked=$(cut -d' ' -f5 "$work/results-mirror" | sort -n | tail -1)
+                [ "$asked" -eq "$unique" ] || echo "dup: mirror asked for $asked media files, $unique unique" >> "$work/problems"
+            fi ;;
         rerun)
             images=$(scale 10000 200)
             echo; echo "## rerun: an unchanged second run over $images items"

@@ -28,6 +28,8 @@ final class EngineMailbox: Sendable {
     let multiplexed = Mutex<Set<TransferID>>([])
 
     init() {
+        // Before any multi handle: libcurl would otherwise set itself up without our OpenSSL flags.
+        CurlGlobal.initializeOnce()
         guard let pointer = curl_multi_init() else { fatalError("curl_multi_init failed") }
         // The default since 7.62, said out loud: HTTP/2 streams share a connection.
         mirror_curl_multi_setopt_long(pointer, CURLMOPT_PIPELINING, mirror_curlpipe_multiplex)

@@ -6,22 +6,12 @@ import Testing
 /// against Python itself.
 @Suite("CDXJ strings as cdxj-indexer writes them", .enabled(if: WARCReader.isAvailable, "Python is installed by scripts/setup"))
 struct CDXJLineTests {
-    @Test func stringsAreQuotedAsJSONDumpsQuotesThem() throws {
+    @Test func stringsAreQuotedAsJSONDumpsQuotesThem() async throws {
         let texts = ["plain", "a\"b\\c", "tab\tnew\nline\rback\u{8}feed\u{C}", "\u{1}\u{1F}\u{7F}", "café", "日本", "😀 emoji", "/x?y=1&z=%20"]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: WARCReader.python)
-        process.arguments = ["-c", "import json, sys\nfor t in json.load(sys.stdin): print(json.dumps(t))"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
         // The texts reach Python as JSON of Foundation's own making, which it reads back exactly.
-        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: texts))
-        try input.fileHandleForWriting.close()
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").map(String.init)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: texts), as: UTF8.self)
+        let output = try await WARCReader.python("import json, sys\nfor t in json.loads(sys.argv[1]): print(json.dumps(t))", [json])
+        let lines = String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
         #expect(lines.count == texts.count)
         for (text, expected) in zip(texts, lines) {
             #expect(CDXJIndex.quoted(text) == expected, "\(text.debugDescription)")

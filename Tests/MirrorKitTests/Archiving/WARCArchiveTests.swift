@@ -28,7 +28,7 @@ struct WARCArchiveTests {
                 #expect(run.status == 0, "\(run.stderr)")
                 let names = try FileManager.default.contentsOfDirectory(atPath: warc).filter { $0.hasSuffix(".warc.gz") }
                 #expect(names.count == 1 && names.allSatisfy { $0.hasPrefix("mirror-") }, "\(names)")
-                let records = try WARCReader.records(in: warc)
+                let records = try await WARCReader.records(in: warc)
                 #expect(records.first?.type == "warcinfo")
                 #expect(records.first?.head.contains("software: mirror/") == true)
                 #expect(records.first?.head.contains("mirror-sources: tag cats") == true, "\(records.first?.head ?? "")")
@@ -60,10 +60,10 @@ struct WARCArchiveTests {
                 // The index beside the file is what the Webrecorder project's indexer makes of it.
                 #expect(try FileManager.default.contentsOfDirectory(atPath: warc).filter { $0.hasSuffix(".cdxj") }.count == 1)
                 for name in names {
-                    #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")))
+                    #expect(try await WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")))
                 }
                 for name in names {
-                    let bytes = try WARCReader.decompressed(warc + "/" + name)
+                    let bytes = try await WARCReader.decompressed(warc + "/" + name)
                     #expect(bytes.range(of: Data("fixtureid".utf8)) == nil)
                     #expect(bytes.range(of: Data("Client-ID".utf8)) == nil)
                 }
@@ -84,7 +84,7 @@ struct WARCArchiveTests {
                 server.inject(.respond(status: 302, headers: ["Location": "\(server.baseURL)/files/one.mp3"]), path: "/go/one.mp3")
             }) { run, _, server in
                 #expect(run.status == 0, "\(run.stderr)")
-                let records = try WARCReader.records(in: warc)
+                let records = try await WARCReader.records(in: warc)
                 let hop = records.first { $0.type == "response" && $0.uri == "\(server.baseURL)/go/one.mp3" }
                 #expect(hop?.status == 302)
                 let file = records.first { $0.type == "response" && $0.uri == "\(server.baseURL)/files/one.mp3" }
@@ -108,10 +108,10 @@ struct WARCArchiveTests {
                 let names = try FileManager.default.contentsOfDirectory(atPath: warc).filter { $0.hasSuffix(".warc.gz") }.sorted()
                 #expect(names.count >= 2, "\(names)")
                 for name in names {
-                    let records = try WARCReader.records(files: [warc + "/" + name])
+                    let records = try await WARCReader.records(files: [warc + "/" + name])
                     #expect(records.first?.type == "warcinfo", "\(name)")
                 }
-                let all = try WARCReader.records(in: warc)
+                let all = try await WARCReader.records(in: warc)
                 for index in 1...4 {
                     #expect(all.contains { $0.uri == "\(server.baseURL)/files/\(index).bin" && $0.md5 == TestSupport.digest(server.content(of: "/files/\(index).bin")) })
                 }
@@ -137,9 +137,9 @@ struct WARCArchiveTests {
             let names = try FileManager.default.contentsOfDirectory(atPath: warc)
             #expect(names.allSatisfy { $0.hasSuffix(".warc.gz") || $0.hasSuffix(".cdxj") }, "\(names)")
             for name in names where name.hasSuffix(".warc.gz") {
-                #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
+                #expect(try await WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
             }
-            let records = try WARCReader.records(in: warc)
+            let records = try await WARCReader.records(in: warc)
             let url = server.baseURL + path
             let whole = TestSupport.digest(server.content(of: path))
             #expect(records.contains { $0.type == "response" && $0.uri == url && $0.status == 206 })
@@ -176,8 +176,8 @@ struct WARCArchiveTests {
             }
             #expect(TestSupport.digest(ofFile: warc + "/" + torn) == TestSupport.digest(original))
             #expect(!FileManager.default.fileExists(atPath: warc + "/" + torn + ".open"))
-            #expect(try WARCReader.index(warc + "/" + torn) == TestSupport.bytes(at: warc + "/mirror-20260101000000000-00000.cdxj"))
-            _ = try WARCReader.records(in: warc)
+            #expect(try await WARCReader.index(warc + "/" + torn) == TestSupport.bytes(at: warc + "/mirror-20260101000000000-00000.cdxj"))
+            _ = try await WARCReader.records(in: warc)
         }
     }
 
@@ -201,7 +201,7 @@ struct WARCArchiveTests {
                     let run = try await MirrorProcess.run(arguments)
                     #expect(run.status == 0, "\(run.stderr)")
                 }
-                let records = try WARCReader.records(in: warc)
+                let records = try await WARCReader.records(in: warc)
                 let first = server.baseURL + "/files/a.bin"
                 let second = server.baseURL + "/mirror-2/a.bin"
                 let whole = records.filter { $0.type == "response" && $0.status == 200 && ($0.uri == first || $0.uri == second) }
@@ -211,7 +211,7 @@ struct WARCArchiveTests {
                 let revalidated = records.filter { $0.type == "revisit" && $0.profile == WARCArchive.notModifiedProfile }
                 #expect(revalidated.count == 2 && revalidated.allSatisfy { $0.status == 304 }, "\(revalidated.map(\.uri))")
                 for name in try FileManager.default.contentsOfDirectory(atPath: warc) where name.hasSuffix(".warc.gz") {
-                    #expect(try WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
+                    #expect(try await WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
                 }
             }
         }
@@ -239,7 +239,7 @@ struct WARCArchiveTests {
             }
             let names = try FileManager.default.contentsOfDirectory(atPath: warc)
             #expect(names.contains { $0.hasSuffix(".warc.gz") }, "\(names)")
-            let records = try WARCReader.records(in: warc)
+            let records = try await WARCReader.records(in: warc)
             #expect(records.first?.type == "warcinfo")
         }
     }
@@ -284,7 +284,7 @@ struct WARCArchiveTests {
             archive.append([record], date: WARCRecord.now())
             let error = #expect(throws: FileSystemError.self) { try archive.close() }
             #expect(error?.problem == .changedMeanwhile)
-            let records = try WARCReader.records(in: warc)
+            let records = try await WARCReader.records(in: warc)
             #expect(records.map(\.type) == ["warcinfo"])
         }
     }
@@ -318,7 +318,7 @@ struct WARCArchiveTests {
             let begunAfter = begun.value.load(ordering: .relaxed)
             #expect(begunAfter)
             try archive.close()
-            let records = try WARCReader.records(in: warc)
+            let records = try await WARCReader.records(in: warc)
             #expect(records.filter { $0.type == "response" }.count == 5)
         }
     }
@@ -351,7 +351,7 @@ struct WARCArchiveTests {
                 #expect(server.requestCount(path: "/a.bin") == 1)
                 await engine.shutDown()
                 try archive.close()
-                let records = try WARCReader.records(in: dir.appendingPathComponent("warc").path)
+                let records = try await WARCReader.records(in: dir.appendingPathComponent("warc").path)
                 #expect(records.contains { $0.type == "response" && $0.uri == server.baseURL + "/a.bin" })
             }
         }
@@ -376,14 +376,14 @@ struct WARCArchiveTests {
             await engine.shutDown()
             try archive.close()
             #expect(server.requests().map(\.protocol) == ["HTTP/2.0"])
-            let records = try WARCReader.records(in: warc)
+            let records = try await WARCReader.records(in: warc)
             let sent = records.first { $0.type == "request" }
             #expect(sent?.head.hasPrefix("GET /a.bin HTTP/1.1\r\n") == true, "\(sent?.head ?? "")")
             #expect(sent?.head.lowercased().contains("authorization: [redacted by mirror]\r\n") == true, "\(sent?.head ?? "")")
             let answer = records.first { $0.type == "response" }
             #expect(answer?.head.hasPrefix("HTTP/1.1 200 OK\r\n") == true, "\(answer?.head ?? "")")
             #expect(answer?.md5 == digest && answer?.status == 200)
-            let bytes = try WARCReader.decompressed(warc + "/" + (try FileManager.default.contentsOfDirectory(atPath: warc).first { $0.hasSuffix(".warc.gz") } ?? ""))
+            let bytes = try await WARCReader.decompressed(warc + "/" + (try FileManager.default.contentsOfDirectory(atPath: warc).first { $0.hasSuffix(".warc.gz") } ?? ""))
             #expect(bytes.range(of: Data("fixtureid".utf8)) == nil)
         }
     }

@@ -82,13 +82,13 @@ struct PrivateFeedTests {
                     // The WARC archive of the run: the feed, whose links carry the password, is
                     // archived with it taken out, and no request head carries the Basic token.
                     if WARCReader.isAvailable {
-                        let records = try WARCReader.records(in: warc)
+                        let records = try await WARCReader.records(in: warc)
                         let archivedFeed = records.first { $0.type == "response" && $0.uri == "http://\(host)/feeds/private.xml" }
                         #expect(archivedFeed?.status == 200 && archivedFeed.map { $0.length > 0 } == true)
                         let requests = records.filter { $0.type == "request" && $0.uri?.hasPrefix("http://\(host)/") == true }
                         #expect(!requests.isEmpty && requests.allSatisfy { $0.head.contains("Authorization: [redacted by mirror]") })
                         for name in try FileManager.default.contentsOfDirectory(atPath: warc) where name.hasSuffix(".warc.gz") {
-                            let bytes = try WARCReader.decompressed(warc + "/" + name)
+                            let bytes = try await WARCReader.decompressed(warc + "/" + name)
                             #expect(bytes.range(of: Data("[redacted by mirror]@\(host)/private/episode-3.mp3".utf8)) != nil, "the feed's link, its password out")
                             for secret in secrets + ["s3cr3t%27Pa55"] {
                                 #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(secret) in \(name)")

@@ -132,7 +132,7 @@ struct SharedWorkersTests {
                     #expect(mediaRequests(server) == before)
                     #expect(!files(in: warc).contains { $0.hasSuffix(".open") }, "\(files(in: warc))")
                     if WARCReader.isAvailable {
-                        let records = try WARCReader.records(in: warc)
+                        let records = try await WARCReader.records(in: warc)
                         // Every small file is archived once, whichever worker fetched it.
                         for id in ids where id != big {
                             #expect(records.filter { $0.type == "response" && $0.uri == server.baseURL + "/\(id).jpg" }.count == 1, "\(id)")

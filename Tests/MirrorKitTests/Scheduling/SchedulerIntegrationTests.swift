@@ -124,12 +124,15 @@ struct SchedulerIntegrationTests {
             let kept = partials.length(for: url)
 
             let second = Task { try await scheduler.schedule(url) }
+            // Progress is reported every 256 KiB or so: once past the body's start, some of the
+            // second part has been reported.
             try await eventually("the second part arrives", within: .seconds(60)) {
-                await scheduler.status().items.first.map { $0.completedBytes == kept + (1 << 20) } == true
+                await scheduler.status().items.first.map { $0.completedBytes >= kept + (256 << 10) } == true
             }
             let item = try #require(await scheduler.status().items.first)
             // Counted from what the partial held when the body started, not from nothing.
-            #expect(item.receivedBytes == 1 << 20)
+            #expect(item.receivedBytes == item.completedBytes - kept)
+            #expect(item.receivedBytes <= 1 << 20)
             await scheduler.cancel(url)
             await #expect(throws: DownloadError.self) { _ = try await second.cancellableValue }
         }

@@ -84,7 +84,7 @@ enum MirrorProcess {
     /// the run, the directory and the server.
     static func mirrorFeed(
         _ text: String, files: [(String, Int)], arguments: [String] = [], prepare: (FixtureServer) -> Void = { _ in },
-        _ check: (Run, String, FixtureServer) throws -> Void
+        _ check: (Run, String, FixtureServer) async throws -> Void
     ) async throws {
         try await TestSupport.withServer { server in
             for (path, size) in files { server.addMedia(path: path, size: size) }
@@ -93,7 +93,7 @@ enum MirrorProcess {
             try await TestSupport.withTemporaryDirectory { dir in
                 let out = dir.appendingPathComponent("out").path
                 let run = try await run(["feed", "\(server.baseURL)/feeds/feed.xml", "--out", out, "--metadata"] + arguments)
-                try check(run, out, server)
+                try await check(run, out, server)
             }
         }
     }

@@ -77,28 +77,28 @@ enum WARCReader {
 
     /// Every record of the `.warc.gz` files in `directory`, in name order; throws when warcio
     /// cannot read one to its end or a digest does not match.
-    static func records(in directory: String) throws -> [Record] {
+    static func records(in directory: String) async throws -> [Record] {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".warc.gz") }.sorted()
-        return try records(files: names.map { directory + "/" + $0 })
+        return try await records(files: names.map { directory + "/" + $0 })
     }
 
-    static func records(files: [String]) throws -> [Record] {
+    static func records(files: [String]) async throws -> [Record] {
         // warcio reads a file cut in its last record without a word (the record just ends
         // early): gzip's own test of every member's length and CRC to the end comes first.
         for file in files {
-            guard try run("/bin/gzip", ["-t", file]).status == 0 else {
+            guard try await run("/bin/gzip", ["-t", file]).status == 0 else {
                 throw Unreadable(description: "gzip -t: \(file) does not end with a whole member")
             }
         }
-        let read = try run(python, ["-c", script] + files)
+        let read = try await run(python, ["-c", script] + files)
         guard read.status == 0 else { throw Unreadable(description: "warcio: " + String(decoding: read.errors.suffix(2000), as: UTF8.self)) }
         return try JSONDecoder().decode([Record].self, from: read.output)
     }
 
     /// The index the Webrecorder project's cdxj-indexer (installed beside warcio) makes of
     /// `file`, sorted.
-    static func index(_ file: String) throws -> [UInt8] {
-        let made = try run(tool("cdxj-indexer"), ["--sort", file])
+    static func index(_ file: String) async throws -> [UInt8] {
+        let made = try await run(tool("cdxj-indexer"), ["--sort", file])
         guard made.status == 0 else { throw Unreadable(description: "cdxj-indexer failed on \(file)") }
         return Array(made.output)
     }
@@ -106,12 +106,12 @@ enum WARCReader {
     /// Checks `file` as a WACZ: py-wacz's validator (the datapackage, every entry's SHA-256),
     /// and Python's zipfile (every CRC, and that WARC files are stored, not compressed again).
     /// Returns the entries' names and the index's bytes.
-    static func wacz(_ file: String) throws -> (entries: [String], index: [UInt8]) {
-        let validation = try run(tool("wacz"), ["validate", "-f", file])
+    static func wacz(_ file: String) async throws -> (entries: [String], index: [UInt8]) {
+        let validation = try await run(tool("wacz"), ["validate", "-f", file])
         guard validation.status == 0 else {
             throw Unreadable(description: "wacz validate: " + String(decoding: (validation.output + validation.errors).suffix(2000), as: UTF8.self))
         }
-        let check = try run(python, ["-c", #"""
+        let check = try await run(python, ["-c", #"""
             import sys, zipfile, json
             z = zipfile.ZipFile(sys.argv[1])
             bad = z.testzip()
@@ -133,8 +133,8 @@ enum WARCReader {
 
     /// What Python's zipfile reads of the entries of the ZIP file `file`, without validating it
     /// as a WACZ (whose WARC files a test may have made up).
-    static func entries(_ names: [String], of file: String) throws -> [String: [UInt8]] {
-        let output = try python(#"""
+    static func entries(_ names: [String], of file: String) async throws -> [String: [UInt8]] {
+        let output = try await python(#"""
             import sys, zipfile, json
             z = zipfile.ZipFile(sys.argv[1])
             bad = z.testzip()
@@ -146,15 +146,15 @@ enum WARCReader {
     }
 
     /// The standard output of `script`, run by the test tools' Python with `arguments`.
-    static func python(_ script: String, _ arguments: [String]) throws -> Data {
-        let result = try run(python, ["-c", script] + arguments)
+    static func python(_ script: String, _ arguments: [String]) async throws -> Data {
+        let result = try await run(python, ["-c", script] + arguments)
         guard result.status == 0 else { throw Unreadable(description: "python: " + String(decoding: result.errors, as: UTF8.self)) }
         return result.output
     }
 
     /// The decompressed bytes of every member of `file`, for a search of what must not be there.
-    static func decompressed(_ file: String) throws -> Data {
-        let unpacked = try run("/bin/gzip", ["-dc", file])
+    static func decompressed(_ file: String) async throws -> Data {
+        let unpacked = try await run("/bin/gzip", ["-dc", file])
         guard unpacked.status == 0, !unpacked.output.isEmpty else { throw Unreadable(description: "gzip -dc \(file) failed") }
         return unpacked.output
     }
@@ -164,23 +164,34 @@ enum WARCReader {
         URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent(name).path
     }
 
-    /// Runs `executable` to its end: its status, standard output, and standard error (kept in a
-    /// file, so that a full pipe of one never holds up the other).
-    private static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: Data) {
-        let errorsPath = FileManager.default.temporaryDirectory.appendingPathComponent("warc-reader-\(UUID().uuidString)").path
-        _ = FileManager.default.createFile(atPath: errorsPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: errorsPath) }
-        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errorsPath))
-        defer { try? errors.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, data, FileManager.default.contents(atPath: errorsPath) ?? Data())
+    /// Runs `executable` to its end: its status, standard output, and standard error (each kept
+    /// in a file, so that a full pipe of one never holds up the other).
+    ///
+    /// On a thread of its own: a reader takes seconds on a slow machine, and waiting for it on the
+    /// cooperative pool (two threads on two cores) would stall every other test's tasks meanwhile,
+    /// the fixture servers' answers among them. Through ``ChildProcess``, not Foundation's
+    /// `Process`, which crashes at times in a process with many descriptors open.
+    private static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: Data, errors: Data) {
+        try await TestSupport.apart { try runBlocking(executable, arguments) }
+    }
+
+    private static func runBlocking(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: Data) {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("warc-reader-\(UUID().uuidString)").path
+        let (outputPath, errorsPath) = (base + ".out", base + ".err")
+        defer {
+            try? FileManager.default.removeItem(atPath: outputPath)
+            try? FileManager.default.removeItem(atPath: errorsPath)
+        }
+        let output = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let errors = open(errorsPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        defer {
+            if output >= 0 { close(output) }
+            if errors >= 0 { close(errors) }
+        }
+        guard output >= 0, errors >= 0 else { throw Unreadable(description: "cannot create \(base).out or .err") }
+        let status = try ChildProcess(
+            executable: executable, arguments: arguments, standardOutput: output, standardError: errors
+        ).runBlocking()
+        return (status, FileManager.default.contents(atPath: outputPath) ?? Data(), FileManager.default.contents(atPath: errorsPath) ?? Data())
     }
 }
