@@ -83,7 +83,10 @@ extension StateDatabase {
     /// What a job needs to know, in one query (it is asked for every file of a run): the item's
     /// newest version, and whether `url` is known removed upstream.
     package func fate(of item: String, url: String) throws(MirrorError) -> (latest: MirroredFile?, removed: Bool) {
-        let fates = try read(
+        // The rows waiting for their group are written first only when one is this item's: the
+        // answer is the same, and the group stays a group.
+        if waitingRecords.contains(where: { $0.file.item == item }) { writeWaitingRecords() }
+        let fates = try query(
             "SELECT latest.*, EXISTS (SELECT 1 FROM removed WHERE url = ?2) AS removed FROM (SELECT 1) LEFT JOIN "
                 + "(SELECT \(Self.columns) FROM files WHERE item = ?1 ORDER BY rowid DESC LIMIT 1) AS latest ON 1",
             [.text(item), .text(url)]
@@ -103,54 +106,13 @@ extension StateDatabase {
         try read("SELECT item FROM files WHERE path = ?1", [.text(path)]) { row throws(SQLiteError) in try row.text("item") }.first
     }
 
-    /// Records `file` as its item's newest version (replacing whatever was recorded for its path),
-    /// and returns once the row is written.
-    ///
-    /// Rows are written in groups: the first file to wait arranges a write, and every file that
-    /// comes before it runs joins its transaction. With one file at a time that is one statement
-    /// as before; with many downloads finishing together, one transaction carries all of them,
-    /// not one each (a transaction is most of what a small file's row costs).
-    package func record(_ file: MirroredFile) async throws(MirrorError) {
-        let failure: MirrorError? = await withCheckedContinuation { reply in
-            waitingRecords.append((file, reply))
-            if waitingRecords.count == 1 { Task { self.writeWaitingRecords() } }
-        }
-        if let failure { throw failure }
-    }
-
-    private func writeWaitingRecords() {
-        let waiting = waitingRecords
-        waitingRecords = []
-        let now = Self.now()
-        if waiting.count > 1 {
-            do {
-                try inTransaction { () throws(SQLiteError) in
-                    for (file, _) in waiting { try db.execute(Self.recordStatement, Self.recordArguments(file, now: now)) }
-                }
-                for (_, reply) in waiting { reply.resume(returning: nil) }
-                return
-            } catch {
-                // A row the database refuses (a constraint, a trigger) must not fail the others:
-                // each is tried on its own, and only its caller hears of it.
-            }
-        }
-        for (file, reply) in waiting {
-            do {
-                try write(Self.recordStatement, Self.recordArguments(file, now: now))
-                reply.resume(returning: nil)
-            } catch {
-                reply.resume(returning: error)
-            }
-        }
-    }
-
     // REPLACE deletes a row of the same path and inserts anew, not in place: the row's place in
     // the table (its rowid) is its age. One statement, and one index beside the key: a small
     // file's record costs what its name does.
-    private static let recordStatement =
+    static let recordStatement =
         "INSERT OR REPLACE INTO files (\(columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)"
 
-    private static func recordArguments(_ file: MirroredFile, now: String) -> [SQLiteValue] {
+    static func recordArguments(_ file: MirroredFile, now: String) -> [SQLiteValue] {
         [.text(file.path), .text(file.item), .optional(file.source), .text(file.url), .optional(file.etag),
          .optional(file.lastModified), .integer(file.bytes), .optional(file.md5), .optional(file.version),
          .optional(file.updated), .text(now)]

@@ -15,6 +15,10 @@ package actor StateDatabase: MirrorStore {
     let db: SQLiteConnection
     /// Files waiting for their row, and how to tell each caller it is written (see ``record(_:)``).
     var waitingRecords: [(file: MirroredFile, reply: CheckedContinuation<MirrorError?, Never>)] = []
+    /// How those rows are grouped into transactions.
+    var recordGrouping = RecordGrouping()
+    /// Groups written so far: a group's timer that finds the count moved on has nothing to do.
+    var recordGroupsWritten = 0
     nonisolated let path: String
     package nonisolated var location: String { path }
     /// The schema the database is at: the latest, unless opened for reading as it was left.
@@ -129,8 +133,13 @@ package actor StateDatabase: MirrorStore {
     }
 
     // MARK: - Helpers
+    //
+    // Every statement but a ``fate(of:url:)`` first writes the rows of finished files that wait
+    // for their group (see ``record(_:)``): what a run reads or changes next sees every file it
+    // was told is recorded.
 
     func write(_ sql: String, _ arguments: [SQLiteValue]) throws(MirrorError) {
+        writeWaitingRecords()
         do {
             try db.execute(sql, arguments)
         } catch {
@@ -139,6 +148,7 @@ package actor StateDatabase: MirrorStore {
     }
 
     func read(_ sql: String, _ arguments: [SQLiteValue] = []) throws(MirrorError) -> [SQLiteRow] {
+        writeWaitingRecords()
         do {
             return try db.rows(sql, arguments)
         } catch {
@@ -151,6 +161,14 @@ package actor StateDatabase: MirrorStore {
     func read<T>(
         _ sql: String, _ arguments: [SQLiteValue] = [], as decode: (SQLiteRow) throws(SQLiteError) -> T
     ) throws(MirrorError) -> [T] {
+        writeWaitingRecords()
+        return try query(sql, arguments, as: decode)
+    }
+
+    /// ``read(_:_:as:)`` as the database is, with the rows waiting for their group unwritten.
+    func query<T>(
+        _ sql: String, _ arguments: [SQLiteValue] = [], as decode: (SQLiteRow) throws(SQLiteError) -> T
+    ) throws(MirrorError) -> [T] {
         do {
             var values: [T] = []
             for row in try db.rows(sql, arguments) { values.append(try decode(row)) }
@@ -161,6 +179,7 @@ package actor StateDatabase: MirrorStore {
     }
 
     func inTransaction<T>(_ body: () throws(SQLiteError) -> T) throws(MirrorError) -> T {
+        writeWaitingRecords()
         do {
             return try db.transaction(body)
         } catch {

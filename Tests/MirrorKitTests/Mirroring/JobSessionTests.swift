@@ -182,6 +182,9 @@ struct JobSessionTests {
         // Held up past the sink's buffer (1 MiB), so that some of it is in the partial.
         try await withLeadAndFollower(size: 2 << 20, stallAfter: 3 << 19, seconds: 30) { server, _, runner, lead, follower in
             let url = server.baseURL + "/shared.bin"
+            // What the server sent may still sit in the sockets' buffers of a busy machine: the
+            // lead is cancelled once some of it is in the partial.
+            try await eventually("the lead has written some of the file", within: .seconds(60)) { runner.partials.length(for: url) > 0 }
             lead.cancel()
             for outcome in [await lead.value, await follower.value] {
                 guard case .interrupted = outcome else {
