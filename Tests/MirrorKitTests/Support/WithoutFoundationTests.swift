@@ -60,6 +60,17 @@ struct WithoutFoundationTests {
             #expect(HTTPDate.format(date) == formatter.string(from: date))
             seconds += 5_555_555.5
         }
+        // Years of fewer and of more than four digits, as printf writes them (the formatter
+        // counts years before 1582 in Julian days).
+        let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        for (year, month, day) in [(0, 3, 1), (7, 1, 1), (999, 12, 31), (1000, 6, 15), (9999, 12, 31), (10000, 1, 1), (-1, 5, 5)] {
+            let date = Date(timeIntervalSince1970: Double(HTTPDate.daysSinceEpoch(year: year, month: month, day: day)) * 86_400 + 3_723)
+            let time = CivilTime(date)
+            let printed = weekdays[time.weekday] + ", " + CFormat.string("%02d ", day) + months[month - 1]
+                + CFormat.string(" %04d %02d:%02d:%02d GMT", year, 1, 2, 3)
+            #expect(HTTPDate.format(date) == printed)
+        }
         #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT", currentYear: 2026) == Date(timeIntervalSince1970: 784_111_777))
         #expect(HTTPDate.parse("Sunday, 06-Nov-76 08:49:37 GMT", currentYear: 2026) == Date(timeIntervalSince1970: 784_111_777)
             .addingTimeInterval(-Double(HTTPDate.daysSinceEpoch(year: 1994, month: 11, day: 6) - HTTPDate.daysSinceEpoch(year: 2076, month: 11, day: 6)) * 86_400))
