@@ -555,11 +555,12 @@ struct JobRunner: Sendable {
         partials.detachRecord(for: job.url, fromFile: opened.descriptor)
         // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
         if let lastModified { Directory.setModificationDate(lastModified, ofFile: opened.descriptor) }
-        let fields: Logger.Metadata = ["url": "\(file.url)", "file": "\(name)", "bytes": "\(file.length)"]
+        // Made only when the line is logged: a quiet run's files are most of its files.
+        let fields = { () -> Logger.Metadata in ["url": "\(file.url)", "file": "\(name)", "bytes": "\(file.length)"] }
         if let held {
-            logger.info("saved \(name), a new version beside \(held.path)", metadata: fields)
+            logger.info("saved \(name), a new version beside \(held.path)", metadata: fields())
         } else {
-            logger.info("saved \(name)", metadata: fields)
+            logger.info("saved \(name)", metadata: fields())
         }
         if let hook, let failure = await hook.saved(SavedFile(
             path: directory.root.appendingPathComponent(name).path, mirror: directory.root.path, relativePath: name,
