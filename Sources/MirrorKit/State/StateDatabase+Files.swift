@@ -83,17 +83,26 @@ extension StateDatabase {
     /// What a job needs to know, in one query (it is asked for every file of a run): the item's
     /// newest version, and whether `url` is known removed upstream.
     package func fate(of item: String, url: String) throws(MirrorError) -> (latest: MirroredFile?, removed: Bool) {
-        // The rows waiting for their group are written first only when one is this item's: the
-        // answer is the same, and the group stays a group.
+        // The rows waiting for their group are written first only when one is this item's, or
+        // replaces (by its path) the row found: otherwise the answer is the same, and the group
+        // stays a group.
         if waitingRecords.contains(where: { $0.file.item == item }) { writeWaitingRecords() }
-        let fates = try query(
+        var fates = try fateRows(of: item, url: url)
+        if let latest = fates.first?.latest, waitingRecords.contains(where: { $0.file.path == latest.path }) {
+            writeWaitingRecords()
+            fates = try fateRows(of: item, url: url)
+        }
+        return fates.first ?? (nil, false)
+    }
+
+    private func fateRows(of item: String, url: String) throws(MirrorError) -> [(latest: MirroredFile?, removed: Bool)] {
+        try query(
             "SELECT latest.*, EXISTS (SELECT 1 FROM removed WHERE url = ?2) AS removed FROM (SELECT 1) LEFT JOIN "
                 + "(SELECT \(Self.columns) FROM files WHERE item = ?1 ORDER BY rowid DESC LIMIT 1) AS latest ON 1",
             [.text(item), .text(url)]
         ) { row throws(SQLiteError) in
             (try row.optionalText("path") == nil ? nil : try Self.file(from: row), try row.integer("removed") == 1)
         }
-        return fates.first ?? (nil, false)
     }
 
     /// Every version of `item`, oldest first.

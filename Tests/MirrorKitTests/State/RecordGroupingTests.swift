@@ -80,6 +80,25 @@ struct RecordGroupingTests {
         }
     }
 
+    /// A waiting row of another item that takes the path of this item's row replaces that row:
+    /// the lookup writes it first, and does not answer with a file that is no longer the item's.
+    @Test func aWaitingRowThatReplacesTheRowFoundIsWrittenBeforeTheAnswer() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+            try await state.record(Self.file(1))
+            let clock = HeldClock()
+            defer { clock.release() }
+            await state.groupRecords(RecordGrouping(limit: 64, clock: clock))
+            var taker = Self.file(2)
+            taker.path = Self.file(1).path
+            let taking = Task { [taker] in try await state.record(taker) }
+            try await Self.until { await state.waitingRecords.count == 1 }
+            let fate = try await state.fate(of: Self.file(1).item, url: Self.file(1).url)
+            #expect(fate.latest == nil)
+            try await taking.value
+        }
+    }
+
     private static func file(_ index: Int) -> MirroredFile {
         MirroredFile(
             path: "full/\(index).jpg", item: "https://i.test/\(index).jpg", source: "tag cats",
