@@ -68,6 +68,9 @@ struct RecordGroupingTests {
 
             let fate = try await state.fate(of: Self.file(1).item, url: Self.file(1).url)
             #expect(fate.latest?.path == Self.file(1).path)
+            // Had the lookup not written the row, its writer would wait for the held clock: the
+            // test must fail, not hang.
+            if await state.waitingRecords.count > 0 { clock.release() }
             try await first.value
             #expect(await state.recordGroupsWritten == 1)
 
@@ -75,6 +78,7 @@ struct RecordGroupingTests {
             let second = Task { try await state.record(Self.file(2)) }
             try await Self.until { await state.waitingRecords.count == 1 }
             try await state.confirm(Self.file(2).path, url: Self.file(2).url, etag: "\"new\"", lastModified: nil, release: nil, replacingValidators: true)
+            if await state.waitingRecords.count > 0 { clock.release() }
             try await second.value
             #expect(try await state.latestFile(of: Self.file(2).item)?.etag == "\"new\"")
         }
@@ -95,6 +99,9 @@ struct RecordGroupingTests {
             try await Self.until { await state.waitingRecords.count == 1 }
             let fate = try await state.fate(of: Self.file(1).item, url: Self.file(1).url)
             #expect(fate.latest == nil)
+            // Released before the writer is awaited: without the lookup's write, its row still
+            // waits for the clock, and the test must fail rather than hang.
+            clock.release()
             try await taking.value
         }
     }
