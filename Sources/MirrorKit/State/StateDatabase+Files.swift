@@ -96,9 +96,11 @@ extension StateDatabase {
     }
 
     private func fateRows(of item: String, url: String) throws(MirrorError) -> [(latest: MirroredFile?, removed: Bool)] {
+        // The newest row found by its rowid, not as a subquery's one row: SQLite materialized
+        // that subquery into a table of its own at every lookup, a dozen allocations per file.
         try query(
-            "SELECT latest.*, EXISTS (SELECT 1 FROM removed WHERE url = ?2) AS removed FROM (SELECT 1) LEFT JOIN "
-                + "(SELECT \(Self.columns) FROM files WHERE item = ?1 ORDER BY rowid DESC LIMIT 1) AS latest ON 1",
+            "SELECT \(Self.columns), EXISTS (SELECT 1 FROM removed WHERE url = ?2) AS removed FROM (SELECT 1) "
+                + "LEFT JOIN files ON files.rowid = (SELECT max(rowid) FROM files WHERE item = ?1)",
             [.text(item), .text(url)]
         ) { row throws(SQLiteError) in
             (try row.optionalText("path") == nil ? nil : try Self.file(from: row), try row.integer("removed") == 1)
