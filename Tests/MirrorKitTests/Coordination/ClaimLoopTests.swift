@@ -53,9 +53,12 @@ final class ClaimsRunningOutAsLooked: WorkCoordinator {
     }
 
     func othersHoldClaims() async throws(MirrorError) -> Bool {
+        // Armed only once the other worker holds claims: a look that comes before the listing
+        // has queued anything (a loaded machine) must not use the race up with nothing to run out.
         let first = stolen.withLock { stolen in
-            defer { stolen.ranOut = true }
-            return !stolen.ranOut && !stolen.ids.isEmpty
+            guard !stolen.ranOut, !stolen.ids.isEmpty else { return false }
+            stolen.ranOut = true
+            return true
         }
         if first {
             // The database's clock passes the other worker's leases, as it does once it stops renewing.
