@@ -97,7 +97,7 @@ extension StateDatabase {
 
     private func fateRows(of item: String, url: String) throws(MirrorError) -> [(latest: MirroredFile?, removed: Bool)] {
         // The newest row found by its rowid, not as a subquery's one row: SQLite materialized
-        // that subquery into a table of its own at every lookup, a dozen allocations per file.
+        // that subquery into a table of its own at every lookup, about ten allocations per file.
         try query(
             "SELECT \(Self.columns), EXISTS (SELECT 1 FROM removed WHERE url = ?2) AS removed FROM (SELECT 1) "
                 + "LEFT JOIN files ON files.rowid = (SELECT max(rowid) FROM files WHERE item = ?1)",

@@ -147,9 +147,9 @@ final class FileSink {
         // The data on its way to disk while the rest arrives, not all of it at the fsync that
         // comes before the file gets its name: that fsync then waits for the last buffer only.
         // The last buffer too: the commit's fsync comes later, from another thread, and a
-        // writeback started here has gone some way by then (left to the fsync, a run of small
-        // files once took half as long again; measured again in BENCHMARKS, 2026-12-06, it
-        // makes no difference either way).
+        // writeback started here has gone some way by then. (Left to the fsync, a run of small
+        // files once took half as long again; measured again on 2026-12-06, see BENCHMARKS.md,
+        // "what bounds the small run", it costs and saves nothing measurable either way.)
         mirror_start_writeback(descriptor, off_t(flushedLength), off_t(buffered))
         flushedLength += Int64(buffered)
         buffered = 0

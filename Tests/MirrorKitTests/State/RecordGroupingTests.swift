@@ -20,7 +20,7 @@ struct RecordGroupingTests {
                     done.count.add(1, ordering: .sequentiallyConsistent)
                 }
             }
-            try await Self.until { await state.waitingRecords.count == 3 }
+            await Self.until { await state.waitingRecords.count == 3 }
             // Another connection sees no row yet, and no caller has been told its row is written.
             let path = directory.stateDirectory.appendingPathComponent("state.sqlite3").path
             let other = try SQLiteConnection.open(path, readOnly: true)
@@ -29,6 +29,7 @@ struct RecordGroupingTests {
             #expect(clock.sleeps == [.milliseconds(10)], "one wait for the group, not one per row")
 
             clock.release()
+            await Self.expectWritten(state, clock, "the group, once its latency has passed")
             for task in recording { try await task.value }
             #expect(try other.rows("SELECT count(*) AS n FROM files").first?.integer("n") == 3)
             #expect(await state.recordGroupsWritten == 1)
@@ -41,10 +42,10 @@ struct RecordGroupingTests {
             let clock = HeldClock()
             defer { clock.release() }
             await state.groupRecords(RecordGrouping(limit: 4, clock: clock))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for index in 0..<4 { group.addTask { try await state.record(Self.file(index)) } }
-                try await group.waitForAll()
-            }
+            let recording = (0..<4).map { index in Task { try await state.record(Self.file(index)) } }
+            await Self.until(orRecord: false) { await state.recordGroupsWritten == 1 }
+            await Self.expectWritten(state, clock, "a full group, with the clock held", now: true)
+            for task in recording { try await task.value }
             #expect(await state.recordGroupsWritten == 1)
             #expect(try await state.filePaths().files.count == 4)
         }
@@ -59,7 +60,7 @@ struct RecordGroupingTests {
             defer { clock.release() }
             await state.groupRecords(RecordGrouping(limit: 64, clock: clock))
             let first = Task { try await state.record(Self.file(1)) }
-            try await Self.until { await state.waitingRecords.count == 1 }
+            await Self.until { await state.waitingRecords.count == 1 }
 
             let other = try await state.fate(of: Self.file(2).item, url: Self.file(2).url)
             #expect(other.latest == nil && !other.removed)
@@ -68,17 +69,15 @@ struct RecordGroupingTests {
 
             let fate = try await state.fate(of: Self.file(1).item, url: Self.file(1).url)
             #expect(fate.latest?.path == Self.file(1).path)
-            // Had the lookup not written the row, its writer would wait for the held clock: the
-            // test must fail, not hang.
-            if await state.waitingRecords.count > 0 { clock.release() }
+            await Self.expectWritten(state, clock, "by the lookup of its item", now: true)
             try await first.value
             #expect(await state.recordGroupsWritten == 1)
 
             // Any other statement writes the group first too: a confirmation finds its row.
             let second = Task { try await state.record(Self.file(2)) }
-            try await Self.until { await state.waitingRecords.count == 1 }
+            await Self.until { await state.waitingRecords.count == 1 }
             try await state.confirm(Self.file(2).path, url: Self.file(2).url, etag: "\"new\"", lastModified: nil, release: nil, replacingValidators: true)
-            if await state.waitingRecords.count > 0 { clock.release() }
+            await Self.expectWritten(state, clock, "by the confirmation", now: true)
             try await second.value
             #expect(try await state.latestFile(of: Self.file(2).item)?.etag == "\"new\"")
         }
@@ -96,12 +95,10 @@ struct RecordGroupingTests {
             var taker = Self.file(2)
             taker.path = Self.file(1).path
             let taking = Task { [taker] in try await state.record(taker) }
-            try await Self.until { await state.waitingRecords.count == 1 }
+            await Self.until { await state.waitingRecords.count == 1 }
             let fate = try await state.fate(of: Self.file(1).item, url: Self.file(1).url)
             #expect(fate.latest == nil)
-            // Released before the writer is awaited: without the lookup's write, its row still
-            // waits for the clock, and the test must fail rather than hang.
-            clock.release()
+            await Self.expectWritten(state, clock, "by the lookup that found the row it replaces", now: true)
             try await taking.value
         }
     }
@@ -112,13 +109,27 @@ struct RecordGroupingTests {
             url: "https://i.test/\(index).jpg", etag: "\"\(index)\"", lastModified: nil, bytes: 42, md5: nil)
     }
 
+    /// Expects the rows waiting for their group to be written (`now`: already), and writes them
+    /// with another statement when they are not, so that a failing test ends rather than leaves
+    /// their writers waiting for the held clock.
+    private static func expectWritten(
+        _ state: StateDatabase, _ clock: HeldClock, _ comment: Comment, now: Bool = false
+    ) async {
+        if !now { await until(orRecord: false) { await state.waitingRecords.isEmpty } }
+        let waiting = await state.waitingRecords.count
+        #expect(waiting == 0, "rows left waiting: \(waiting); expected written \(comment)")
+        guard waiting > 0 else { return }
+        clock.release()
+        _ = try? await state.filePaths()
+    }
+
     /// Waits (yielding, never sleeping) until `condition` holds.
-    private static func until(_ condition: () async -> Bool) async throws {
+    private static func until(orRecord: Bool = true, _ condition: () async -> Bool) async {
         for _ in 0..<100_000 {
             if await condition() { return }
             await Task.yield()
         }
-        Issue.record("the condition never held")
+        if orRecord { Issue.record("the condition never held") }
     }
 }
 

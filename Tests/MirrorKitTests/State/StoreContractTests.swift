@@ -129,7 +129,12 @@ struct StoreContractTests {
             fate = try await store.fate(of: "https://i/none", url: "https://i/none")
             #expect(fate.latest == nil && !fate.removed)
             try await store.recordRemoved(first.url)
-            #expect(try await store.fate(of: first.item, url: first.url).removed)
+            fate = try await store.fate(of: first.item, url: first.url)
+            #expect(fate.latest?.path == "full/a(1).jpg" && fate.removed)
+            // Known removed, never mirrored.
+            try await store.recordRemoved("https://i/gone.jpg")
+            fate = try await store.fate(of: "https://i/gone", url: "https://i/gone.jpg")
+            #expect(fate.latest == nil && fate.removed)
 
             try await store.confirm(
                 "full/a(1).jpg", url: first.url, etag: "\"3\"", lastModified: nil,
