@@ -477,10 +477,14 @@ struct JobRunner: Sendable {
         let (directory, partials) = (directory, partials)
         let mode = held == nil ? mode : .newFile
         let partName: String
-        do {
-            partName = try partials.partName(for: job.url)
-        } catch {
-            return .halted(.digest(error.description))
+        if let named = file.partName {
+            partName = named
+        } else {
+            do throws(DigestError) {
+                partName = try partials.partName(for: job.url)
+            } catch {
+                return .halted(.digest(error.description))
+            }
         }
         // Carried by the named file until its state row is written: a kill in between leaves
         // what the next run needs to record it without a request (see ``adoptUnrecorded(_:)``).

@@ -17,6 +17,9 @@ package struct FetchedFile: Sendable, Equatable {
     /// The server answered 304 to a conditional request: the copy held is current, and nothing
     /// was downloaded (`path` and `length` mean nothing).
     var isNotModified = false
+    /// The partial's name in the store's folder, when the fetch knows it: the commit need not
+    /// hash the URL again to find it.
+    var partName: String?
 
     package init(
         url: String, path: String, length: Int64, bytesReceived: Int64, lastModified: String? = nil,
@@ -130,7 +133,7 @@ struct Downloader: Sendable {
         } catch {
             throw DownloadError(url: url, reason: .transfer(.digest(error.description)))
         }
-        let resume = partials.resumePoint(for: url)
+        let resume = partials.resumePoint(for: url, named: location.name)
         if let resume, resume.offset > maxFileSize, expectedSize?.exact == nil {
             // Held from a run with a larger --max-file-size: past this run's cap whatever the
             // server answers (its 416 would pass the bytes held off as the whole file). They stay
@@ -185,11 +188,11 @@ struct Downloader: Sendable {
                 partials.remove(url)
                 throw DownloadError(url: url, reason: .htmlPage)
             }
-            return try verifiedOrRetry(url, response, expectedSize: expectedSize, received: received)
+            return try verifiedOrRetry(url, at: location, response, expectedSize: expectedSize, received: received)
         case 416:
             // Nothing left to send: the partial is whole if its length is the resource's.
             if let total = response.entityLength, total == partials.length(for: url) {
-                return try verifiedOrRetry(url, response, expectedSize: expectedSize, received: received)
+                return try verifiedOrRetry(url, at: location, response, expectedSize: expectedSize, received: received)
             }
             partials.remove(url)
             return .retry(DownloadError(url: url, reason: .httpStatus(416)), retryAfter: nil)
@@ -249,14 +252,14 @@ struct Downloader: Sendable {
     /// The verified file, or a retry from scratch when the bytes are wrong however they were put
     /// together.
     private func verifiedOrRetry(
-        _ url: String, _ response: TransferResponse, expectedSize: ExpectedSize?, received: Int64
+        _ url: String, at location: FileLocation, _ response: TransferResponse, expectedSize: ExpectedSize?, received: Int64
     ) throws(DownloadError) -> RetryPolicy.Step<FetchedFile, DownloadError> {
         do throws(DownloadError) {
-            let file = try verified(url, response, expectedSize: expectedSize, received: received)
+            let file = try verified(url, at: location, response, expectedSize: expectedSize, received: received)
             // Arrived in ranges (resumed in this run or from an earlier one): the archive holds
             // the 206s it took, and now the whole, so that a replay serves it whole.
             if let archive = engine.configuration.archive, response.bodyOffset > 0 || response.status == 416,
-               let location = try? partials.location(for: url), let fd = try? location.folder().openFile(location.name, .read) {
+               let fd = try? location.folder().openFile(location.name, .read) {
                 // A 416's type is its error page's, not the file's.
                 archive.appendResource(
                     url: url, file: fd, length: file.length, contentType: response.status == 416 ? nil : response.headers["Content-Type"])
@@ -301,9 +304,9 @@ struct Downloader: Sendable {
 
     /// Checks size and checksum of a complete partial.
     private func verified(
-        _ url: String, _ response: TransferResponse, expectedSize: ExpectedSize?, received: Int64
+        _ url: String, at location: FileLocation, _ response: TransferResponse, expectedSize: ExpectedSize?, received: Int64
     ) throws(DownloadError) -> FetchedFile {
-        let path = partials.partPath(for: url)
+        let path = partials.folder.path(of: location.name)
         let length = response.fileLength
         // What a resumed answer (a 206, or a 416) does not say, the record of the attempt that
         // began the file may; a 200 is a whole file of its own, and one that says it all needs
@@ -341,9 +344,11 @@ struct Downloader: Sendable {
         logger.debug(
             "fetched \(url) (\(length) bytes, \(received) over the network)",
             metadata: ["url": "\(url)", "bytes": "\(length)", "received": "\(received)"])
-        return FetchedFile(
+        var file = FetchedFile(
             url: url, path: path, length: length, bytesReceived: received,
             lastModified: response.lastModified ?? record?.lastModified, etag: response.etag ?? record?.etag, md5: md5)
+        file.partName = location.name
+        return file
     }
 
     /// An HTML page where media or an archive was expected: a login wall, an error page served

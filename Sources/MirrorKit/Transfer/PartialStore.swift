@@ -233,7 +233,13 @@ package struct PartialStore: Sendable {
     /// still current. Nil, and whatever was held is dropped, when there is no such validator:
     /// appending to bytes of unknown origin could splice two different files.
     func resumePoint(for url: String) -> (offset: Int64, record: PartialRecord, validator: String)? {
-        guard let name = try? partName(for: url), let info = folder.status(of: name) else { return nil }
+        guard let name = try? partName(for: url) else { return nil }
+        return resumePoint(for: url, named: name)
+    }
+
+    /// ``resumePoint(for:)`` of the partial `name`, `url`'s part name as the caller made it.
+    func resumePoint(for url: String, named name: String) -> (offset: Int64, record: PartialRecord, validator: String)? {
+        guard let info = folder.status(of: name) else { return nil }
         // Anything but our own regular file with one name (a link planted under the name, or a
         // partial an older build linked to a mirrored file) must never be written: drop the name.
         guard Directory.problem(withFile: info) == nil, info.st_size > 0 else {
