@@ -8,11 +8,7 @@ import Testing
 @Suite("The state database: rows of finished files written in groups", .timeLimit(.minutes(1)))
 struct RecordGroupingTests {
     @Test func aRowWaitsForItsGroupsLatencyThenItsGroupIsOneTransaction() async throws {
-        try await TestSupport.withTemporaryDirectory { dir in
-            let directory = try MirrorDirectory(root: dir)
-            let state = try StateDatabase(directory: directory)
-            let clock = HeldClock()
-            await state.groupRecords(RecordGrouping(limit: 64, latency: .milliseconds(10), clock: clock))
+        try await Self.withHeldGroups { state, directory, clock in
             let done = Done()
             let recording = (0..<3).map { index in
                 Task {
@@ -37,11 +33,7 @@ struct RecordGroupingTests {
     }
 
     @Test func aFullGroupIsWrittenWithoutWaitingForItsLatency() async throws {
-        try await TestSupport.withTemporaryDirectory { dir in
-            let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
-            let clock = HeldClock()
-            defer { clock.release() }
-            await state.groupRecords(RecordGrouping(limit: 4, clock: clock))
+        try await Self.withHeldGroups(limit: 4) { state, _, clock in
             let recording = (0..<4).map { index in Task { try await state.record(Self.file(index)) } }
             await Self.until(orRecord: false) { await state.recordGroupsWritten == 1 }
             await Self.expectWritten(state, clock, "a full group, with the clock held", now: true)
@@ -54,11 +46,7 @@ struct RecordGroupingTests {
     /// A job asks after its item before it downloads: a row of that item waiting for its group
     /// is written first (the job must find the file recorded), a row of another item waits on.
     @Test func askingAfterAnItemWritesItsWaitingRowFirstAndLeavesOthersWaiting() async throws {
-        try await TestSupport.withTemporaryDirectory { dir in
-            let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
-            let clock = HeldClock()
-            defer { clock.release() }
-            await state.groupRecords(RecordGrouping(limit: 64, clock: clock))
+        try await Self.withHeldGroups { state, _, clock in
             let first = Task { try await state.record(Self.file(1)) }
             await Self.until { await state.waitingRecords.count == 1 }
 
@@ -86,12 +74,7 @@ struct RecordGroupingTests {
     /// A waiting row of another item that takes the path of this item's row replaces that row:
     /// the lookup writes it first, and does not answer with a file that is no longer the item's.
     @Test func aWaitingRowThatReplacesTheRowFoundIsWrittenBeforeTheAnswer() async throws {
-        try await TestSupport.withTemporaryDirectory { dir in
-            let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
-            try await state.record(Self.file(1))
-            let clock = HeldClock()
-            defer { clock.release() }
-            await state.groupRecords(RecordGrouping(limit: 64, clock: clock))
+        try await Self.withHeldGroups(recordedFirst: [Self.file(1)]) { state, _, clock in
             var taker = Self.file(2)
             taker.path = Self.file(1).path
             let taking = Task { [taker] in try await state.record(taker) }
@@ -100,6 +83,24 @@ struct RecordGroupingTests {
             #expect(fate.latest == nil)
             await Self.expectWritten(state, clock, "by the lookup that found the row it replaces", now: true)
             try await taking.value
+        }
+    }
+
+    /// A state database in a folder of its own, `recordedFirst` recorded in it, whose rows then
+    /// wait in groups of `limit` for a latency of 10 ms on a clock held until the test releases
+    /// it (or `body` ends).
+    private static func withHeldGroups(
+        limit: Int = 64, recordedFirst: [MirroredFile] = [],
+        _ body: (StateDatabase, MirrorDirectory, HeldClock) async throws -> Void
+    ) async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let directory = try MirrorDirectory(root: dir)
+            let state = try StateDatabase(directory: directory)
+            for file in recordedFirst { try await state.record(file) }
+            let clock = HeldClock()
+            defer { clock.release() }
+            await state.groupRecords(RecordGrouping(limit: limit, latency: .milliseconds(10), clock: clock))
+            try await body(state, directory, clock)
         }
     }
 
