@@ -1,0 +1,115 @@
+import FoundationEssentials
+import Logging
+import Synchronization
+
+extension JobRunner {
+    /// The name a commit's file got (nil: skip-if-exists found it taken, and the file went).
+    private struct NameGiven: Sendable {
+        var name: String?
+    }
+
+    /// Names the fetched file and records it: beside `held` (a new version) when there is one.
+    func commit(_ file: FetchedFile, of job: MirrorJob, besides held: MirroredFile?, restoring missing: Bool) async -> Outcome {
+        let lastModified = file.lastModified.flatMap { HTTPDate.parse($0) }
+        // The commit moves the partial away (or, when the name is taken, deletes it).
+        let (directory, partials) = (directory, partials)
+        let mode = held == nil ? mode : .newFile
+        let partName: String
+        if let named = file.partName {
+            partName = named
+        } else {
+            do throws(DigestError) {
+                partName = try partials.partName(for: job.url)
+            } catch {
+                return .halted(.digest(error.description))
+            }
+        }
+        // Carried by the named file until its state row is written: a kill in between leaves
+        // what the next run needs to record it without a request (see ``adoptUnrecorded(_:)``).
+        let record = PartialRecord(url: job.url, etag: file.etag, lastModified: file.lastModified, totalLength: file.length)
+        if let leases, let fence = job.fence, !(await leases.mayTouch(job.url)) {
+            // Stopped past its lease and let go: the partial's name may be another worker's now.
+            guard !Task.isCancelled else { return .interrupted }
+            fence.markLost()
+            return .handedOver
+        }
+        let (source, relativePath, isFenced) = (source, job.relativePath, job.fence != nil)
+        let giveName: @Sendable () throws(MirrorError) -> String? = {
+            try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
+        }
+        let opened: OpenFile
+        let namedWithTheSync: NameGiven?
+        do {
+            // Unfenced, the name follows the sync on the same thread: one hop to the blocking
+            // queue and back per file, not two. Fenced, it waits for the claim's transaction.
+            (opened, namedWithTheSync) = try await BlockingIO.run { () throws(MirrorError) in
+                let opened = try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attachForCommit(record, toFile: $0) })
+                guard !isFenced else { return (opened, nil) }
+                return (opened, NameGiven(name: try giveName()))
+            }
+        } catch {
+            return halting(error, job)
+        }
+        let named = Mutex<String?>(nil)
+        let recorded: MirroredFile?
+        do {
+            recorded = try await state.recordNamed(fencedBy: job.fence) { () async throws(MirrorError) -> MirroredFile? in
+                // Fenced, the claim's row is locked meanwhile and the heartbeat renewing it
+                // waits: long copies run on a queue apart (``BlockingIO/runApart(_:)``).
+                let name: String?
+                if let namedWithTheSync {
+                    name = namedWithTheSync.name
+                } else {
+                    name = try await BlockingIO.run(giveName)
+                }
+                guard let name else { return nil }
+                named.withLock { $0 = name }
+                return MirroredFile(
+                    path: name, item: job.item, source: source, url: job.url, etag: file.etag, lastModified: file.lastModified,
+                    bytes: file.length, md5: file.md5, version: job.release?.version, updated: job.release?.updated)
+            }
+        } catch {
+            guard let name = named.withLock({ $0 }) else {
+                if case .claimTaken = error, let fence = job.fence {
+                    // The partial is left as it is: it may be the other worker's by now.
+                    fence.markLost()
+                    logger.warning("\(error); leaving \(job.url) to it", metadata: ["url": "\(job.url)"])
+                    return .handedOver
+                }
+                return halting(error, job)
+            }
+            // Unrecorded, the file would be fetched again under a second name by a new-file
+            // run: it goes back to being a partial, whole, for the next run to commit.
+            // The record a partial keeps, not the compact one a named file carries, put on before
+            // the move so that no kill finds the partial without it: the next run commits it
+            // whole, without fetching it again.
+            let attached = PartialStore.attach(record, toFile: opened.descriptor)
+            do {
+                try directory.uncommit(name, backTo: partials.folder, as: partName)
+                // Too long for an attribute: in the file beside it.
+                if !attached { try? partials.save(record) }
+            } catch let failure {
+                logger.error("\(name) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
+            }
+            return .halted(error)
+        }
+        guard let name = recorded?.path else { return .alreadyPresent }
+        partials.detachRecord(for: job.url, fromFile: opened.descriptor)
+        // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
+        if let lastModified { Directory.setModificationDate(lastModified, ofFile: opened.descriptor) }
+        // Made only when the line is logged: a quiet run's files are most of its files.
+        let fields = { () -> Logger.Metadata in ["url": "\(file.url)", "file": "\(name)", "bytes": "\(file.length)"] }
+        if let held {
+            logger.info("saved \(name), a new version beside \(held.path)", metadata: fields())
+        } else {
+            logger.info("saved \(name)", metadata: fields())
+        }
+        if let hook, let failure = await hook.saved(SavedFile(
+            path: directory.root.appendingPathComponent(name).path, mirror: directory.root.path, relativePath: name,
+            url: file.url, item: job.item,
+            source: source, bytes: file.length)) {
+            hookFailures.add(failure)
+        }
+        return .downloaded(bytes: file.bytesReceived, newVersion: held != nil, restored: missing)
+    }
+}
