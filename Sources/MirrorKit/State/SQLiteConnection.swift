@@ -75,20 +75,39 @@ final class SQLiteConnection {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
+            // Text was bound in place: no binding may outlive this call.
             sqlite3_clear_bindings(statement)
         }
-        for (index, argument) in arguments.enumerated() {
-            let position = Int32(index + 1)
-            let status: Int32
-            switch argument {
-            case .null: status = sqlite3_bind_null(statement, position)
-            case .integer(let value): status = sqlite3_bind_int64(statement, position, value)
-            // Through `withCString`: a short string is NUL-terminated on the stack and a long one
-            // is already, where passing the string itself copies a short one to the heap.
-            case .text(let value): status = value.withCString { mirror_sqlite3_bind_text_copy(statement, position, $0) }
+        return try binding(arguments, from: 0, to: statement) { () throws(SQLiteError) in try steps(statement) }
+    }
+
+    /// Binds `arguments[index...]` and runs `body` with them bound. Text is bound in place
+    /// (`SQLITE_STATIC`), without the copy `SQLITE_TRANSIENT` makes: each string's bytes stay put
+    /// until its `withCString` returns, and `body`, which steps the statement, runs inside all of
+    /// them. (A short string is NUL-terminated on the stack, a long one is already.)
+    private func binding<T>(
+        _ arguments: [SQLiteValue], from index: Int, to statement: OpaquePointer, _ body: () throws(SQLiteError) -> T
+    ) throws(SQLiteError) -> T {
+        guard index < arguments.count else { return try body() }
+        let position = Int32(index + 1)
+        switch arguments[index] {
+        case .null:
+            guard sqlite3_bind_null(statement, position) == SQLITE_OK else { throw lastError() }
+        case .integer(let value):
+            guard sqlite3_bind_int64(statement, position, value) == SQLITE_OK else { throw lastError() }
+        case .text(let value):
+            // `withCString` rethrows untyped: the error comes out as a value.
+            let result = value.withCString { text -> Result<T, SQLiteError> in
+                guard sqlite3_bind_text(statement, position, text, -1, nil) == SQLITE_OK else { return .failure(lastError()) }
+                return Result { () throws(SQLiteError) in try binding(arguments, from: index + 1, to: statement, body) }
             }
-            guard status == SQLITE_OK else { throw lastError() }
+            return try result.get()
         }
+        return try binding(arguments, from: index + 1, to: statement, body)
+    }
+
+    /// Steps a bound statement to its end; every row it yields.
+    private func steps(_ statement: OpaquePointer) throws(SQLiteError) -> [SQLiteRow] {
         var result: [SQLiteRow] = []
         var columns: Int32 = 0
         var names: [String] = []
