@@ -5,7 +5,7 @@ import FoundationEssentials
 extension JobRunner {
     /// What the mirror holds of `job`'s item (its newest version, when the file is still there
     /// or the user keeps deleted files deleted, else the job's own download a killed run left
-    /// unrecorded), whether its URL is known removed upstream, whether the newest version
+    /// unrecorded; in `new-file` mode, a newer version a killed run left unrecorded beside it), whether its URL is known removed upstream, whether the newest version
     /// recorded is gone from the disk (deleted by hand: fetching it again restores it, unless
     /// deleted files are kept deleted), and, when nothing is held, whether something else has
     /// the job's name.
@@ -15,7 +15,12 @@ extension JobRunner {
             let (adopted, taken) = try await adoptUnrecorded(job)
             return (adopted, removed, false, taken)
         }
-        if try directory.fileExists(latest.path) { return (latest, removed, false, true) }
+        if try directory.fileExists(latest.path) {
+            if mode == .newFile, let newer = try await adoptUnrecordedVersion(of: job, after: latest) {
+                return (newer, removed, false, true)
+            }
+            return (latest, removed, false, true)
+        }
         if keepDeleted { return (latest, removed, true, false) }
         let (adopted, taken) = try await adoptUnrecorded(job)
         return (adopted, removed, true, taken)
@@ -26,18 +31,50 @@ extension JobRunner {
     /// Also whether anything has the name.
     func adoptUnrecorded(_ job: MirrorJob) async throws(MirrorError) -> (file: MirroredFile?, nameTaken: Bool) {
         guard let occupant = try directory.occupant(of: job.relativePath) else { return (nil, false) }
+        guard let (size, record) = ownDownload(occupant, of: job) else { return (nil, true) }
+        return (try await adopt(job.relativePath, size: size, record: record, of: job), true)
+    }
+
+    /// A new version of `job`'s file that a run killed before recording it saved beside `latest`
+    /// (`name(1).ext`…): recorded now as the newest, rather than fetched again and saved a second
+    /// time under the next name. The names after `latest`'s are looked at as new versions take
+    /// them, up to the first free one.
+    func adoptUnrecordedVersion(of job: MirrorJob, after latest: MirroredFile) async throws(MirrorError) -> MirroredFile? {
+        guard var number = MirrorDirectory.versionNumber(of: latest.path, among: job.relativePath) else { return nil }
+        var newest: (path: String, size: Int64, record: CommitRecord)?
+        while true {
+            number += 1
+            let path = MirrorDirectory.numbered(job.relativePath, number)
+            guard let occupant = try directory.occupant(of: path) else { break }
+            if let (size, record) = ownDownload(occupant, of: job) { newest = (path, size, record) }
+        }
+        guard let newest else { return nil }
+        // A recorded version that still carries its record (a kill before it was taken off) is
+        // recorded already.
+        guard try await !state.versions(of: job.item).contains(where: { $0.path == newest.path }) else { return nil }
+        return try await adopt(newest.path, size: newest.size, record: newest.record, of: job)
+    }
+
+    /// The occupant's size and record when it is `job`'s own download, named and not recorded:
+    /// it carries the record of `job`'s URL, and has the length that record says.
+    private func ownDownload(_ occupant: (size: Int64?, record: CommitRecord?), of job: MirrorJob) -> (Int64, CommitRecord)? {
         guard let size = occupant.size, let record = occupant.record, record.isFor(job.url),
               size > 0, record.length.map({ $0 == size }) ?? true
-        else { return (nil, true) }
+        else { return nil }
+        return (size, record)
+    }
+
+    /// Records the file at `path` as `job`'s newest version, from the record it carries.
+    private func adopt(_ path: String, size: Int64, record: CommitRecord, of job: MirrorJob) async throws(MirrorError) -> MirroredFile {
         let file = MirroredFile(
-            path: job.relativePath, item: job.item, source: source, url: job.url, etag: record.etag,
+            path: path, item: job.item, source: source, url: job.url, etag: record.etag,
             lastModified: record.lastModified, bytes: size, md5: nil, version: job.release?.version,
             updated: job.release?.updated)
         try await state.record(file)
         // A dry run records into its copy of the state, and changes nothing on the disk.
-        if plan == nil { directory.removeAttribute(PartialStore.attribute, of: job.relativePath) }
-        logger.info("\(job.relativePath) was saved by a run that stopped before recording it; recorded now")
-        return (file, true)
+        if plan == nil { directory.removeAttribute(PartialStore.attribute, of: path) }
+        logger.info("\(path) was saved by a run that stopped before recording it; recorded now")
+        return file
     }
 
     /// The version of `item` whose bytes `file` has, if one has: the same strong ETag and size,

@@ -5,10 +5,8 @@
 /// the log again at every commit). The wait is short beside a file's download and is paid while
 /// the run goes on; a kill loses at most a group's rows, never a file: each named file carries the
 /// record its row is made from until the row is written, and the next run records it from there
-/// without a request (see ``JobRunner/adoptUnrecorded(_:)``). That holds for a file under its
-/// job's own name; a new version saved beside a held one (`name(1).ext`) and killed in its
-/// group's wait is not adopted, and the next run saves it again (as before grouping, for a
-/// shorter window).
+/// without a request (see ``JobRunner/adoptUnrecorded(_:)``), a new version saved beside a held
+/// one (`name(1).ext`) too (``JobRunner/adoptUnrecordedVersion(of:after:)``).
 package struct RecordGrouping: Sendable {
     package var limit: Int
     package var latency: Duration

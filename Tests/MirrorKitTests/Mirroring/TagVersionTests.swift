@@ -292,4 +292,47 @@ struct TagVersionTests {
             }
         }
     }
+
+    /// A new version saved beside the one held (`name(1).ext`) and killed before its row: the
+    /// next new-file run records it and asks by its validators, rather than fetching it again
+    /// and saving it a second time as `name(2).ext`.
+    @Test func aNewVersionNamedButNotRecordedBeforeAKillIsRecordedNotSavedTwice() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let file = mirroredFiles(server)[0]
+                let url = server.baseURL + file.remote
+                server.changeContent(path: file.remote)
+                // As a kill between the new version's rename and its row leaves it: the file beside
+                // the old one, carrying its download's record, and no row for it.
+                let newName = MirrorDirectory.numbered(file.local, 1)
+                let bytes = try #require(server.content(of: file.remote))
+                let path = dir.appendingPathComponent(newName).path
+                try TestSupport.write(bytes, to: path)
+                let record = PartialRecord(
+                    url: url, etag: server.etag(of: file.remote), lastModified: server.lastModified(of: file.remote),
+                    totalLength: Int64(bytes.count))
+                let fd = open(path, O_WRONLY)
+                try #require(fd >= 0)
+                #expect(PartialStore.attachForCommit(record, toFile: fd))
+                close(fd)
+                let requestsBefore = server.requests.count
+
+                let second = try await run(server, into: dir, mode: .newFile)
+                #expect(second.isComplete)
+                #expect(second.downloaded == 0)
+                #expect(try contents(of: dir) == Set(mirroredFiles(server).map(\.local)).union([newName]))
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(MirrorDirectory.numbered(file.local, 2)).path))
+                // Asked by the new version's validators: the server's file is that one.
+                let asked = mediaRequests(server, after: requestsBefore).filter { $0.path == file.remote }
+                #expect(asked.count == 1)
+                #expect(asked.first?.header("If-None-Match") == server.etag(of: file.remote))
+                let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                #expect(try await state.versions(of: url).map(\.path) == [file.local, newName])
+                #expect(try await state.latestFile(of: url)?.etag == server.etag(of: file.remote))
+                let carried = try MirrorDirectory(root: dir).occupant(of: newName)
+                #expect(carried?.record == nil, "the record it carried is taken off once its row is written")
+            }
+        }
+    }
 }
