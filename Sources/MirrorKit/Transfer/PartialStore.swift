@@ -269,11 +269,12 @@ package struct PartialStore: Sendable {
     /// newest is always kept), and
     /// anything in the folder that is not a partial of ours (a link, a stray name, a `.part`
     /// without a record): the budget a run keeps for suspended downloads applies to what earlier
-    /// runs left too. Returns the URLs dropped.
+    /// runs left too. Returns what it dropped: a partial's URL, or the file's name for a whole
+    /// download carrying its commit's compact record, which names no URL.
     @discardableResult
     func purge(keepingAtMost count: Int, bytes: Int64) -> [String] {
-        // A whole download carrying its commit's compact record names no URL: "" sorts it first.
-        var kept: [(name: String, url: String, length: Int64, modified: Int)] = []
+        // A whole download carrying its commit's compact record names no URL: nil sorts it first.
+        var kept: [(name: String, url: String?, length: Int64, modified: Int)] = []
         for name in folder.names() {
             if name.hasSuffix(".json"), recordFiles.mayExist.load(ordering: .relaxed) { continue }
             guard name.hasSuffix(".part"), let info = folder.status(of: name), Directory.problem(withFile: info) == nil else {
@@ -283,18 +284,18 @@ package struct PartialStore: Sendable {
             if let record = record(ofPart: name), (try? partName(for: record.url)) == name {
                 kept.append((name, record.url, Int64(info.st_size), Int(info.st_mtim.tv_sec)))
             } else if commitRecord(ofPart: name) != nil {
-                kept.append((name, "", Int64(info.st_size), Int(info.st_mtim.tv_sec)))
+                kept.append((name, nil, Int64(info.st_size), Int(info.st_mtim.tv_sec)))
             } else {
                 folder.remove(name)
             }
         }
-        kept.sort { ($0.modified, $0.url) < ($1.modified, $1.url) }
+        kept.sort { ($0.modified, $0.url ?? "") < ($1.modified, $1.url ?? "") }
         var total = kept.reduce(0) { $0 + $1.length }
         var dropped: [String] = []
         for partial in kept.dropLast() where kept.count - dropped.count > count || total > bytes {
-            if partial.url.isEmpty { folder.remove(partial.name) } else { remove(partial.url) }
+            if let url = partial.url { remove(url) } else { folder.remove(partial.name) }
             total -= partial.length
-            dropped.append(partial.url)
+            dropped.append(partial.url ?? partial.name)
         }
         return dropped
     }

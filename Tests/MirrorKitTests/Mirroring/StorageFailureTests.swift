@@ -150,6 +150,46 @@ struct StorageFailureTests {
         }
     }
 
+    /// As above, with validators too long for an extended attribute: the file goes back to
+    /// being a partial with its record in the file beside it, and the next run finds it there.
+    @Test func aFileWhoseRowIsRefusedKeepsALongRecordBesideIt() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = "/files/episode-1.mp3"
+                let etag = "\"" + String(repeating: "e", count: 3_000) + "\""
+                let body = String(repeating: "a", count: 1_000)
+                let answer = Fault.respond(status: 200, headers: ["ETag": etag, "Content-Type": "audio/mpeg"], body: body)
+                server.inject(answer, path: path)
+                let database = dir.appendingPathComponent(".mirror/state.sqlite3").path
+                _ = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                try SQLiteConnection.open(database).execute(
+                    "CREATE TRIGGER refuse_files BEFORE INSERT ON files WHEN NEW.path = 'enclosures/episode-1.mp3' "
+                        + "BEGIN SELECT RAISE(ABORT, 'no room for the file rows'); END")
+                let stopped = try await podcastMirror(server, into: dir).run()
+                guard case .stateDatabase? = stopped.stoppedBy?.mirrorError else {
+                    Issue.record("stopped by \(String(describing: stopped.stoppedBy)), not the database")
+                    return
+                }
+                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("enclosures/episode-1.mp3").path))
+                let partials = try MirrorDirectory(root: dir).partialStore()
+                let partial = try #require(partials.heldPartials().first { $0.record.url.hasSuffix(path) })
+                #expect(partial.length == 1_000, "went back whole")
+                #expect(partial.record.etag == etag)
+                let beside = try FileManager.default.contentsOfDirectory(atPath: partials.folder.path).filter { $0.hasSuffix(".json") }
+                #expect(beside.count == 1, "the record is in the file beside the partial")
+
+                try SQLiteConnection.open(database).execute("DROP TRIGGER refuse_files")
+                server.inject(answer, path: path)
+                #expect(try await podcastMirror(server, into: dir).run().isComplete)
+                let asked = try #require(server.requests.last { $0.path == path })
+                #expect(asked.header("Range") == "bytes=1000-")
+                #expect(asked.header("If-Range") == etag)
+                #expect(try String(contentsOfFile: dir.appendingPathComponent("enclosures/episode-1.mp3").path, encoding: .utf8) == body)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: partials.folder.path).isEmpty, "nothing left beside")
+            }
+        }
+    }
+
     @Test func anOpenSSLThatRefusesMD5IsAnErrorNotAnEmptyHash() async throws {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in

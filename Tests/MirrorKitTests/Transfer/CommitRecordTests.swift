@@ -115,6 +115,16 @@ struct CommitRecordTests {
             let resume = partials.resumePoint(for: url)
             #expect(resume?.offset == 100 && resume?.validator == "\"e\"")
             #expect(partials.record(for: "https://i.test/else.jpg") == nil)
+
+            // Over the budget, the older goes first, named by its file: the compact record names
+            // no URL.
+            let newer = "https://i.test/newer.jpg"
+            try partial(newer, carrying: PartialRecord(url: newer, etag: "\"n\"", totalLength: 100))
+            var past = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, partials.partPath(for: url), &past, 0) == 0)
+            #expect(partials.purge(keepingAtMost: 1, bytes: 1 << 20) == [try partials.partName(for: url)])
+            #expect(partials.length(for: url) == 0, "dropped")
+            #expect(partials.length(for: newer) == 100, "the newest is kept")
         }
     }
 
