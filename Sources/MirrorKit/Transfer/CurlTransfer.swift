@@ -56,26 +56,21 @@ final class CurlTransfer {
     /// What this transfer exchanged, for the run's WARC archive.
     private let capture: ExchangeCapture?
 
-    /// Where `easy` came from and goes back to when this transfer is gone.
-    private let handles: EasyHandles
-
     init(
         id: TransferID,
         request: TransferRequest,
-        handles: EasyHandles,
         configuration: TransferEngine.Configuration,
         bandwidth: BandwidthBudget?,
         progress: (@Sendable (TransferProgress) -> Void)?,
         onBodyStart: (@Sendable (TransferResponse) -> Void)?,
         continuation: CheckedContinuation<TransferResponse, any Error>
     ) throws(TransferError) {
-        guard let easy = handles.take() else {
+        guard let easy = curl_easy_init() else {
             throw TransferError(url: request.url, reason: .transport(code: 27, message: "curl_easy_init failed"))
         }
         self.id = id
         self.request = request
         self.easy = easy
-        self.handles = handles
         self.bandwidth = bandwidth
         self.progress = progress
         self.onBodyStart = onBodyStart
@@ -86,10 +81,8 @@ final class CurlTransfer {
         configure(configuration)
     }
 
-    /// The last use of `easy` is over (the engine removed it from the multi handle before it let
-    /// this transfer go): another transfer may have it now.
     deinit {
-        handles.giveBack(easy)
+        curl_easy_cleanup(easy)
         curl_slist_free_all(requestHeaders)
         errorBuffer.deallocate()
     }

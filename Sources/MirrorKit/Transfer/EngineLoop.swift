@@ -93,7 +93,6 @@ final class EngineLoop {
     /// or between two attempts of one download (which share the id).
     private var pausedIDs: Set<TransferID> = []
     private let bandwidth: BandwidthBudget?
-    private let handles = EasyHandles()
 
     init(mailbox: EngineMailbox, configuration: TransferEngine.Configuration) {
         self.mailbox = mailbox
@@ -175,7 +174,7 @@ final class EngineLoop {
         let transfer: CurlTransfer
         do {
             transfer = try CurlTransfer(
-                id: start.id, request: start.request, handles: handles, configuration: configuration,
+                id: start.id, request: start.request, configuration: configuration,
                 bandwidth: bandwidth, progress: start.progress, onBodyStart: start.onBodyStart, continuation: start.continuation)
         } catch {
             start.continuation.resume(throwing: error)
