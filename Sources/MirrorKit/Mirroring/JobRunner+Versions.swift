@@ -37,21 +37,33 @@ extension JobRunner {
 
     /// A new version of `job`'s file that a run killed before recording it saved beside `latest`
     /// (`name(1).ext`…): recorded now as the newest, rather than fetched again and saved a second
-    /// time under the next name. The names after `latest`'s are looked at as new versions take
-    /// them, up to the first free one.
+    /// time under the next free name. A new version takes the first free name of the run
+    /// `name.ext`, `name(1).ext`…, so the names are looked at in that order up to the first free
+    /// one (below `latest`'s too: a version deleted by hand frees its name for the next).
     func adoptUnrecordedVersion(of job: MirrorJob, after latest: MirroredFile) async throws(MirrorError) -> MirroredFile? {
-        guard var number = MirrorDirectory.versionNumber(of: latest.path, among: job.relativePath) else { return nil }
-        var newest: (path: String, size: Int64, record: CommitRecord)?
-        while true {
-            number += 1
-            let path = MirrorDirectory.numbered(job.relativePath, number)
+        var unrecorded: [(path: String, size: Int64, record: CommitRecord)] = []
+        for number in 0... {
+            let path = number == 0 ? job.relativePath : MirrorDirectory.numbered(job.relativePath, number)
+            // Recorded, and known to be there.
+            if path == latest.path { continue }
             guard let occupant = try directory.occupant(of: path) else { break }
-            if let (size, record) = ownDownload(occupant, of: job) { newest = (path, size, record) }
+            if let (size, record) = ownDownload(occupant, of: job) { unrecorded.append((path, size, record)) }
         }
-        guard let newest else { return nil }
-        // A recorded version that still carries its record (a kill before it was taken off) is
-        // recorded already.
-        guard try await !state.versions(of: job.item).contains(where: { $0.path == newest.path }) else { return nil }
+        guard !unrecorded.isEmpty else { return nil }
+        // A version whose row says what its record says is recorded already (a kill came before
+        // the record was taken off): the record goes now, so that later runs do not look again.
+        // A row of another file under the name (a version deleted by hand, whose name the new
+        // one took) is not this file's.
+        let rows = Dictionary(try await state.versions(of: job.item).map { ($0.path, $0) }, uniquingKeysWith: { $1 })
+        func isRecorded(_ file: (path: String, size: Int64, record: CommitRecord)) -> Bool {
+            guard let row = rows[file.path] else { return false }
+            return row.url == job.url && row.bytes == file.size && row.etag == file.record.etag
+                && row.lastModified == file.record.lastModified
+        }
+        for stale in unrecorded where isRecorded(stale) && plan == nil {
+            directory.removeAttribute(PartialStore.attribute, of: stale.path)
+        }
+        guard let newest = unrecorded.last(where: { !isRecorded($0) }) else { return nil }
         return try await adopt(newest.path, size: newest.size, record: newest.record, of: job)
     }
 

@@ -293,45 +293,91 @@ struct TagVersionTests {
         }
     }
 
-    /// A new version saved beside the one held (`name(1).ext`) and killed before its row: the
-    /// next new-file run records it and asks by its validators, rather than fetching it again
-    /// and saving it a second time as `name(2).ext`.
-    @Test func aNewVersionNamedButNotRecordedBeforeAKillIsRecordedNotSavedTwice() async throws {
+    /// Puts `bytes` at `relativePath` carrying the record a commit gives them before their row is
+    /// written: what a kill in between leaves.
+    private func plantUnrecorded(_ bytes: [UInt8], at relativePath: String, in dir: URL, url: String, etag: String?, lastModified: String?) throws {
+        let path = dir.appendingPathComponent(relativePath).path
+        try TestSupport.write(bytes, to: path)
+        let record = PartialRecord(url: url, etag: etag, lastModified: lastModified, totalLength: Int64(bytes.count))
+        let fd = open(path, O_WRONLY)
+        try #require(fd >= 0)
+        #expect(PartialStore.attachForCommit(record, toFile: fd))
+        close(fd)
+    }
+
+    /// A new version saved beside the one held and killed before its row: the next new-file run
+    /// records it and asks by its validators, rather than fetching it again and saving it a
+    /// second time under the next free name. Beside: the new version took `name(1).ext`. Below:
+    /// the user had deleted `name.ext` (an older version), and the new version took that name
+    /// back, below the newest recorded one.
+    @Test(arguments: ["beside", "below"])
+    func aNewVersionNamedButNotRecordedBeforeAKillIsRecordedNotSavedTwice(layout: String) async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 #expect(try await run(server, into: dir, mode: .newFile).isComplete)
                 let file = mirroredFiles(server)[0]
                 let url = server.baseURL + file.remote
+                let second = MirrorDirectory.numbered(file.local, 1)
+                var expected = Set(mirroredFiles(server).map(\.local)).union([second])
+                let killedAt: String
+                if layout == "below" {
+                    server.changeContent(path: file.remote)
+                    #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
+                    try FileManager.default.removeItem(at: dir.appendingPathComponent(file.local))
+                    killedAt = file.local
+                } else {
+                    killedAt = second
+                }
                 server.changeContent(path: file.remote)
-                // As a kill between the new version's rename and its row leaves it: the file beside
-                // the old one, carrying its download's record, and no row for it.
-                let newName = MirrorDirectory.numbered(file.local, 1)
-                let bytes = try #require(server.content(of: file.remote))
-                let path = dir.appendingPathComponent(newName).path
-                try TestSupport.write(bytes, to: path)
-                let record = PartialRecord(
-                    url: url, etag: server.etag(of: file.remote), lastModified: server.lastModified(of: file.remote),
-                    totalLength: Int64(bytes.count))
-                let fd = open(path, O_WRONLY)
-                try #require(fd >= 0)
-                #expect(PartialStore.attachForCommit(record, toFile: fd))
-                close(fd)
+                try plantUnrecorded(
+                    try #require(server.content(of: file.remote)), at: killedAt, in: dir, url: url,
+                    etag: server.etag(of: file.remote), lastModified: server.lastModified(of: file.remote))
                 let requestsBefore = server.requests.count
 
-                let second = try await run(server, into: dir, mode: .newFile)
-                #expect(second.isComplete)
-                #expect(second.downloaded == 0)
-                #expect(try contents(of: dir) == Set(mirroredFiles(server).map(\.local)).union([newName]))
-                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(MirrorDirectory.numbered(file.local, 2)).path))
-                // Asked by the new version's validators: the server's file is that one.
+                let next = try await run(server, into: dir, mode: .newFile)
+                #expect(next.isComplete)
+                #expect(next.downloaded == 0)
+                expected.insert(killedAt)
+                #expect(try contents(of: dir) == expected)
+                // Asked by the killed version's validators: the server's file is that one.
                 let asked = mediaRequests(server, after: requestsBefore).filter { $0.path == file.remote }
                 #expect(asked.count == 1)
                 #expect(asked.first?.header("If-None-Match") == server.etag(of: file.remote))
                 let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
-                #expect(try await state.versions(of: url).map(\.path) == [file.local, newName])
-                #expect(try await state.latestFile(of: url)?.etag == server.etag(of: file.remote))
-                let carried = try MirrorDirectory(root: dir).occupant(of: newName)
-                #expect(carried?.record == nil, "the record it carried is taken off once its row is written")
+                let latest = try await state.latestFile(of: url)
+                #expect(latest?.path == killedAt)
+                #expect(latest?.etag == server.etag(of: file.remote))
+                #expect(Set(try await state.versions(of: url).map(\.path)) == [file.local, second])
+                #expect(try MirrorDirectory(root: dir).occupant(of: killedAt)?.record == nil, "its record is taken off once its row is written")
+            }
+        }
+    }
+
+    /// A recorded version that still carries its record (a kill came after its row, before the
+    /// record was taken off) is not adopted again: the newest stays the newest, and the record
+    /// goes.
+    @Test func aRecordedVersionStillCarryingItsRecordIsNotTakenForANewOne() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let file = mirroredFiles(server)[0]
+                let url = server.baseURL + file.remote
+                let oldBytes = try #require(server.content(of: file.remote))
+                let oldETag = server.etag(of: file.remote)
+                let oldDate = server.lastModified(of: file.remote)
+                server.changeContent(path: file.remote)
+                #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
+                // The older version, recorded, with its record put back on.
+                try plantUnrecorded(oldBytes, at: file.local, in: dir, url: url, etag: oldETag, lastModified: oldDate)
+                let requestsBefore = server.requests.count
+
+                let next = try await run(server, into: dir, mode: .newFile)
+                #expect(next.isComplete && next.downloaded == 0 && next.unchanged > 0)
+                let asked = mediaRequests(server, after: requestsBefore).filter { $0.path == file.remote }
+                #expect(asked.first?.header("If-None-Match") == server.etag(of: file.remote), "asked by the newest")
+                let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                #expect(try await state.latestFile(of: url)?.path == MirrorDirectory.numbered(file.local, 1))
+                #expect(try MirrorDirectory(root: dir).occupant(of: file.local)?.record == nil, "the stale record is gone")
             }
         }
     }
