@@ -84,8 +84,18 @@ extension JobRunner {
             updated: job.release?.updated)
         try await state.record(file)
         // A dry run records into its copy of the state, and changes nothing on the disk.
-        if plan == nil { directory.removeAttribute(PartialStore.attribute, of: path) }
+        guard plan == nil else { return file }
+        directory.removeAttribute(PartialStore.attribute, of: path)
         logger.info("\(path) was saved by a run that stopped before recording it; recorded now")
+        // What the commit does once the row is written, and the kill kept it from doing: the
+        // server's date on the file, and the hook told of it (once: the commit tells it only after
+        // the row).
+        if let date = record.lastModified.flatMap({ HTTPDate.parse($0) }) { directory.setModificationDate(date, of: path) }
+        if let hook, let failure = await hook.saved(SavedFile(
+            path: directory.root.appendingPathComponent(path).path, mirror: directory.root.path, relativePath: path,
+            url: job.url, item: job.item, source: source, bytes: size)) {
+            hookFailures.add(failure)
+        }
         return file
     }
 

@@ -1,5 +1,6 @@
 import FixtureServer
 import Foundation
+import Synchronization
 import Testing
 @testable import MirrorKit
 
@@ -7,13 +8,25 @@ import Testing
 struct TagVersionTests {
     let engine = TransferEngine()
 
-    private func run(_ server: FixtureServer, into dir: URL, mode: DownloadMode, keepDeleted: Bool = false) async throws -> MirrorSummary {
+    /// Hears the files a run says it saved.
+    private final class SavedFiles: SavedFileHook {
+        let paths = Mutex<[String]>([])
+        func saved(_ file: SavedFile) async -> String? {
+            paths.withLock { $0.append(file.relativePath) }
+            return nil
+        }
+    }
+
+    private func run(
+        _ server: FixtureServer, into dir: URL, mode: DownloadMode, keepDeleted: Bool = false, hook: (any SavedFileHook)? = nil
+    ) async throws -> MirrorSummary {
         let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
         var settings = TagRun.Settings(
             crawl: TagCrawler.Options(tag: "cats"),
             urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
             mode: mode, retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
         settings.driver.keepDeleted = keepDeleted
+        settings.driver.hook = hook
         return try await TagRun(
             directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
             logger: TestSupport.logger
@@ -279,9 +292,11 @@ struct TagVersionTests {
                     try partials.save(record)
                 }
                 #expect(rename(partials.partPath(for: url), dir.appendingPathComponent(file.local).path) == 0)
-                let second = try await run(server, into: dir, mode: .newFile)
+                let saved = SavedFiles()
+                let second = try await run(server, into: dir, mode: .newFile, hook: saved)
                 #expect(second.isComplete)
                 #expect(second.downloaded == 0)
+                try expectFinishedAsACommitWould(file.local, in: dir, servedAs: file.remote, by: server, hookHeard: saved)
                 #expect(try contents(of: dir) == Set(mirroredFiles(server).map(\.local)))
                 let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
                 let recorded = try await state.latestFile(of: url)
@@ -291,6 +306,17 @@ struct TagVersionTests {
                 #expect(recorded?.lastModified == server.lastModified(of: file.remote) && recorded?.lastModified != nil)
             }
         }
+    }
+
+    /// What the commit does after the row, done for a file a killed run left unrecorded: the
+    /// server's date on it, and the hook told of it, once.
+    private func expectFinishedAsACommitWould(
+        _ relativePath: String, in dir: URL, servedAs remote: String, by server: FixtureServer, hookHeard saved: SavedFiles
+    ) throws {
+        #expect(saved.paths.withLock { $0 } == [relativePath])
+        let modified = try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(relativePath).path)[.modificationDate] as? Date
+        let served = try #require(server.lastModified(of: remote).flatMap { HTTPDate.parse($0) })
+        #expect(modified == served)
     }
 
     /// Puts `bytes` at `relativePath` carrying the record a commit gives them before their row is
@@ -334,9 +360,11 @@ struct TagVersionTests {
                     etag: server.etag(of: file.remote), lastModified: server.lastModified(of: file.remote))
                 let requestsBefore = server.requests.count
 
-                let next = try await run(server, into: dir, mode: .newFile)
+                let saved = SavedFiles()
+                let next = try await run(server, into: dir, mode: .newFile, hook: saved)
                 #expect(next.isComplete)
                 #expect(next.downloaded == 0)
+                try expectFinishedAsACommitWould(killedAt, in: dir, servedAs: file.remote, by: server, hookHeard: saved)
                 expected.insert(killedAt)
                 #expect(try contents(of: dir) == expected)
                 // Asked by the killed version's validators: the server's file is that one.
