@@ -5,23 +5,22 @@ import FoundationEssentials
 extension JobRunner {
     /// What the mirror holds of `job`'s item (its newest version, when the file is still there
     /// or the user keeps deleted files deleted, else the job's own download a killed run left
-    /// unrecorded; in `new-file` mode, a newer version a killed run left unrecorded beside it), whether its URL is known removed upstream, whether the newest version
-    /// recorded is gone from the disk (deleted by hand: fetching it again restores it, unless
-    /// deleted files are kept deleted), and, when nothing is held, whether something else has
-    /// the job's name.
+    /// unrecorded; in `new-file` mode, newer versions a killed run left unrecorded beside it),
+    /// whether its URL is known removed upstream, whether the newest version recorded is gone
+    /// from the disk (deleted by hand: fetching it again restores it, unless deleted files are
+    /// kept deleted), and, when nothing is held, whether something else has the job's name.
     func heldCopy(for job: MirrorJob) async throws(MirrorError) -> (held: MirroredFile?, removed: Bool, missing: Bool, nameTaken: Bool) {
         let (latest, removed) = try await state.fate(of: job.item, url: job.url)
         guard let latest else {
             let (adopted, taken) = try await adoptUnrecorded(job)
             return (adopted, removed, false, taken)
         }
-        if try directory.fileExists(latest.path) {
-            if mode == .newFile, let newer = try await adoptUnrecordedVersion(of: job, after: latest) {
-                return (newer, removed, false, true)
-            }
-            return (latest, removed, false, true)
+        let present = try directory.fileExists(latest.path)
+        if !present, keepDeleted { return (latest, removed, true, false) }
+        if mode == .newFile, let newest = try await adoptUnrecordedVersions(of: job, besides: latest, present: present) {
+            return (newest, removed, false, true)
         }
-        if keepDeleted { return (latest, removed, true, false) }
+        if present { return (latest, removed, false, true) }
         let (adopted, taken) = try await adoptUnrecorded(job)
         return (adopted, removed, true, taken)
     }
@@ -32,39 +31,80 @@ extension JobRunner {
     func adoptUnrecorded(_ job: MirrorJob) async throws(MirrorError) -> (file: MirroredFile?, nameTaken: Bool) {
         guard let occupant = try directory.occupant(of: job.relativePath) else { return (nil, false) }
         guard let (size, record) = ownDownload(occupant, of: job) else { return (nil, true) }
-        return (try await adopt(job.relativePath, size: size, record: record, of: job), true)
+        let found = Unrecorded(path: job.relativePath, size: size, record: record)
+        if try await isRecorded(found, among: rowsByPath(of: job)) {
+            forgetStaleRecord(of: found)
+            return (nil, true)
+        }
+        return (try await adopt(found, of: job), true)
     }
 
-    /// A new version of `job`'s file that a run killed before recording it saved beside `latest`
-    /// (`name(1).ext`…): recorded now as the newest, rather than fetched again and saved a second
-    /// time under the next free name. A new version takes the first free name of the run
-    /// `name.ext`, `name(1).ext`…, so the names are looked at in that order up to the first free
-    /// one (below `latest`'s too: a version deleted by hand frees its name for the next).
-    func adoptUnrecordedVersion(of job: MirrorJob, after latest: MirroredFile) async throws(MirrorError) -> MirroredFile? {
-        var unrecorded: [(path: String, size: Int64, record: CommitRecord)] = []
+    /// A file carrying the record of `job`'s download: named, and not recorded unless a kill
+    /// came between its row and the record's removal.
+    struct Unrecorded: Sendable {
+        var path: String
+        var size: Int64
+        var record: CommitRecord
+    }
+
+    /// The new versions of `job`'s file that runs killed before recording them saved beside
+    /// `latest` (`name(1).ext`…): recorded now, the last as the newest, rather than fetched again
+    /// and saved a second time under the next free name. Nil when there are none.
+    ///
+    /// A new version takes the first free name of the run `name.ext`, `name(1).ext`…, which may
+    /// be below `latest`'s (a version deleted by hand frees its name), and a name below it may
+    /// have been freed since: the names are looked at up to the highest a recorded version has,
+    /// then on to the first free one.
+    func adoptUnrecordedVersions(of job: MirrorJob, besides latest: MirroredFile, present: Bool) async throws(MirrorError) -> MirroredFile? {
+        let rows = try await rowsByPath(of: job)
+        let highest = rows.keys.compactMap { MirrorDirectory.versionNumber(of: $0, among: job.relativePath) }.max() ?? 0
+        var found: [Unrecorded] = []
         for number in 0... {
             let path = number == 0 ? job.relativePath : MirrorDirectory.numbered(job.relativePath, number)
             // Recorded, and known to be there.
-            if path == latest.path { continue }
-            guard let occupant = try directory.occupant(of: path) else { break }
-            if let (size, record) = ownDownload(occupant, of: job) { unrecorded.append((path, size, record)) }
+            if present, path == latest.path { continue }
+            guard let occupant = try directory.occupant(of: path) else {
+                if number > highest { break }
+                continue
+            }
+            if let (size, record) = ownDownload(occupant, of: job) { found.append(Unrecorded(path: path, size: size, record: record)) }
         }
-        guard !unrecorded.isEmpty else { return nil }
-        // A version whose row says what its record says is recorded already (a kill came before
-        // the record was taken off): the record goes now, so that later runs do not look again.
-        // A row of another file under the name (a version deleted by hand, whose name the new
-        // one took) is not this file's.
-        let rows = Dictionary(try await state.versions(of: job.item).map { ($0.path, $0) }, uniquingKeysWith: { $1 })
-        func isRecorded(_ file: (path: String, size: Int64, record: CommitRecord)) -> Bool {
-            guard let row = rows[file.path] else { return false }
-            return row.url == job.url && row.bytes == file.size && row.etag == file.record.etag
-                && row.lastModified == file.record.lastModified
+        var newest: MirroredFile?
+        for file in found {
+            if try await isRecorded(file, among: rows) {
+                forgetStaleRecord(of: file)
+            } else {
+                newest = try await adopt(file, of: job)
+            }
         }
-        for stale in unrecorded where isRecorded(stale) && plan == nil {
-            directory.removeAttribute(PartialStore.attribute, of: stale.path)
-        }
-        guard let newest = unrecorded.last(where: { !isRecorded($0) }) else { return nil }
-        return try await adopt(newest.path, size: newest.size, record: newest.record, of: job)
+        return newest
+    }
+
+    /// The recorded versions of `job`'s item, by path.
+    private func rowsByPath(of job: MirrorJob) async throws(MirrorError) -> [String: MirroredFile] {
+        Dictionary(try await state.versions(of: job.item).map { ($0.path, $0) }, uniquingKeysWith: { $1 })
+    }
+
+    /// Whether `file` is the version recorded under its name, its record left on by a kill that
+    /// came after its row: the same URL and size, and the validators the record has, or, when
+    /// a later answer changed the row's, the same MD5. A row of another file under the name (a
+    /// version deleted by hand, whose name a new one took) is not it. When nothing tells them
+    /// apart (no MD5 recorded), the file is taken for the recorded one: at worst a new version
+    /// is fetched again, never an old one made the newest.
+    private func isRecorded(_ file: Unrecorded, among rows: [String: MirroredFile]) async throws(MirrorError) -> Bool {
+        guard let row = rows[file.path] else { return false }
+        guard file.record.isFor(row.url), row.bytes == file.size else { return false }
+        if row.etag == file.record.etag, row.lastModified == file.record.lastModified { return true }
+        guard let recordedMD5 = row.md5 else { return true }
+        let (directory, path) = (directory, file.path)
+        let md5 = try await BlockingIO.run { () throws(MirrorError) in try directory.md5(of: path) }
+        return md5 == recordedMD5
+    }
+
+    /// Takes off the record a recorded version still carries (a dry run changes nothing).
+    private func forgetStaleRecord(of file: Unrecorded) {
+        guard plan == nil else { return }
+        directory.removeAttribute(PartialStore.attribute, of: file.path)
     }
 
     /// The occupant's size and record when it is `job`'s own download, named and not recorded:
@@ -76,8 +116,9 @@ extension JobRunner {
         return (size, record)
     }
 
-    /// Records the file at `path` as `job`'s newest version, from the record it carries.
-    private func adopt(_ path: String, size: Int64, record: CommitRecord, of job: MirrorJob) async throws(MirrorError) -> MirroredFile {
+    /// Records `found` as `job`'s newest version, from the record it carries.
+    private func adopt(_ found: Unrecorded, of job: MirrorJob) async throws(MirrorError) -> MirroredFile {
+        let (path, size, record) = (found.path, found.size, found.record)
         let file = MirroredFile(
             path: path, item: job.item, source: source, url: job.url, etag: record.etag,
             lastModified: record.lastModified, bytes: size, md5: nil, version: job.release?.version,

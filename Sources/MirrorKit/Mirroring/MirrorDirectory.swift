@@ -379,6 +379,17 @@ package struct MirrorDirectory: Sendable {
         insert("(\(number))", beforeExtensionOf: relativePath)
     }
 
+    /// Where `path` stands among the names new versions of `relativePath` take (see
+    /// ``numbered(_:_:)``): 0 for the name itself, n for `name(n).ext`, nil for another name.
+    static func versionNumber(of path: String, among relativePath: String) -> Int? {
+        if path == relativePath { return 0 }
+        guard let close = path.lastIndex(of: ")"), let open = path[..<close].lastIndex(of: "("),
+              let number = Int(path[path.index(after: open)..<close]), number > 0,
+              numbered(relativePath, number) == path
+        else { return nil }
+        return number
+    }
+
     /// `name.ext` → `name-tag.ext`.
     static func tagged(_ name: String, _ tag: some StringProtocol) -> String {
         insert("-\(tag)", beforeExtensionOf: name)

@@ -71,6 +71,21 @@ struct MirrorDirectoryTests {
         #expect(MirrorDirectory.numbered("dir.x/.hidden", 1) == "dir.x/.hidden(1)")
     }
 
+    /// Read back from the name: which version of a file a name is, cut names included.
+    @Test func tellsWhichVersionANameIs() {
+        let long = "full/" + String(repeating: "n", count: 250) + ".jpg"
+        for name in ["full/a.b.jpg", "full/noext", "dir.x/.hidden", "full/(3).jpg", long] {
+            #expect(MirrorDirectory.versionNumber(of: name, among: name) == 0)
+            for number in [1, 2, 12, 123_456] {
+                #expect(MirrorDirectory.versionNumber(of: MirrorDirectory.numbered(name, number), among: name) == number, "\(name) \(number)")
+            }
+        }
+        #expect(MirrorDirectory.versionNumber(of: "full/other(1).jpg", among: "full/a.jpg") == nil)
+        #expect(MirrorDirectory.versionNumber(of: "full/a(0).jpg", among: "full/a.jpg") == nil)
+        #expect(MirrorDirectory.versionNumber(of: "full/a(x).jpg", among: "full/a.jpg") == nil)
+        #expect(MirrorDirectory.versionNumber(of: "preview/a(1).jpg", among: "full/a.jpg") == nil)
+    }
+
     @Test func aSecondRunCannotTakeTheLock() async throws {
         try await TestSupport.withTemporaryDirectory { root in
             let directory = try MirrorDirectory(root: root)

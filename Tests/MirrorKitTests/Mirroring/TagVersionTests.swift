@@ -314,9 +314,14 @@ struct TagVersionTests {
         _ relativePath: String, in dir: URL, servedAs remote: String, by server: FixtureServer, hookHeard saved: SavedFiles
     ) throws {
         #expect(saved.paths.withLock { $0 } == [relativePath])
+        try expectDated(relativePath, in: dir, as: server.lastModified(of: remote))
+    }
+
+    /// The file carries `served`, the date the server gave it.
+    private func expectDated(_ relativePath: String, in dir: URL, as served: String?) throws {
         let modified = try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(relativePath).path)[.modificationDate] as? Date
-        let served = try #require(server.lastModified(of: remote).flatMap { HTTPDate.parse($0) })
-        #expect(modified == served)
+        let date = try #require(served.flatMap { HTTPDate.parse($0) })
+        #expect(modified == date, "\(relativePath)")
     }
 
     /// Puts `bytes` at `relativePath` carrying the record a commit gives them before their row is
@@ -333,58 +338,98 @@ struct TagVersionTests {
 
     /// A new version saved beside the one held and killed before its row: the next new-file run
     /// records it and asks by its validators, rather than fetching it again and saving it a
-    /// second time under the next free name. Beside: the new version took `name(1).ext`. Below:
-    /// the user had deleted `name.ext` (an older version), and the new version took that name
-    /// back, below the newest recorded one.
-    @Test(arguments: ["beside", "below"])
+    /// second time under the next free name.
+    /// - beside: it took `name(1).ext`.
+    /// - below: the user had deleted `name.ext` (an older version), and it took that name back.
+    /// - freedBelow: it took `name(2).ext`, and the user deleted `name.ext` after the kill.
+    /// - newestDeleted: it took `name(2).ext`, and the user deleted the newest, `name(1).ext`.
+    /// - twoLeft: two runs were killed in turn (builds before this one did not adopt):
+    ///   `name(1).ext` and `name(2).ext`, both recorded now, the second as the newest.
+    @Test(arguments: ["beside", "below", "freedBelow", "newestDeleted", "twoLeft"])
     func aNewVersionNamedButNotRecordedBeforeAKillIsRecordedNotSavedTwice(layout: String) async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 #expect(try await run(server, into: dir, mode: .newFile).isComplete)
                 let file = mirroredFiles(server)[0]
                 let url = server.baseURL + file.remote
-                let second = MirrorDirectory.numbered(file.local, 1)
-                var expected = Set(mirroredFiles(server).map(\.local)).union([second])
-                let killedAt: String
-                if layout == "below" {
+                let first = file.local
+                let (second, third) = (MirrorDirectory.numbered(first, 1), MirrorDirectory.numbered(first, 2))
+                var files = Set(mirroredFiles(server).map(\.local))
+                var servedDates: [String: String?] = [:]
+                func plantNextVersion(at path: String) throws {
+                    server.changeContent(path: file.remote)
+                    servedDates[path] = server.lastModified(of: file.remote)
+                    try plantUnrecorded(
+                        try #require(server.content(of: file.remote)), at: path, in: dir, url: url,
+                        etag: server.etag(of: file.remote), lastModified: server.lastModified(of: file.remote))
+                    files.insert(path)
+                }
+                func deleteByHand(_ path: String) throws {
+                    try FileManager.default.removeItem(at: dir.appendingPathComponent(path))
+                    files.remove(path)
+                }
+                func saveNextVersion() async throws {
                     server.changeContent(path: file.remote)
                     #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
-                    try FileManager.default.removeItem(at: dir.appendingPathComponent(file.local))
-                    killedAt = file.local
-                } else {
-                    killedAt = second
+                    files.insert(second)
                 }
-                server.changeContent(path: file.remote)
-                try plantUnrecorded(
-                    try #require(server.content(of: file.remote)), at: killedAt, in: dir, url: url,
-                    etag: server.etag(of: file.remote), lastModified: server.lastModified(of: file.remote))
+                let adopted: [String]
+                switch layout {
+                case "beside":
+                    try plantNextVersion(at: second)
+                    adopted = [second]
+                case "below":
+                    try await saveNextVersion()
+                    try deleteByHand(first)
+                    try plantNextVersion(at: first)
+                    adopted = [first]
+                case "freedBelow":
+                    try await saveNextVersion()
+                    try plantNextVersion(at: third)
+                    try deleteByHand(first)
+                    adopted = [third]
+                case "newestDeleted":
+                    try await saveNextVersion()
+                    try plantNextVersion(at: third)
+                    try deleteByHand(second)
+                    adopted = [third]
+                default:
+                    try plantNextVersion(at: second)
+                    try plantNextVersion(at: third)
+                    adopted = [second, third]
+                }
+                let newest = try #require(adopted.last)
                 let requestsBefore = server.requests.count
 
                 let saved = SavedFiles()
                 let next = try await run(server, into: dir, mode: .newFile, hook: saved)
                 #expect(next.isComplete)
                 #expect(next.downloaded == 0)
-                try expectFinishedAsACommitWould(killedAt, in: dir, servedAs: file.remote, by: server, hookHeard: saved)
-                expected.insert(killedAt)
-                #expect(try contents(of: dir) == expected)
-                // Asked by the killed version's validators: the server's file is that one.
+                #expect(saved.paths.withLock { $0 } == adopted, "the hook hears of each once")
+                for path in adopted {
+                    try expectDated(path, in: dir, as: servedDates[path] ?? nil)
+                    #expect(try MirrorDirectory(root: dir).occupant(of: path)?.record == nil, "its record is taken off once its row is written")
+                }
+                #expect(try contents(of: dir) == files)
+                // Asked by the newest version's validators: the server's file is that one.
                 let asked = mediaRequests(server, after: requestsBefore).filter { $0.path == file.remote }
                 #expect(asked.count == 1)
                 #expect(asked.first?.header("If-None-Match") == server.etag(of: file.remote))
                 let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
                 let latest = try await state.latestFile(of: url)
-                #expect(latest?.path == killedAt)
+                #expect(latest?.path == newest)
                 #expect(latest?.etag == server.etag(of: file.remote))
-                #expect(Set(try await state.versions(of: url).map(\.path)) == [file.local, second])
-                #expect(try MirrorDirectory(root: dir).occupant(of: killedAt)?.record == nil, "its record is taken off once its row is written")
+                #expect(Set(try await state.versions(of: url).map(\.path)).isSuperset(of: adopted))
             }
         }
     }
 
     /// A recorded version that still carries its record (a kill came after its row, before the
-    /// record was taken off) is not adopted again: the newest stays the newest, and the record
-    /// goes.
-    @Test func aRecordedVersionStillCarryingItsRecordIsNotTakenForANewOne() async throws {
+    /// record was taken off) is not adopted again: the newest stays the newest, the hook hears
+    /// nothing, and the record goes. Also when a later answer changed the row's validators (the
+    /// same bytes re-tagged): the MD5 tells it is the recorded file.
+    @Test(arguments: [false, true])
+    func aRecordedVersionStillCarryingItsRecordIsNotTakenForANewOne(rowChangedSince: Bool) async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 #expect(try await run(server, into: dir, mode: .newFile).isComplete)
@@ -397,10 +442,16 @@ struct TagVersionTests {
                 #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
                 // The older version, recorded, with its record put back on.
                 try plantUnrecorded(oldBytes, at: file.local, in: dir, url: url, etag: oldETag, lastModified: oldDate)
+                if rowChangedSince {
+                    try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path).execute(
+                        "UPDATE files SET etag = '\"re-tagged\"', last_modified = NULL WHERE path = ?1", [.text(file.local)])
+                }
                 let requestsBefore = server.requests.count
 
-                let next = try await run(server, into: dir, mode: .newFile)
+                let saved = SavedFiles()
+                let next = try await run(server, into: dir, mode: .newFile, hook: saved)
                 #expect(next.isComplete && next.downloaded == 0 && next.unchanged > 0)
+                #expect(saved.paths.withLock { $0 }.isEmpty)
                 let asked = mediaRequests(server, after: requestsBefore).filter { $0.path == file.remote }
                 #expect(asked.first?.header("If-None-Match") == server.etag(of: file.remote), "asked by the newest")
                 let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
