@@ -17,8 +17,10 @@ extension JobRunner {
         }
         let present = try directory.fileExists(latest.path)
         if !present, keepDeleted { return (latest, removed, true, false) }
-        if mode == .newFile, let newest = try await adoptUnrecordedVersions(of: job, besides: latest, present: present) {
-            return (newest, removed, false, true)
+        if mode == .newFile {
+            if let newest = try await adoptUnrecordedVersions(of: job, besides: latest) { return (newest, removed, false, true) }
+            // Whether the name is taken is a skip-if-exists question.
+            return present ? (latest, removed, false, true) : (nil, removed, true, false)
         }
         if present { return (latest, removed, false, true) }
         let (adopted, taken) = try await adoptUnrecorded(job)
@@ -48,27 +50,32 @@ extension JobRunner {
     }
 
     /// The new versions of `job`'s file that runs killed before recording them saved beside
-    /// `latest` (`name(1).ext`…): recorded now, the last as the newest, rather than fetched again
-    /// and saved a second time under the next free name. Nil when there are none.
+    /// `latest`: recorded now, the last as the newest, rather than fetched again and saved a
+    /// second time under the next free name. Nil when there are none.
     ///
-    /// A new version takes the first free name of the run `name.ext`, `name(1).ext`…, which may
-    /// be below `latest`'s (a version deleted by hand frees its name), and a name below it may
-    /// have been freed since: the names are looked at up to the highest a recorded version has,
-    /// then on to the first free one.
-    func adoptUnrecordedVersions(of job: MirrorJob, besides latest: MirroredFile, present: Bool) async throws(MirrorError) -> MirroredFile? {
-        let rows = try await rowsByPath(of: job)
-        let highest = rows.keys.compactMap { MirrorDirectory.versionNumber(of: $0, among: job.relativePath) }.max() ?? 0
+    /// A new version takes the first free name of the run `name.ext`, `name(1).ext`…: below
+    /// `latest`'s when a version was deleted by hand, `latest`'s own when the newest was. Names
+    /// freed after the kill (another file deleted) leave gaps below it. So every name up to
+    /// `latest`'s is looked at, and past it the names up to ``freeNamesEndingTheSearch`` free
+    /// ones in a row. The state is asked about a name only when its file carries this URL's
+    /// record: a plain new-file run costs no query more than before, and no group of rows is
+    /// written early.
+    func adoptUnrecordedVersions(of job: MirrorJob, besides latest: MirroredFile) async throws(MirrorError) -> MirroredFile? {
+        let latestNumber = MirrorDirectory.versionNumber(of: latest.path, among: job.relativePath) ?? 0
         var found: [Unrecorded] = []
+        var freeInARow = 0
         for number in 0... {
             let path = number == 0 ? job.relativePath : MirrorDirectory.numbered(job.relativePath, number)
-            // Recorded, and known to be there.
-            if present, path == latest.path { continue }
             guard let occupant = try directory.occupant(of: path) else {
-                if number > highest { break }
+                freeInARow += 1
+                if number > latestNumber, freeInARow >= Self.freeNamesEndingTheSearch { break }
                 continue
             }
+            freeInARow = 0
             if let (size, record) = ownDownload(occupant, of: job) { found.append(Unrecorded(path: path, size: size, record: record)) }
         }
+        guard !found.isEmpty else { return nil }
+        let rows = try await rowsByPath(of: job)
         var newest: MirroredFile?
         for file in found {
             if try await isRecorded(file, among: rows) {
@@ -80,24 +87,27 @@ extension JobRunner {
         return newest
     }
 
+    /// Free names in a row, past the newest version's, after which no version is looked for:
+    /// a gap of one or two is a file deleted since, more is the end of the versions.
+    static let freeNamesEndingTheSearch = 3
+
     /// The recorded versions of `job`'s item, by path.
     private func rowsByPath(of job: MirrorJob) async throws(MirrorError) -> [String: MirroredFile] {
         Dictionary(try await state.versions(of: job.item).map { ($0.path, $0) }, uniquingKeysWith: { $1 })
     }
 
     /// Whether `file` is the version recorded under its name, its record left on by a kill that
-    /// came after its row: the same URL and size, and the validators the record has, or, when
-    /// a later answer changed the row's, the same MD5. A row of another file under the name (a
+    /// came after its row: the same size, and the URL and validators the record has, or, when a
+    /// later answer changed the row's, the same MD5. A row of another file under the name (a
     /// version deleted by hand, whose name a new one took) is not it. When nothing tells them
-    /// apart (no MD5 recorded), the file is taken for the recorded one: at worst a new version
-    /// is fetched again, never an old one made the newest.
+    /// apart (no MD5 recorded, a file that cannot be read), the file is taken for the recorded
+    /// one: at worst a new version is fetched again, never an old one made the newest.
     private func isRecorded(_ file: Unrecorded, among rows: [String: MirroredFile]) async throws(MirrorError) -> Bool {
-        guard let row = rows[file.path] else { return false }
-        guard file.record.isFor(row.url), row.bytes == file.size else { return false }
-        if row.etag == file.record.etag, row.lastModified == file.record.lastModified { return true }
+        guard let row = rows[file.path], row.bytes == file.size else { return false }
+        if file.record.isFor(row.url), row.etag == file.record.etag, row.lastModified == file.record.lastModified { return true }
         guard let recordedMD5 = row.md5 else { return true }
         let (directory, path) = (directory, file.path)
-        let md5 = try await BlockingIO.run { () throws(MirrorError) in try directory.md5(of: path) }
+        guard let md5 = try await BlockingIO.run({ () throws(MirrorError) in try directory.md5(of: path) }) else { return true }
         return md5 == recordedMD5
     }
 

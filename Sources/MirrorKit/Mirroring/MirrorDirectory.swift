@@ -383,11 +383,17 @@ package struct MirrorDirectory: Sendable {
     /// ``numbered(_:_:)``): 0 for the name itself, n for `name(n).ext`, nil for another name.
     static func versionNumber(of path: String, among relativePath: String) -> Int? {
         if path == relativePath { return 0 }
-        guard let close = path.lastIndex(of: ")"), let open = path[..<close].lastIndex(of: "("),
-              let number = Int(path[path.index(after: open)..<close]), number > 0,
-              numbered(relativePath, number) == path
-        else { return nil }
-        return number
+        // Any "(n)" in the name may be the one `numbered` put in (what it takes for the extension
+        // may hold parentheses too): each is tried, from the last.
+        var end = path.endIndex
+        while let close = path[..<end].lastIndex(of: ")") {
+            end = close
+            guard let open = path[..<close].lastIndex(of: "("),
+                  let number = Int(path[path.index(after: open)..<close]), number > 0
+            else { continue }
+            if numbered(relativePath, number) == path { return number }
+        }
+        return nil
     }
 
     /// `name.ext` → `name-tag.ext`.

@@ -74,7 +74,7 @@ struct MirrorDirectoryTests {
     /// Read back from the name: which version of a file a name is, cut names included.
     @Test func tellsWhichVersionANameIs() {
         let long = "full/" + String(repeating: "n", count: 250) + ".jpg"
-        for name in ["full/a.b.jpg", "full/noext", "dir.x/.hidden", "full/(3).jpg", long] {
+        for name in ["full/a.b.jpg", "full/noext", "dir.x/.hidden", "full/(3).jpg", "enclosures/v1.0 (draft)", "a/b(1).c(2)", long] {
             #expect(MirrorDirectory.versionNumber(of: name, among: name) == 0)
             for number in [1, 2, 12, 123_456] {
                 #expect(MirrorDirectory.versionNumber(of: MirrorDirectory.numbered(name, number), among: name) == number, "\(name) \(number)")

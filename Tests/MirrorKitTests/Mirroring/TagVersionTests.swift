@@ -345,7 +345,10 @@ struct TagVersionTests {
     /// - newestDeleted: it took `name(2).ext`, and the user deleted the newest, `name(1).ext`.
     /// - twoLeft: two runs were killed in turn (builds before this one did not adopt):
     ///   `name(1).ext` and `name(2).ext`, both recorded now, the second as the newest.
-    @Test(arguments: ["beside", "below", "freedBelow", "newestDeleted", "twoLeft"])
+    /// - newestNameReused: the user deleted the newest, `name(1).ext`, and it took that name.
+    /// - foreignGap: it took `name(2).ext` past a file of the user's at `name(1).ext`, deleted
+    ///   after the kill.
+    @Test(arguments: ["beside", "below", "freedBelow", "newestDeleted", "twoLeft", "newestNameReused", "foreignGap"])
     func aNewVersionNamedButNotRecordedBeforeAKillIsRecordedNotSavedTwice(layout: String) async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
@@ -392,6 +395,16 @@ struct TagVersionTests {
                     try await saveNextVersion()
                     try plantNextVersion(at: third)
                     try deleteByHand(second)
+                    adopted = [third]
+                case "newestNameReused":
+                    try await saveNextVersion()
+                    try deleteByHand(second)
+                    try plantNextVersion(at: second)
+                    adopted = [second]
+                case "foreignGap":
+                    try TestSupport.write(Array("the user's own".utf8), to: dir.appendingPathComponent(second).path)
+                    try plantNextVersion(at: third)
+                    try FileManager.default.removeItem(at: dir.appendingPathComponent(second))
                     adopted = [third]
                 default:
                     try plantNextVersion(at: second)
