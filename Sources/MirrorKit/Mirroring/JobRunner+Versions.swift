@@ -67,8 +67,11 @@ extension JobRunner {
         for number in 0... {
             let path = number == 0 ? job.relativePath : MirrorDirectory.numbered(job.relativePath, number)
             guard let occupant = try directory.occupant(of: path) else {
-                freeInARow += 1
-                if number > latestNumber, freeInARow >= Self.freeNamesEndingTheSearch { break }
+                // Free names at or below the newest's say nothing of what is past it.
+                if number > latestNumber {
+                    freeInARow += 1
+                    if freeInARow >= Self.freeNamesEndingTheSearch { break }
+                }
                 continue
             }
             freeInARow = 0

@@ -6,7 +6,7 @@
 /// the run goes on; a kill loses at most a group's rows, never a file: each named file carries the
 /// record its row is made from until the row is written, and the next run records it from there
 /// without a request (see ``JobRunner/adoptUnrecorded(_:)``), a new version saved beside a held
-/// one (`name(1).ext`) too (``JobRunner/adoptUnrecordedVersions(of:besides:present:)``).
+/// one (`name(1).ext`) too (``JobRunner/adoptUnrecordedVersions(of:besides:)``).
 package struct RecordGrouping: Sendable {
     package var limit: Int
     package var latency: Duration

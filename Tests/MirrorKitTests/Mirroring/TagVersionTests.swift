@@ -348,7 +348,9 @@ struct TagVersionTests {
     /// - newestNameReused: the user deleted the newest, `name(1).ext`, and it took that name.
     /// - foreignGap: it took `name(2).ext` past a file of the user's at `name(1).ext`, deleted
     ///   after the kill.
-    @Test(arguments: ["beside", "below", "freedBelow", "newestDeleted", "twoLeft", "newestNameReused", "foreignGap"])
+    /// - olderNewest: the newest is `name.ext` again (the server went back to its bytes) with two
+    ///   versions above it; it took `name(3).ext`, and the user deleted the other three after.
+    @Test(arguments: ["beside", "below", "freedBelow", "newestDeleted", "twoLeft", "newestNameReused", "foreignGap", "olderNewest"])
     func aNewVersionNamedButNotRecordedBeforeAKillIsRecordedNotSavedTwice(layout: String) async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
@@ -371,10 +373,10 @@ struct TagVersionTests {
                     try FileManager.default.removeItem(at: dir.appendingPathComponent(path))
                     files.remove(path)
                 }
-                func saveNextVersion() async throws {
+                func saveNextVersion(at path: String? = nil) async throws {
                     server.changeContent(path: file.remote)
                     #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
-                    files.insert(second)
+                    files.insert(path ?? second)
                 }
                 let adopted: [String]
                 switch layout {
@@ -406,6 +408,24 @@ struct TagVersionTests {
                     try plantNextVersion(at: third)
                     try FileManager.default.removeItem(at: dir.appendingPathComponent(second))
                     adopted = [third]
+                case "olderNewest":
+                    try await saveNextVersion()
+                    try await saveNextVersion(at: third)
+                    // What taking an older version's bytes back does: its row made the newest. The
+                    // image listed again (not done), so that its job has the file's own name: a
+                    // sweep's job would name new versions after the first row left.
+                    let name = first.split(separator: "/")[1].split(separator: ".")[0]
+                    let id = first.hasPrefix("preview/") ? String(name.dropLast()) : String(name)
+                    try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path).script("""
+                        CREATE TEMP TABLE again AS SELECT * FROM files WHERE path = '\(first)';
+                        DELETE FROM files WHERE path = '\(first)';
+                        INSERT INTO files SELECT * FROM again;
+                        UPDATE images SET done = 0 WHERE id = '\(id)';
+                        """)
+                    let fourth = MirrorDirectory.numbered(first, 3)
+                    try plantNextVersion(at: fourth)
+                    for path in [first, second, third] { try deleteByHand(path) }
+                    adopted = [fourth]
                 default:
                     try plantNextVersion(at: second)
                     try plantNextVersion(at: third)
