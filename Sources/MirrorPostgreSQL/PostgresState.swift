@@ -255,23 +255,24 @@ package final class PostgresState: MirrorStore {
 
     package func filesToRevalidate(
         source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
-    ) async throws(MirrorError) -> SweepPage<(latest: MirroredFile, firstPath: String)> {
+    ) async throws(MirrorError) -> SweepPage<(latest: MirroredFile, paths: [String])> {
         if position == nil { try await claim(folders, for: source) }
         let from = position ?? .start
         let rows = try await rows(
             """
-            SELECT id AS row, \(unescaped: Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY id LIMIT 1) AS first_path
+            SELECT id AS row, \(unescaped: Self.columns),
+              (SELECT string_agg(path, chr(10) ORDER BY id) FROM files AS version WHERE version.item = files.item) AS paths
             FROM files WHERE source = \(source)
               AND \(unescaped: Self.newestNotRemoved)
               AND (checked_at, id) > (\(from.checkedAt), \(from.row))
             ORDER BY checked_at, id LIMIT \(limit)
             """)
-        var found: [(latest: MirroredFile, firstPath: String)] = []
+        var found: [(latest: MirroredFile, paths: [String])] = []
         var last: SweepPosition?
         for row in rows {
-            let first = try decode(row, String.self, column: "first_path")
+            let paths = MirroredFile.paths(joined: try decode(row, String.self, column: "paths"))
             let file = try Self.file(from: row, in: self)
-            found.append((file, first))
+            found.append((file, paths))
             last = SweepPosition(checkedAt: file.checkedAt, row: try decode(row, Int64.self, column: "row"))
         }
         return SweepPage(files: found, last: last, limit: limit)

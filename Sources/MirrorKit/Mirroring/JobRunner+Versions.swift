@@ -216,7 +216,8 @@ extension JobRunner {
             guard !handled.contains(file.latest.item) else { return nil }
             if keepDeleted, try !directory.fileExists(file.latest.path) { return nil }
             // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
-            return MirrorJob(url: file.latest.url, relativePath: file.firstPath, item: file.latest.item)
+            let named = MirrorDirectory.baseName(of: file.paths) ?? file.latest.path
+            return MirrorJob(url: file.latest.url, relativePath: named, item: file.latest.item)
         }
     }
 

@@ -396,6 +396,19 @@ package struct MirrorDirectory: Sendable {
         return nil
     }
 
+    /// The name an item's versions are named after (`name.ext` of `name(1).ext`…), from its
+    /// paths in the order they were recorded: the one the most others are versions of, the first
+    /// when several are. The first recorded is not always it: taking an older version's bytes
+    /// back records that version again, after the others.
+    static func baseName(of paths: [String]) -> String? {
+        var best: (path: String, versions: Int)?
+        for path in paths {
+            let versions = paths.count { versionNumber(of: $0, among: path) != nil }
+            if versions > best?.versions ?? 0 { best = (path, versions) }
+        }
+        return best?.path
+    }
+
     /// `name.ext` → `name-tag.ext`.
     static func tagged(_ name: String, _ tag: some StringProtocol) -> String {
         insert("-\(tag)", beforeExtensionOf: name)

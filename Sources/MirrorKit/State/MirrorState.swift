@@ -84,14 +84,14 @@ package protocol MirrorStore: MirrorState, CrawlStore {
     func adopt(item: String, as newItem: String, source: String?, release: FeedRelease) async throws(MirrorError)
     /// Records the MD5 of `path`, computed once it was needed.
     func setMD5(_ md5: String, of path: String) async throws(MirrorError)
-    /// A page of the newest version of every item `source` mirrored, with the path of its first
-    /// version, least recently confirmed first, but not those of URLs known removed: what a
+    /// A page of the newest version of every item `source` mirrored, with the paths of all its
+    /// versions in the order they were recorded, least recently confirmed first, but not those of URLs known removed: what a
     /// `new-file` run revalidates. Up to `limit` files after `position` (from the start when nil),
     /// so that a sweep holds one page, not the source. Files recorded without a source in
     /// `folders` become `source`'s first.
     func filesToRevalidate(
         source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
-    ) async throws(MirrorError) -> SweepPage<(latest: MirroredFile, firstPath: String)>
+    ) async throws(MirrorError) -> SweepPage<(latest: MirroredFile, paths: [String])>
     /// A page of the newest version of every item `source` mirrored, but not those of URLs known
     /// removed, in the order they were recorded: what a `skip-if-exists` run checks is still on
     /// disk. Paged and claiming as ``filesToRevalidate(source:claiming:after:limit:)`` does.

@@ -40,6 +40,14 @@ package struct MirroredFile: Sendable, Equatable {
     }
 }
 
+extension MirroredFile {
+    /// Paths joined by line feeds, as the stores' queries give an item's versions: no name holds
+    /// a control character (see ``FileNameText``).
+    package static func paths(joined: String) -> [String] {
+        joined.split(separator: "\n").map(String.init)
+    }
+}
+
 /// The release of a feed entry a file came from.
 package struct FeedRelease: Sendable, Equatable {
     package var version: String?
@@ -171,16 +179,17 @@ extension StateDatabase {
     /// A page of what a `new-file` run revalidates (see ``MirrorStore/filesToRevalidate(source:claiming:after:limit:)``).
     package func filesToRevalidate(
         source: String, claiming folders: [String], after position: SweepPosition?, limit: Int
-    ) throws(MirrorError) -> SweepPage<(latest: MirroredFile, firstPath: String)> {
+    ) throws(MirrorError) -> SweepPage<(latest: MirroredFile, paths: [String])> {
         if position == nil { try claim(folders, for: source) }
         let from = position ?? .start
         // (source, checked_at) is an index: a page reads its own rows, not the source's.
         let rows = try read(
-            "SELECT rowid AS row, \(Self.columns), (SELECT path FROM files AS first WHERE first.item = files.item ORDER BY rowid LIMIT 1) AS first_path "
+            "SELECT rowid AS row, \(Self.columns), (SELECT group_concat(path, char(10)) FROM "
+                + "(SELECT path FROM files AS version WHERE version.item = files.item ORDER BY rowid)) AS paths "
                 + "FROM files WHERE \(Self.newestOfSource) AND (checked_at, rowid) > (?2, ?3) ORDER BY checked_at, rowid LIMIT ?4",
             [.text(source), .text(from.checkedAt), .integer(from.row), .integer(Int64(limit))]
         ) { row throws(SQLiteError) in
-            (file: (latest: try Self.file(from: row), firstPath: try row.text("first_path")),
+            (file: (latest: try Self.file(from: row), paths: MirroredFile.paths(joined: try row.text("paths"))),
              position: SweepPosition(checkedAt: try row.text("checked_at"), row: try row.integer("row")))
         }
         return SweepPage(files: rows.map(\.file), last: rows.last?.position, limit: limit)

@@ -86,6 +86,17 @@ struct MirrorDirectoryTests {
         #expect(MirrorDirectory.versionNumber(of: "preview/a(1).jpg", among: "full/a.jpg") == nil)
     }
 
+    /// The name an item's versions are named after, whatever order their rows came in.
+    @Test func tellsWhatAnItemsVersionsAreNamedAfter() {
+        #expect(MirrorDirectory.baseName(of: ["full/a.jpg", "full/a(1).jpg"]) == "full/a.jpg")
+        #expect(MirrorDirectory.baseName(of: ["full/a(1).jpg", "full/a(2).jpg", "full/a.jpg"]) == "full/a.jpg")
+        #expect(MirrorDirectory.baseName(of: ["enclosures/ep(1).mp3"]) == "enclosures/ep(1).mp3")
+        #expect(MirrorDirectory.baseName(of: ["enclosures/ep(1).mp3", "enclosures/ep(1)(1).mp3"]) == "enclosures/ep(1).mp3")
+        // An item whose files were named apart (a feed entry's new release): the first.
+        #expect(MirrorDirectory.baseName(of: ["enclosures/v1.zip", "enclosures/v2.zip"]) == "enclosures/v1.zip")
+        #expect(MirrorDirectory.baseName(of: []) == nil)
+    }
+
     @Test func aSecondRunCannotTakeTheLock() async throws {
         try await TestSupport.withTemporaryDirectory { root in
             let directory = try MirrorDirectory(root: root)

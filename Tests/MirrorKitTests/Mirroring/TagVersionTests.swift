@@ -324,6 +324,32 @@ struct TagVersionTests {
         #expect(modified == date, "\(relativePath)")
     }
 
+    /// The server went back to an older version's bytes (that version is the newest again), then
+    /// changed: the next version is named after the file, `name(2).ext`, not after the version
+    /// that happened to be recorded first since (`name(1)(1).ext`).
+    @Test func aVersionAfterTheServerWentBackIsNamedAfterTheFile() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let file = mirroredFiles(server)[0]
+                let url = server.baseURL + file.remote
+                server.changeContent(path: file.remote)
+                #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
+                server.revertContent(path: file.remote)
+                #expect(try await run(server, into: dir, mode: .newFile).downloaded == 0)
+                let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+                #expect(try await state.latestFile(of: url)?.path == file.local, "the older version is the newest again")
+                server.changeContent(path: file.remote)
+                server.changeContent(path: file.remote)
+                #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
+                let third = MirrorDirectory.numbered(file.local, 2)
+                let newest = try await state.latestFile(of: url)?.path
+                #expect(newest == third, "\(newest ?? "none")")
+                #expect(try contents(of: dir).filter { $0.hasPrefix(String(file.local.dropLast(4))) }.count == 3)
+            }
+        }
+    }
+
     /// Puts `bytes` at `relativePath` carrying the record a commit gives them before their row is
     /// written: what a kill in between leaves.
     private func plantUnrecorded(_ bytes: [UInt8], at relativePath: String, in dir: URL, url: String, etag: String?, lastModified: String?) throws {

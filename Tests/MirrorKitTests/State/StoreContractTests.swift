@@ -65,7 +65,22 @@ struct StoreContractTests {
             try await runsAndTheBudget(store)
             try await anUnexpectedNullIsAnErrorNotADefault(store, raw)
             try await sweepsComeInPages(store, raw)
+            try await aSweepNamesVersionsAfterTheFile(store)
         }
+    }
+
+    /// A version made the newest again (the server went back to its bytes) is recorded after the
+    /// others: a sweep gives every version's path, so that new versions are still named after the
+    /// file, not after the first row left.
+    private func aSweepNamesVersionsAfterTheFile(_ store: any MirrorStore) async throws {
+        let item = "https://i/named.jpg"
+        for path in ["named/x.jpg", "named/x(1).jpg", "named/x.jpg"] {
+            try await store.record(file(path, item: item, source: "tag named"))
+        }
+        #expect(try await store.latestFile(of: item)?.path == "named/x.jpg")
+        let sweep = try await store.filesToRevalidate(source: "tag named", claiming: [], after: nil, limit: 10).files
+        #expect(sweep.map(\.latest.path) == ["named/x.jpg"])
+        #expect(sweep.first?.paths == ["named/x(1).jpg", "named/x.jpg"], "in the order recorded, the one made newest again last")
     }
 
     /// A sweep holds a page, not the source: every file once, in order, across pages.
@@ -151,7 +166,7 @@ struct StoreContractTests {
             // A file recorded before sources were is claimed by the first source that sweeps its folder.
             let sweep = try await store.filesToRevalidate(source: "tag cats", claiming: ["full"], after: nil, limit: 100).files
             #expect(sweep.map(\.latest.path) == ["full/b.jpg"], "the removed URL's file is not asked after")
-            #expect(sweep.first?.firstPath == "full/b.jpg")
+            #expect(sweep.first?.paths == ["full/b.jpg"])
             let newest = try await store.latestFiles(source: "tag cats", claiming: ["full"], after: nil, limit: 100).files
             #expect(newest.map(\.path) == ["full/b.jpg"], "the newest version of each item, not a removed URL's")
             #expect(newest.first?.url == sweep.first?.latest.url && newest.first?.item == sweep.first?.latest.item)
