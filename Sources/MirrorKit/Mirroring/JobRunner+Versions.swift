@@ -215,8 +215,8 @@ extension JobRunner {
             // A file confirmed by this sweep comes round again at the end: it is handled by then.
             guard !handled.contains(file.latest.item) else { return nil }
             if keepDeleted, try !directory.fileExists(file.latest.path) { return nil }
-            // A new version is named after the first, not the last: name(1), name(2), not name(1)(1).
-            let named = MirrorDirectory.baseName(of: file.paths) ?? file.latest.path
+            // A new version is named after the file, not the newest version: name(2), not name(1)(1).
+            let named = MirrorDirectory.baseName(of: file.latest.path, among: file.paths)
             return MirrorJob(url: file.latest.url, relativePath: named, item: file.latest.item)
         }
     }

@@ -396,17 +396,20 @@ package struct MirrorDirectory: Sendable {
         return nil
     }
 
-    /// The name an item's versions are named after (`name.ext` of `name(1).ext`…), from its
-    /// paths in the order they were recorded: the one the most others are versions of, the first
-    /// when several are. The first recorded is not always it: taking an older version's bytes
-    /// back records that version again, after the others.
-    static func baseName(of paths: [String]) -> String? {
-        var best: (path: String, versions: Int)?
-        for path in paths {
-            let versions = paths.count { versionNumber(of: $0, among: path) != nil }
-            if versions > best?.versions ?? 0 { best = (path, versions) }
+    /// The name new versions of an item are named after: from its newest version's path up
+    /// through the item's `paths` it is a version of (`name(1)(1).ext` → `name(1).ext` →
+    /// `name.ext`), to one that is a version of none of them. Row order says nothing here: a
+    /// version made the newest again is recorded anew, after the others. A name the item never
+    /// had is not made up: an item whose first file took `name(1).ext` (its name was another's)
+    /// goes on from there.
+    static func baseName(of newest: String, among paths: [String]) -> String {
+        var base = newest
+        var seen: Set<String> = [newest]
+        while let parent = paths.first(where: { !seen.contains($0) && (versionNumber(of: base, among: $0) ?? 0) > 0 }) {
+            seen.insert(parent)
+            base = parent
         }
-        return best?.path
+        return base
     }
 
     /// `name.ext` → `name-tag.ext`.

@@ -85,7 +85,7 @@ package protocol MirrorStore: MirrorState, CrawlStore {
     /// Records the MD5 of `path`, computed once it was needed.
     func setMD5(_ md5: String, of path: String) async throws(MirrorError)
     /// A page of the newest version of every item `source` mirrored, with the paths of all its
-    /// versions in the order they were recorded, least recently confirmed first, but not those of URLs known removed: what a
+    /// versions (in the order each was last recorded), least recently confirmed first, but not those of URLs known removed: what a
     /// `new-file` run revalidates. Up to `limit` files after `position` (from the start when nil),
     /// so that a sweep holds one page, not the source. Files recorded without a source in
     /// `folders` become `source`'s first.

@@ -86,15 +86,17 @@ struct MirrorDirectoryTests {
         #expect(MirrorDirectory.versionNumber(of: "preview/a(1).jpg", among: "full/a.jpg") == nil)
     }
 
-    /// The name an item's versions are named after, whatever order their rows came in.
+    /// The name an item's new versions are named after, whatever order their rows came in.
     @Test func tellsWhatAnItemsVersionsAreNamedAfter() {
-        #expect(MirrorDirectory.baseName(of: ["full/a.jpg", "full/a(1).jpg"]) == "full/a.jpg")
-        #expect(MirrorDirectory.baseName(of: ["full/a(1).jpg", "full/a(2).jpg", "full/a.jpg"]) == "full/a.jpg")
-        #expect(MirrorDirectory.baseName(of: ["enclosures/ep(1).mp3"]) == "enclosures/ep(1).mp3")
-        #expect(MirrorDirectory.baseName(of: ["enclosures/ep(1).mp3", "enclosures/ep(1)(1).mp3"]) == "enclosures/ep(1).mp3")
-        // An item whose files were named apart (a feed entry's new release): the first.
-        #expect(MirrorDirectory.baseName(of: ["enclosures/v1.zip", "enclosures/v2.zip"]) == "enclosures/v1.zip")
-        #expect(MirrorDirectory.baseName(of: []) == nil)
+        #expect(MirrorDirectory.baseName(of: "full/a.jpg", among: ["full/a(1).jpg", "full/a.jpg"]) == "full/a.jpg")
+        #expect(MirrorDirectory.baseName(of: "full/a(2).jpg", among: ["full/a.jpg", "full/a(1).jpg", "full/a(2).jpg"]) == "full/a.jpg")
+        // A mirror an earlier build named after the wrong version finds its way back.
+        #expect(MirrorDirectory.baseName(of: "full/x(1)(1).jpg", among: ["full/x(1).jpg", "full/x.jpg", "full/x(1)(1).jpg"]) == "full/x.jpg")
+        // A feed entry whose releases have names of their own: the newest's.
+        #expect(MirrorDirectory.baseName(of: "enclosures/v2.zip", among: ["enclosures/v1.zip", "enclosures/v2.zip"]) == "enclosures/v2.zip")
+        // A name of its own that looks numbered, and one the item never had: not made up.
+        #expect(MirrorDirectory.baseName(of: "enclosures/ep(1).mp3", among: ["enclosures/ep(1).mp3"]) == "enclosures/ep(1).mp3")
+        #expect(MirrorDirectory.baseName(of: "full/I(1).jpg", among: ["full/I(2).jpg", "full/I(1).jpg"]) == "full/I(1).jpg")
     }
 
     @Test func aSecondRunCannotTakeTheLock() async throws {

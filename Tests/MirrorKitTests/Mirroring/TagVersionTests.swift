@@ -438,8 +438,8 @@ struct TagVersionTests {
                     try await saveNextVersion()
                     try await saveNextVersion(at: third)
                     // What taking an older version's bytes back does: its row made the newest. The
-                    // image listed again (not done), so that its job has the file's own name: a
-                    // sweep's job would name new versions after the first row left.
+                    // image listed again (not done): the listing's job, where the other layouts
+                    // have the sweep's.
                     let name = first.split(separator: "/")[1].split(separator: ".")[0]
                     let id = first.hasPrefix("preview/") ? String(name.dropLast()) : String(name)
                     try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path).script("""
