@@ -398,10 +398,11 @@ package struct MirrorDirectory: Sendable {
 
     /// The name new versions of an item are named after: from its newest version's path up
     /// through the item's `paths` it is a version of (`name(1)(1).ext` → `name(1).ext` →
-    /// `name.ext`), to one that is a version of none of them. Row order says nothing here: a
-    /// version made the newest again is recorded anew, after the others. A name the item never
-    /// had is not made up: an item whose first file took `name(1).ext` (its name was another's)
-    /// goes on from there.
+    /// `name.ext`), to one that is a version of none not yet passed. A version made the newest
+    /// again is recorded anew, after the others: the walk does not go by that order. A name the
+    /// item never had is not made up: an item whose plain name was another's (its files
+    /// `name(1).ext`, `name(2).ext`) goes on from its newest, `name(2)(1).ext`, where its
+    /// listing would take `name(3).ext`.
     static func baseName(of newest: String, among paths: [String]) -> String {
         var base = newest
         var seen: Set<String> = [newest]
