@@ -56,26 +56,40 @@ extension JobRunner {
     /// A new version takes the first free name of the run `name.ext`, `name(1).ext`…: below
     /// `latest`'s when a version was deleted by hand, `latest`'s own when the newest was. Names
     /// freed after the kill (another file deleted) leave gaps below it. So every name up to
-    /// `latest`'s is looked at, and past it the names up to ``freeNamesEndingTheSearch`` free
-    /// ones in a row. The state is asked about a name only when its file carries this URL's
-    /// record: a plain new-file run costs no query more than before, and no group of rows is
-    /// written early.
+    /// `latest`'s is looked at (past ``freeNamesSkippedToTheNewest`` free ones in a row, the
+    /// search goes on from `latest`'s), and past it the names up to
+    /// ``freeNamesEndingTheSearch`` free ones in a row. The state is asked about a name only
+    /// when its file carries this URL's record: a plain new-file run costs no query more than
+    /// before, and no group of rows is written early.
     func adoptUnrecordedVersions(of job: MirrorJob, besides latest: MirroredFile) async throws(MirrorError) -> MirroredFile? {
         let latestNumber = MirrorDirectory.versionNumber(of: latest.path, among: job.relativePath) ?? 0
         var found: [Unrecorded] = []
         var freeInARow = 0
-        for number in 0... {
+        var freeBelow = 0
+        var number = 0
+        while true {
             let path = number == 0 ? job.relativePath : MirrorDirectory.numbered(job.relativePath, number)
             guard let occupant = try directory.occupant(of: path) else {
                 // Free names at or below the newest's say nothing of what is past it.
                 if number > latestNumber {
                     freeInARow += 1
                     if freeInARow >= Self.freeNamesEndingTheSearch { break }
+                } else {
+                    freeBelow += 1
+                    if freeBelow >= Self.freeNamesSkippedToTheNewest, number < latestNumber {
+                        // A newest far up the run (`name(20240131).ext`: a name the file had of
+                        // its own) is not reached one name at a time.
+                        number = latestNumber
+                        freeBelow = 0
+                        continue
+                    }
                 }
+                number += 1
                 continue
             }
-            freeInARow = 0
+            (freeInARow, freeBelow) = (0, 0)
             if let (size, record) = ownDownload(occupant, of: job) { found.append(Unrecorded(path: path, size: size, record: record)) }
+            number += 1
         }
         guard !found.isEmpty else { return nil }
         let rows = try await rowsByPath(of: job)
@@ -93,6 +107,10 @@ extension JobRunner {
     /// Free names in a row, past the newest version's, after which no version is looked for:
     /// a gap of one or two is a file deleted since, more is the end of the versions.
     static let freeNamesEndingTheSearch = 3
+
+    /// Free names in a row, below the newest version's, after which the search goes on from the
+    /// newest's: gaps that long are no run of versions.
+    static let freeNamesSkippedToTheNewest = 64
 
     /// The recorded versions of `job`'s item, by path.
     private func rowsByPath(of job: MirrorJob) async throws(MirrorError) -> [String: MirroredFile] {

@@ -376,7 +376,9 @@ struct TagVersionTests {
     ///   after the kill.
     /// - olderNewest: the newest is `name.ext` again (the server went back to its bytes) with two
     ///   versions above it; it took `name(3).ext`, and the user deleted the other three after.
-    @Test(arguments: ["beside", "below", "freedBelow", "newestDeleted", "twoLeft", "newestNameReused", "foreignGap", "olderNewest"])
+    /// - farNewest: the newest is `name(99999999).ext` (a name the file once had of its own); it
+    ///   took the next name. The search does not go there one name at a time.
+    @Test(arguments: ["beside", "below", "freedBelow", "newestDeleted", "twoLeft", "newestNameReused", "foreignGap", "olderNewest", "farNewest"])
     func aNewVersionNamedButNotRecordedBeforeAKillIsRecordedNotSavedTwice(layout: String) async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
@@ -452,6 +454,22 @@ struct TagVersionTests {
                     try plantNextVersion(at: fourth)
                     for path in [first, second, third] { try deleteByHand(path) }
                     adopted = [fourth]
+                case "farNewest":
+                    let far = MirrorDirectory.numbered(first, 99_999_999)
+                    try FileManager.default.moveItem(at: dir.appendingPathComponent(first), to: dir.appendingPathComponent(far))
+                    files.remove(first)
+                    files.insert(far)
+                    // The image listed again: its job has the file's own name (a sweep's would have
+                    // the only name the item has, the far one).
+                    let name = first.split(separator: "/")[1].split(separator: ".")[0]
+                    let id = first.hasPrefix("preview/") ? String(name.dropLast()) : String(name)
+                    try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path).script("""
+                        UPDATE files SET path = '\(far)' WHERE path = '\(first)';
+                        UPDATE images SET done = 0 WHERE id = '\(id)';
+                        """)
+                    let next = MirrorDirectory.numbered(first, 100_000_000)
+                    try plantNextVersion(at: next)
+                    adopted = [next]
                 default:
                     try plantNextVersion(at: second)
                     try plantNextVersion(at: third)
