@@ -67,7 +67,8 @@ extension JobRunner {
         var freeInARow = 0
         var freeBelow = 0
         var number = 0
-        while true {
+        // A newest numbered Int.max (a feed's odd name) ends the search there, not in an overflow.
+        while number < Int.max {
             let path = number == 0 ? job.relativePath : MirrorDirectory.numbered(job.relativePath, number)
             guard let occupant = try directory.occupant(of: path) else {
                 // Free names at or below the newest's say nothing of what is past it.
@@ -109,7 +110,9 @@ extension JobRunner {
     static let freeNamesEndingTheSearch = 3
 
     /// Free names in a row, below the newest version's, after which the search goes on from the
-    /// newest's: gaps that long are no run of versions.
+    /// newest's. A version is named the first free name, so every name below it was taken then:
+    /// what is given up is a version below a gap this long that files deleted since the kill
+    /// opened.
     static let freeNamesSkippedToTheNewest = 64
 
     /// The recorded versions of `job`'s item, by path.
