@@ -113,6 +113,27 @@ struct StorageFailureTests {
         }
     }
 
+    private func stateDatabase(in dir: URL) -> String {
+        dir.appendingPathComponent(".mirror/state.sqlite3").path
+    }
+
+    /// Mirrors the podcast into `dir` with the state database refusing the first episode's row
+    /// (trigger `refuse_files`): the run must stop on the database with the file unnamed. The
+    /// partials it left, or nil (recorded as an issue) when it stopped otherwise.
+    private func mirrorRefusingTheFirstEpisodesRow(_ server: FixtureServer, into dir: URL) async throws -> PartialStore? {
+        _ = try StateDatabase(directory: try MirrorDirectory(root: dir))
+        try SQLiteConnection.open(stateDatabase(in: dir)).execute(
+            "CREATE TRIGGER refuse_files BEFORE INSERT ON files WHEN NEW.path = 'enclosures/episode-1.mp3' "
+                + "BEGIN SELECT RAISE(ABORT, 'no room for the file rows'); END")
+        let stopped = try await podcastMirror(server, into: dir).run()
+        guard case .stateDatabase? = stopped.stoppedBy?.mirrorError else {
+            Issue.record("stopped by \(String(describing: stopped.stoppedBy)), not the database")
+            return nil
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("enclosures/episode-1.mp3").path))
+        return try MirrorDirectory(root: dir).partialStore()
+    }
+
     /// A file whose row cannot be written goes back to being a partial, whole, carrying a
     /// partial's full record (its commit put on the compact one of a small file, and a body
     /// written at once records none while it runs): the next run finishes it with a ranged
@@ -120,18 +141,7 @@ struct StorageFailureTests {
     @Test func aFileWhoseRowIsRefusedIsFinishedByTheNextRunWithoutItsBytesAgain() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
-                let database = dir.appendingPathComponent(".mirror/state.sqlite3").path
-                _ = try StateDatabase(directory: try MirrorDirectory(root: dir))
-                try SQLiteConnection.open(database).execute(
-                    "CREATE TRIGGER refuse_files BEFORE INSERT ON files WHEN NEW.path = 'enclosures/episode-1.mp3' "
-                        + "BEGIN SELECT RAISE(ABORT, 'no room for the file rows'); END")
-                let stopped = try await podcastMirror(server, into: dir).run()
-                guard case .stateDatabase? = stopped.stoppedBy?.mirrorError else {
-                    Issue.record("stopped by \(String(describing: stopped.stoppedBy)), not the database")
-                    return
-                }
-                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("enclosures/episode-1.mp3").path))
-                let partials = try MirrorDirectory(root: dir).partialStore()
+                guard let partials = try await mirrorRefusingTheFirstEpisodesRow(server, into: dir) else { return }
                 let partial = try #require(partials.heldPartials().first { $0.record.url.contains("/episode-1.mp3") })
                 let path = String(partial.record.url.dropFirst(server.baseURL.count).prefix { $0 != "?" })
                 let size = Int64(try #require(server.content(of: path)).count)
@@ -140,7 +150,7 @@ struct StorageFailureTests {
                 #expect(partial.record.totalLength == size)
                 #expect(partial.record.etag == server.etag(of: path))
                 let sent = server.bodyBytesSent(path: path)
-                try SQLiteConnection.open(database).execute("DROP TRIGGER refuse_files")
+                try SQLiteConnection.open(stateDatabase(in: dir)).execute("DROP TRIGGER refuse_files")
                 #expect(try await podcastMirror(server, into: dir).run().isComplete)
                 #expect(server.bodyBytesSent(path: path) == sent, "not sent again")
                 #expect(server.requests.last { $0.path == path }?.header("Range") == "bytes=\(size)-")
@@ -160,25 +170,14 @@ struct StorageFailureTests {
                 let body = String(repeating: "a", count: 1_000)
                 let answer = Fault.respond(status: 200, headers: ["ETag": etag, "Content-Type": "audio/mpeg"], body: body)
                 server.inject(answer, path: path)
-                let database = dir.appendingPathComponent(".mirror/state.sqlite3").path
-                _ = try StateDatabase(directory: try MirrorDirectory(root: dir))
-                try SQLiteConnection.open(database).execute(
-                    "CREATE TRIGGER refuse_files BEFORE INSERT ON files WHEN NEW.path = 'enclosures/episode-1.mp3' "
-                        + "BEGIN SELECT RAISE(ABORT, 'no room for the file rows'); END")
-                let stopped = try await podcastMirror(server, into: dir).run()
-                guard case .stateDatabase? = stopped.stoppedBy?.mirrorError else {
-                    Issue.record("stopped by \(String(describing: stopped.stoppedBy)), not the database")
-                    return
-                }
-                #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("enclosures/episode-1.mp3").path))
-                let partials = try MirrorDirectory(root: dir).partialStore()
+                guard let partials = try await mirrorRefusingTheFirstEpisodesRow(server, into: dir) else { return }
                 let partial = try #require(partials.heldPartials().first { $0.record.url.hasSuffix(path) })
                 #expect(partial.length == 1_000, "went back whole")
                 #expect(partial.record.etag == etag)
                 let beside = try FileManager.default.contentsOfDirectory(atPath: partials.folder.path).filter { $0.hasSuffix(".json") }
                 #expect(beside.count == 1, "the record is in the file beside the partial")
 
-                try SQLiteConnection.open(database).execute("DROP TRIGGER refuse_files")
+                try SQLiteConnection.open(stateDatabase(in: dir)).execute("DROP TRIGGER refuse_files")
                 server.inject(answer, path: path)
                 #expect(try await podcastMirror(server, into: dir).run().isComplete)
                 let asked = try #require(server.requests.last { $0.path == path })

@@ -48,6 +48,12 @@ struct TagVersionTests {
         }
     }
 
+    /// The image a mirrored file (`full/ID.ext`, `preview/IDm.ext`) is of.
+    private func imageID(of relativePath: String) -> String {
+        let name = relativePath.split(separator: "/")[1].split(separator: ".")[0]
+        return relativePath.hasPrefix("preview/") ? String(name.dropLast()) : String(name)
+    }
+
     private func mediaRequests(_ server: FixtureServer, after count: Int) -> [RecordedRequest] {
         server.requests.dropFirst(count).filter { !$0.path.hasPrefix("/3/") && !$0.path.hasPrefix("/_fixture") }
     }
@@ -270,8 +276,7 @@ struct TagVersionTests {
                 // As a kill between the rename and the record leaves it: the file under its name,
                 // still carrying its download's record, and no row for it.
                 // The image is still queued, as it is until both its files are recorded.
-                let name = file.local.split(separator: "/")[1].split(separator: ".")[0]
-                let id = file.local.hasPrefix("preview/") ? String(name.dropLast()) : String(name)
+                let id = imageID(of: file.local)
                 let db = try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path)
                 try db.execute("DELETE FROM files WHERE path = ?1", [.text(file.local)])
                 try db.execute("UPDATE images SET done = 0 WHERE id = ?1", [.text(id)])
@@ -442,8 +447,7 @@ struct TagVersionTests {
                     // What taking an older version's bytes back does: its row made the newest. The
                     // image listed again (not done): the listing's job, where the other layouts
                     // have the sweep's.
-                    let name = first.split(separator: "/")[1].split(separator: ".")[0]
-                    let id = first.hasPrefix("preview/") ? String(name.dropLast()) : String(name)
+                    let id = imageID(of: first)
                     try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path).script("""
                         CREATE TEMP TABLE again AS SELECT * FROM files WHERE path = '\(first)';
                         DELETE FROM files WHERE path = '\(first)';
@@ -461,8 +465,7 @@ struct TagVersionTests {
                     files.insert(far)
                     // The image listed again: its job has the file's own name (a sweep's would have
                     // the only name the item has, the far one).
-                    let name = first.split(separator: "/")[1].split(separator: ".")[0]
-                    let id = first.hasPrefix("preview/") ? String(name.dropLast()) : String(name)
+                    let id = imageID(of: first)
                     try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path).script("""
                         UPDATE files SET path = '\(far)' WHERE path = '\(first)';
                         UPDATE images SET done = 0 WHERE id = '\(id)';
