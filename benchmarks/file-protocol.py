@@ -2,7 +2,7 @@
 """What mirror's way of writing a file costs on its own: no network, no state, no scheduler.
 
 The small workload's files (1,000 of 50 KiB and 1,000 of 8 KiB) are written by 16 threads, as
-mirror's 16 downloads would, in four ways, each into a fresh ext4 (a loop device of 8 GiB, as
+mirror's 16 downloads would, in five ways, each into a fresh ext4 (a loop device of 8 GiB, as
 benchmarks/throughput.sh makes, when run as root; otherwise into a folder of the directory
 given). The steps are done by benchmarks/file-protocol.c, compiled here, so that the CPU counted
 is the steps' own:
@@ -14,6 +14,10 @@ is the steps' own:
                 RENAME_NOREPLACE, the record taken off, the server's date set
   mirror        mirror's steps: `named`, with the writeback started after the write and the file
                 synced before it gets its name (durability before naming)
+  batched       `mirror` with one syncfs for many files instead of an fdatasync each: the
+                writers hand their files to one thread, which every 2 ms syncs the file system
+                once and names all it was handed (durability before naming, grouped as far as
+                it goes: no writer waits for its file's sync)
 
 Each way's wall and CPU times are the medians of the rounds; the last column divides the
 unrounded medians by `created`'s. benchmarks/throughput.sh measures the whole tools on the same
@@ -28,7 +32,7 @@ import sys
 import tempfile
 
 THREADS = 16
-WAYS = ["created", "synced", "named", "mirror"]
+WAYS = ["created", "synced", "named", "mirror", "batched"]
 FILES = 2000
 
 
