@@ -5,7 +5,7 @@
 # own. Each tool downloads into an empty directory; wall time is the median of the rounds, CPU is
 # user + system, RSS the peak; requests and bytes come from nginx's access log.
 #
-#   benchmarks/throughput.sh                    # every workload, 3 rounds, release build
+#   benchmarks/throughput.sh                    # every workload, 3 rounds, the shipped release build
 #   benchmarks/throughput.sh small rtt          # some of them
 #   benchmarks/throughput.sh --smoke            # seconds-long, tiny sizes, 1 round (CI)
 #   benchmarks/throughput.sh --tools=mirror,curl small   # only these tools side by side (rerun,
@@ -53,9 +53,12 @@ fi
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 
 # The smoke run only shows the script works end to end: a debug build is enough and quicker.
+# Otherwise the build users run: scripts/install and the package link the Swift runtime into the
+# binary (--static-swift-stdlib), which loads faster and holds less than the dynamic build.
 configuration=release
-((smoke)) && configuration=debug
-swift build -c "$configuration" --product mirror >&2
+linking=(--static-swift-stdlib)
+((smoke)) && configuration=debug && linking=()
+swift build -c "$configuration" ${linking[@]+"${linking[@]}"} --product mirror >&2
 bin=$(swift build -c "$configuration" --show-bin-path)
 
 work=$(mktemp -d)
