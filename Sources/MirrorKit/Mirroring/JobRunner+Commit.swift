@@ -34,8 +34,13 @@ extension JobRunner {
             return .handedOver
         }
         let (source, relativePath, isFenced) = (source, job.relativePath, job.fence != nil)
-        let giveName: @Sendable () throws(MirrorError) -> String? = {
-            try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
+        // The server's date goes on with the name, before the row: once the row is written the
+        // file is the state's, and a kill before the rest of the commit leaves nobody to date it.
+        // (Like wget -N and gallery-dl: the file carries the server's date, not the download's.)
+        let giveName: @Sendable (OpenFile) throws(MirrorError) -> String? = { opened throws(MirrorError) in
+            let name = try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
+            if name != nil, let lastModified { Directory.setModificationDate(lastModified, ofFile: opened.descriptor) }
+            return name
         }
         let opened: OpenFile
         let namedWithTheSync: NameGiven?
@@ -45,7 +50,7 @@ extension JobRunner {
             (opened, namedWithTheSync) = try await BlockingIO.run { () throws(MirrorError) in
                 let opened = try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attachForCommit(record, toFile: $0) })
                 guard !isFenced else { return (opened, nil) }
-                return (opened, NameGiven(name: try giveName()))
+                return (opened, NameGiven(name: try giveName(opened)))
             }
         } catch {
             return halting(error, job)
@@ -60,7 +65,7 @@ extension JobRunner {
                 if let namedWithTheSync {
                     name = namedWithTheSync.name
                 } else {
-                    name = try await BlockingIO.run(giveName)
+                    name = try await BlockingIO.run { () throws(MirrorError) in try giveName(opened) }
                 }
                 guard let name else { return nil }
                 named.withLock { $0 = name }
@@ -95,8 +100,6 @@ extension JobRunner {
         }
         guard let name = recorded?.path else { return .alreadyPresent }
         partials.detachRecord(for: job.url, fromFile: opened.descriptor)
-        // Like wget -N and gallery-dl: the file carries the server's date, not the download's.
-        if let lastModified { Directory.setModificationDate(lastModified, ofFile: opened.descriptor) }
         // Made only when the line is logged: a quiet run's files are most of its files.
         let fields = { () -> Logger.Metadata in ["url": "\(file.url)", "file": "\(name)", "bytes": "\(file.length)"] }
         if let held {

@@ -35,7 +35,7 @@ extension JobRunner {
         guard let (size, record) = ownDownload(occupant, of: job) else { return (nil, true) }
         let found = Unrecorded(path: job.relativePath, size: size, record: record)
         if try await isRecorded(found, among: rowsByPath(of: job)) {
-            forgetStaleRecord(of: found)
+            await finishCommit(of: found, job)
             return (nil, true)
         }
         return (try await adopt(found, of: job), true)
@@ -97,7 +97,7 @@ extension JobRunner {
         var newest: MirroredFile?
         for file in found {
             if try await isRecorded(file, among: rows) {
-                forgetStaleRecord(of: file)
+                await finishCommit(of: file, job)
             } else {
                 newest = try await adopt(file, of: job)
             }
@@ -135,10 +135,26 @@ extension JobRunner {
         return md5 == recordedMD5
     }
 
-    /// Takes off the record a recorded version still carries (a dry run changes nothing).
-    private func forgetStaleRecord(of file: Unrecorded) {
+    /// Finishes the commit of a recorded version that still carries its record: a kill came after
+    /// its row and before the record was taken off, and so before the hook was told of it (the
+    /// commit tells it last). The record goes, and the file gets what the commit gives it after
+    /// the row. A dry run changes nothing.
+    private func finishCommit(of file: Unrecorded, _ job: MirrorJob) async {
         guard plan == nil else { return }
         directory.removeAttribute(PartialStore.attribute, of: file.path)
+        await dateAndAnnounce(file, of: job)
+    }
+
+    /// What the commit does once the record is off, for a file whose commit a kill cut short:
+    /// the server's date on it (a build before the date went on with the name did it only here),
+    /// and the hook told of it, once.
+    private func dateAndAnnounce(_ file: Unrecorded, of job: MirrorJob) async {
+        if let date = file.record.lastModified.flatMap({ HTTPDate.parse($0) }) { directory.setModificationDate(date, of: file.path) }
+        if let hook, let failure = await hook.saved(SavedFile(
+            path: directory.root.appendingPathComponent(file.path).path, mirror: directory.root.path, relativePath: file.path,
+            url: job.url, item: job.item, source: source, bytes: file.size)) {
+            hookFailures.add(failure)
+        }
     }
 
     /// The occupant's size and record when it is `job`'s own download, named and not recorded:
@@ -162,15 +178,8 @@ extension JobRunner {
         guard plan == nil else { return file }
         directory.removeAttribute(PartialStore.attribute, of: path)
         logger.info("\(path) was saved by a run that stopped before recording it; recorded now")
-        // What the commit does once the row is written, and the kill kept it from doing: the
-        // server's date on the file, and the hook told of it (once: the commit tells it only after
-        // the row).
-        if let date = record.lastModified.flatMap({ HTTPDate.parse($0) }) { directory.setModificationDate(date, of: path) }
-        if let hook, let failure = await hook.saved(SavedFile(
-            path: directory.root.appendingPathComponent(path).path, mirror: directory.root.path, relativePath: path,
-            url: job.url, item: job.item, source: source, bytes: size)) {
-            hookFailures.add(failure)
-        }
+        // The hook is told once: the commit tells it only after the row.
+        await dateAndAnnounce(found, of: job)
         return file
     }
 

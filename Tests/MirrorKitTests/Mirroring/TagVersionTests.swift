@@ -504,8 +504,9 @@ struct TagVersionTests {
     }
 
     /// A recorded version that still carries its record (a kill came after its row, before the
-    /// record was taken off) is not adopted again: the newest stays the newest, the hook hears
-    /// nothing, and the record goes. Also when a later answer changed the row's validators (the
+    /// record was taken off) is not adopted again: the newest stays the newest and the record
+    /// goes. Its commit is finished: the hook, which the commit tells last, hears of it once, and
+    /// it carries the server's date. Also when a later answer changed the row's validators (the
     /// same bytes re-tagged): the MD5 tells it is the recorded file.
     @Test(arguments: [false, true])
     func aRecordedVersionStillCarryingItsRecordIsNotTakenForANewOne(rowChangedSince: Bool) async throws {
@@ -519,8 +520,10 @@ struct TagVersionTests {
                 let oldDate = server.lastModified(of: file.remote)
                 server.changeContent(path: file.remote)
                 #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
-                // The older version, recorded, with its record put back on.
+                // The older version, recorded, with its record put back on, dated as a build
+                // before the date went on with the name left it.
                 try plantUnrecorded(oldBytes, at: file.local, in: dir, url: url, etag: oldETag, lastModified: oldDate)
+                try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: dir.appendingPathComponent(file.local).path)
                 if rowChangedSince {
                     try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path).execute(
                         "UPDATE files SET etag = '\"re-tagged\"', last_modified = NULL WHERE path = ?1", [.text(file.local)])
@@ -530,7 +533,8 @@ struct TagVersionTests {
                 let saved = SavedFiles()
                 let next = try await run(server, into: dir, mode: .newFile, hook: saved)
                 #expect(next.isComplete && next.downloaded == 0 && next.unchanged > 0)
-                #expect(saved.paths.withLock { $0 }.isEmpty)
+                #expect(saved.paths.withLock { $0 } == [file.local], "told once, as its commit would have")
+                try expectDated(file.local, in: dir, as: oldDate)
                 let asked = mediaRequests(server, after: requestsBefore).filter { $0.path == file.remote }
                 #expect(asked.first?.header("If-None-Match") == server.etag(of: file.remote), "asked by the newest")
                 let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
