@@ -34,7 +34,7 @@ package final class WARCArchive: Sendable {
     let queue = DispatchQueue(label: "mirror.warc")
     /// The file being written: touched on the queue only (the lock is never contended; it makes
     /// the state safe to share).
-    let state: Mutex<State>
+    private let state: Mutex<State>
     /// The first thing that could not be archived, from any thread: kept apart from the file, so
     /// that saying it never waits for a large record being written.
     private let failure = Mutex<FileSystemError?>(nil)

@@ -91,6 +91,9 @@ extension JobRunner {
             let attached = PartialStore.attach(record, toFile: opened.descriptor)
             do {
                 try directory.uncommit(name, backTo: partials.folder, as: partName)
+                // A partial's date says when it was last worked on (the partials' budget drops
+                // the oldest first), not the server's date it got with its name.
+                Directory.setModificationDateToNow(ofFile: opened.descriptor)
                 // Too long for an attribute: in the file beside it.
                 if !attached { try? partials.save(record) }
             } catch let failure {

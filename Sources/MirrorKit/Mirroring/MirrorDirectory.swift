@@ -328,10 +328,12 @@ package struct MirrorDirectory: Sendable {
         }
     }
 
-    /// Takes the extended attribute `attribute` off the mirrored file `relativePath`.
-    func removeAttribute(_ attribute: String, of relativePath: String) {
-        guard let (folderPath, name) = try? split(relativePath), let folder = try? folder(folderPath, create: false) else { return }
-        folder.removeAttribute(attribute, of: name)
+    /// Takes the extended attribute `attribute` off the mirrored file `relativePath`; false when
+    /// it could not.
+    @discardableResult
+    func removeAttribute(_ attribute: String, of relativePath: String) -> Bool {
+        guard let (folderPath, name) = try? split(relativePath), let folder = try? folder(folderPath, create: false) else { return false }
+        return folder.removeAttribute(attribute, of: name)
     }
 
     /// Syncs every directory that gained a name since the last sync. Those it could not sync stay

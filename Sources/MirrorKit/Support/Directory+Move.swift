@@ -132,21 +132,31 @@ extension Directory {
         value.withUnsafeBytes { mirror_fsetxattr(fd, attribute, $0.baseAddress, $0.count) } == 0
     }
 
-    static func removeAttribute(_ attribute: String, fromFile fd: Int32) {
-        mirror_fremovexattr(fd, attribute)
+    /// Takes the extended attribute `attribute` off the open file `fd`; false when it is still
+    /// there (the file is not the caller's to change, say).
+    @discardableResult
+    static func removeAttribute(_ attribute: String, fromFile fd: Int32) -> Bool {
+        mirror_fremovexattr(fd, attribute) == 0 || errno == ENODATA
     }
 
-    /// Removes the extended attribute `attribute` of the file `name`, if it is one of ours.
-    func removeAttribute(_ attribute: String, of name: String) {
-        guard let fd = try? openFile(name, .read) else { return }
-        Self.removeAttribute(attribute, fromFile: fd)
-        close(fd)
+    /// Removes the extended attribute `attribute` of the file `name`, if it is one of ours; false
+    /// when it could not (the file could not be opened, or the attribute stays).
+    @discardableResult
+    func removeAttribute(_ attribute: String, of name: String) -> Bool {
+        guard let fd = try? openFile(name, .read) else { return false }
+        defer { close(fd) }
+        return Self.removeAttribute(attribute, fromFile: fd)
     }
 
     /// Sets the modification time of the file `name` itself (never of a link's target); best
     /// effort.
     func setModificationDate(_ date: Date, of name: String) {
         _ = utimensat(descriptor, name, Self.times(modified: date), AT_SYMLINK_NOFOLLOW)
+    }
+
+    /// Dates the open file `fd` now (its access time too); best effort.
+    static func setModificationDateToNow(ofFile fd: Int32) {
+        _ = futimens(fd, nil)
     }
 
     /// Sets the modification time of the open file `fd` (best effort).

@@ -134,24 +134,6 @@ struct StorageFailureTests {
         return try MirrorDirectory(root: dir).partialStore()
     }
 
-    /// A file has the server's date from its name on, before its row is asked for: a kill after
-    /// the row, before the rest of the commit, leaves it dated all the same (nothing dates a
-    /// recorded file later). Seen here through a row refused: the file, gone back to being a
-    /// partial, is dated as the server has it.
-    @Test func aFileCarriesTheServersDateBeforeItsRowIsAskedFor() async throws {
-        try await TestSupport.withServer { server in
-            try await TestSupport.withTemporaryDirectory { dir in
-                guard let partials = try await mirrorRefusingTheFirstEpisodesRow(server, into: dir) else { return }
-                let partial = try #require(partials.heldPartials().first { $0.record.url.contains("/episode-1.mp3") })
-                let path = String(partial.record.url.dropFirst(server.baseURL.count).prefix { $0 != "?" })
-                let served = try #require(server.lastModified(of: path).flatMap { HTTPDate.parse($0) })
-                #expect(served < Date().addingTimeInterval(-86_400), "a date no download could be mistaken for")
-                let attributes = try FileManager.default.attributesOfItem(atPath: partials.partPath(for: partial.record.url))
-                #expect(attributes[.modificationDate] as? Date == served)
-            }
-        }
-    }
-
     /// A file whose row cannot be written goes back to being a partial, whole, carrying a
     /// partial's full record (its commit put on the compact one of a small file, and a body
     /// written at once records none while it runs): the next run finishes it with a ranged
@@ -167,6 +149,10 @@ struct StorageFailureTests {
                 #expect(partial.length == size, "went back whole")
                 #expect(partial.record.totalLength == size)
                 #expect(partial.record.etag == server.etag(of: path))
+                // Dated as worked on, not with the server's date it got with its name: the
+                // partials' budget drops the oldest first.
+                let modified = try FileManager.default.attributesOfItem(atPath: partials.partPath(for: partial.record.url))[.modificationDate] as? Date
+                #expect(modified.map { $0 > Date().addingTimeInterval(-3_600) } == true, "\(String(describing: modified))")
                 let sent = server.bodyBytesSent(path: path)
                 try SQLiteConnection.open(stateDatabase(in: dir)).execute("DROP TRIGGER refuse_files")
                 #expect(try await podcastMirror(server, into: dir).run().isComplete)

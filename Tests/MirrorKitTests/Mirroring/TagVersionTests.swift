@@ -503,6 +503,34 @@ struct TagVersionTests {
         }
     }
 
+    /// A recorded version whose record cannot be taken off (a file this user may not change;
+    /// here made immutable) has its commit finished only once the record is off: the hook is not
+    /// told of it at every run.
+    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/chattr"), "needs root and chattr"))
+    func aRecordThatCannotBeTakenOffDoesNotHaveTheHookToldAtEveryRun() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+                let file = mirroredFiles(server)[0]
+                let url = server.baseURL + file.remote
+                let oldBytes = try #require(server.content(of: file.remote))
+                let (oldETag, oldDate) = (server.etag(of: file.remote), server.lastModified(of: file.remote))
+                server.changeContent(path: file.remote)
+                #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
+                try plantUnrecorded(oldBytes, at: file.local, in: dir, url: url, etag: oldETag, lastModified: oldDate)
+                let path = dir.appendingPathComponent(file.local).path
+                try #require(try ChildProcess(executable: "/usr/bin/chattr", arguments: ["+i", path]).runBlocking() == 0)
+                defer { _ = try? ChildProcess(executable: "/usr/bin/chattr", arguments: ["-i", path]).runBlocking() }
+                let saved = SavedFiles()
+                for _ in 0..<2 {
+                    #expect(try await run(server, into: dir, mode: .newFile, hook: saved).isComplete)
+                }
+                #expect(saved.paths.withLock { $0 }.isEmpty)
+                #expect(try MirrorDirectory(root: dir).occupant(of: file.local)?.record != nil, "the record stays")
+            }
+        }
+    }
+
     /// A recorded version that still carries its record (a kill came after its row, before the
     /// record was taken off) is not adopted again: the newest stays the newest and the record
     /// goes. Its commit is finished: the hook, which the commit tells last, hears of it once, and
