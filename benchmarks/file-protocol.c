@@ -55,9 +55,11 @@ static void name_file(int fd, int number) {
 }
 
 // `batched`: durability before naming with one syncfs for many files. The writers hand each
-// written file to one committer and go on; every 2 ms the committer takes all it was handed,
-// syncs the file system once and names them. No download waits for its file's sync, so the
-// batches are as large as they can be: a floor for any grouping of syncs.
+// written file (still open) to one committer and go on; the committer, 2 ms after the first file
+// of a batch (and not before it has named the last batch), takes all it was handed, syncs the
+// file system once and names them. No download waits for its file's sync, so the batches are as
+// large as they can be: a floor for any grouping of syncs. Up to all 2,000 files may be open at
+// once, so the limit of open files is raised first.
 static pthread_mutex_t handed_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t handed_some = PTHREAD_COND_INITIALIZER;
 static int handed_fd[2000], handed_number[2000], handed_count, writers_done, syncs;
@@ -147,6 +149,11 @@ int main(int argc, char **argv) {
     if ((int)way < 0 || threads < 1 || threads > 256) {
         fprintf(stderr, "file-protocol: unknown way or thread count\n");
         return 64;
+    }
+    struct rlimit files;
+    if (way == BATCHED && getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < (rlim_t)file_count + 64) {
+        files.rlim_cur = (rlim_t)file_count + 64;
+        if (files.rlim_max < files.rlim_cur || setrlimit(RLIMIT_NOFILE, &files) != 0) fail("setrlimit", "RLIMIT_NOFILE");
     }
     for (size_t index = 0; index < sizeof full; index++) full[index] = (char)random();
     for (size_t index = 0; index < sizeof thumbnail; index++) thumbnail[index] = (char)random();

@@ -15,13 +15,16 @@ is the steps' own:
   mirror        mirror's steps: `named`, with the writeback started after the write and the file
                 synced before it gets its name (durability before naming)
   batched       `mirror` with one syncfs for many files instead of an fdatasync each: the
-                writers hand their files to one thread, which every 2 ms syncs the file system
-                once and names all it was handed (durability before naming, grouped as far as
-                it goes: no writer waits for its file's sync)
+                writers hand their files to one thread, which 2 ms after the first of a batch
+                (once the last batch is named) syncs the file system once and names all it
+                was handed (durability before naming, grouped as far as it goes: no writer
+                waits for its file's sync); the syncs per run are the last column
 
-Each way's wall and CPU times are the medians of the rounds; the last column divides the
-unrounded medians by `created`'s. benchmarks/throughput.sh measures the whole tools on the same
-files: what a way costs here is a floor under any tool that writes files that way.
+Each way's wall and CPU times are the medians of the rounds; `wall / created` divides the
+unrounded medians by `created`'s. The CPU is the process's own: work the kernel hands to its
+flusher threads (the writeback a syncfs starts) is not counted. benchmarks/throughput.sh
+measures the whole tools on the same files: what a way costs here is a floor under any tool that
+writes files that way.
 
     sudo benchmarks/file-protocol.py [--rounds=N] [DIRECTORY]
 """
@@ -71,7 +74,9 @@ def run_way(binary, way, parent):
         if output.returncode != 0:
             sys.exit(output.stderr.strip() or "file-protocol: %s failed" % way)
         wall, kernel, user = (float(field) for field in output.stdout.split())
-        return wall, kernel, user, ("a fresh ext4 on a loop device" if mounted else "a folder of " + parent)
+        syncs = [int(line.split()[1]) for line in output.stderr.splitlines() if line.startswith("syncs ")]
+        where = "a fresh ext4 on a loop device" if mounted else "a folder of " + parent
+        return wall, kernel, user, (syncs[0] if syncs else None), where
     finally:
         if mounted:
             subprocess.call(["umount", mounted[0]])
@@ -92,24 +97,28 @@ def main():
             parent = argument
     parent = parent or tempfile.gettempdir()
     results = {way: [] for way in WAYS}
+    syncs = {way: [] for way in WAYS}
     places = set()
     with tempfile.TemporaryDirectory() as work:
         binary = compile_helper(work)
         for _ in range(rounds):
             for way in WAYS:
-                wall, kernel, user, where = run_way(binary, way, parent)
+                wall, kernel, user, count, where = run_way(binary, way, parent)
                 results[way].append((wall, kernel, user))
+                if count is not None:
+                    syncs[way].append(count)
                 places.add(where)
     print("%d files (1,000 x 50 KiB + 1,000 x 8 KiB), %d threads, %s, median of %d"
           % (FILES, THREADS, " and ".join(sorted(places)), rounds))
-    print("| way | wall s | kernel CPU s | user CPU s | kernel CPU per file | wall / created |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| way | wall s | kernel CPU s | user CPU s | kernel CPU per file | wall / created | syncfs calls |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     base = statistics.median(wall for wall, _, _ in results["created"])
     for way in WAYS:
         wall = statistics.median(wall for wall, _, _ in results[way])
         kernel = statistics.median(kernel for _, kernel, _ in results[way])
         user = statistics.median(user for _, _, user in results[way])
-        print("| %s | %.3f | %.3f | %.3f | %.0f us | %.2f |" % (way, wall, kernel, user, kernel / FILES * 1e6, wall / base))
+        counted = "%d-%d" % (min(syncs[way]), max(syncs[way])) if syncs[way] else ""
+        print("| %s | %.3f | %.3f | %.3f | %.0f us | %.2f | %s |" % (way, wall, kernel, user, kernel / FILES * 1e6, wall / base, counted))
 
 
 if __name__ == "__main__":

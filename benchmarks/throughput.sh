@@ -310,7 +310,7 @@ three_sources() { # images
     printf '3 x %d images: %.2f s wall, %.2f s CPU, %.1f MiB RSS\n' "$per" "$wall" "$(echo "$user + $system" | bc)" \
         "$(echo "$rss / 1024" | bc -l)"
 }
-echo "# $(date -u +%F), $(nproc) cores, $(uname -r), $configuration build, $rounds round(s), files on $filesystem; nginx $($nginx_bin -v 2>&1 | cut -d/ -f2), curl $(curl --version | head -1 | cut -d' ' -f2), aria2 $(aria2c --version | head -1 | cut -d' ' -f3), wget $(wget --version | head -1 | cut -d' ' -f3)"
+echo "# $(date -u +%F), $(nproc) cores, $(uname -r), $configuration build${linking[@]+ (Swift runtime linked in)}, $rounds round(s), files on $filesystem; nginx $($nginx_bin -v 2>&1 | cut -d/ -f2), curl $(curl --version | head -1 | cut -d' ' -f2), aria2 $(aria2c --version | head -1 | cut -d' ' -f3), wget $(wget --version | head -1 | cut -d' ' -f3)"
 for workload in "${workloads[@]}"; do
     case "$workload" in
         small)
