@@ -43,14 +43,14 @@ static void names_of(int number, char name[32], char part[40]) {
     snprintf(part, 40, "%s.part", name);
 }
 
-// The steps after the sync: renamed into place, the record taken off, the server's date set.
+// The steps after the sync: renamed into place, the server's date set, the record taken off.
 static void name_file(int fd, int number) {
     char name[32], part[40];
     names_of(number, name, part);
     if (syscall(SYS_renameat2, parts_dir, part, final_dir, name, 1 /* RENAME_NOREPLACE */) != 0) fail("renameat2", name);
-    if (fremovexattr(fd, "user.mirror.partial") != 0) fail("fremovexattr", name);
     struct timespec times[2] = {{0, UTIME_OMIT}, {1764000000, 0}};
     if (futimens(fd, times) != 0) fail("futimens", name);
+    if (fremovexattr(fd, "user.mirror.partial") != 0) fail("fremovexattr", name);
     close(fd);
 }
 
@@ -109,7 +109,7 @@ static void write_one(int number) {
     }
     // mirror's steps, in its order (strace of a run): the final name looked at, the partial
     // looked at, created, checked, written (its writeback started), closed; reopened, checked,
-    // its record attached, synced, renamed into place, its record taken off, its date set.
+    // its record attached, synced, renamed into place, its date set, its record taken off.
     struct stat info;
     if (fstatat(final_dir, name, &info, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) fail("fstatat", name);
     if (fstatat(parts_dir, part, &info, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) fail("fstatat", part);

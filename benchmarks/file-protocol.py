@@ -11,7 +11,7 @@ is the steps' own:
   synced        the same, then fdatasync before close: durability alone
   named         mirror's steps without the sync: the partial created in a folder apart, written,
                 its resume record set as an extended attribute, renamed into place with
-                RENAME_NOREPLACE, the record taken off, the server's date set
+                RENAME_NOREPLACE, the server's date set, the record taken off
   mirror        mirror's steps: `named`, with the writeback started after the write and the file
                 synced before it gets its name (durability before naming)
   batched       `mirror` with one syncfs for many files instead of an fdatasync each: the

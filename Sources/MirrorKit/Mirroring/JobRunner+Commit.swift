@@ -3,9 +3,12 @@ import Logging
 import Synchronization
 
 extension JobRunner {
-    /// The name a commit's file got (nil: skip-if-exists found it taken, and the file went).
+    /// The name a commit's file got (nil: skip-if-exists found it taken, and the file went), and
+    /// the file open under it: the download's own descriptor, or the copy's when the name is on
+    /// another file system.
     private struct NameGiven: Sendable {
         var name: String?
+        var file: OpenFile
     }
 
     /// Names the fetched file and records it: beside `held` (a new version) when there is one.
@@ -37,10 +40,20 @@ extension JobRunner {
         // The server's date goes on with the name, before the row: once the row is written the
         // file is the state's, and a kill before the rest of the commit leaves nobody to date it.
         // (Like wget -N and gallery-dl: the file carries the server's date, not the download's.)
-        let giveName: @Sendable (OpenFile) throws(MirrorError) -> String? = { opened throws(MirrorError) in
-            let name = try directory.name(partName, from: partials.folder, as: relativePath, mode: mode)
-            if name != nil, let lastModified { Directory.setModificationDate(lastModified, ofFile: opened.descriptor) }
-            return name
+        let giveName: @Sendable (OpenFile) throws(MirrorError) -> NameGiven = { opened throws(MirrorError) in
+            var file = opened
+            var reopening: FileSystemError?
+            let name = try directory.name(partName, from: partials.folder, as: relativePath, mode: mode) { folder, name, copied in
+                guard copied else { return }
+                do throws(FileSystemError) {
+                    file = OpenFile(try folder.openFile(name, .read))
+                } catch {
+                    reopening = error
+                }
+            }
+            if let reopening { throw .fileSystem(reopening) }
+            if name != nil, let lastModified { Directory.setModificationDate(lastModified, ofFile: file.descriptor) }
+            return NameGiven(name: name, file: file)
         }
         let opened: OpenFile
         let namedWithTheSync: NameGiven?
@@ -50,31 +63,31 @@ extension JobRunner {
             (opened, namedWithTheSync) = try await BlockingIO.run { () throws(MirrorError) in
                 let opened = try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attachForCommit(record, toFile: $0) })
                 guard !isFenced else { return (opened, nil) }
-                return (opened, NameGiven(name: try giveName(opened)))
+                return (opened, try giveName(opened))
             }
         } catch {
             return halting(error, job)
         }
-        let named = Mutex<String?>(nil)
+        let named = Mutex<NameGiven?>(nil)
         let recorded: MirroredFile?
         do {
             recorded = try await state.recordNamed(fencedBy: job.fence) { () async throws(MirrorError) -> MirroredFile? in
                 // Fenced, the claim's row is locked meanwhile and the heartbeat renewing it
                 // waits: long copies run on a queue apart (``BlockingIO/runApart(_:)``).
-                let name: String?
+                let given: NameGiven
                 if let namedWithTheSync {
-                    name = namedWithTheSync.name
+                    given = namedWithTheSync
                 } else {
-                    name = try await BlockingIO.run { () throws(MirrorError) in try giveName(opened) }
+                    given = try await BlockingIO.run { () throws(MirrorError) in try giveName(opened) }
                 }
-                guard let name else { return nil }
-                named.withLock { $0 = name }
+                guard let name = given.name else { return nil }
+                named.withLock { $0 = given }
                 return MirroredFile(
                     path: name, item: job.item, source: source, url: job.url, etag: file.etag, lastModified: file.lastModified,
                     bytes: file.length, md5: file.md5, version: job.release?.version, updated: job.release?.updated)
             }
         } catch {
-            guard let name = named.withLock({ $0 }) else {
+            guard let given = named.withLock({ $0 }), let name = given.name else {
                 if case .claimTaken = error, let fence = job.fence {
                     // The partial is left as it is: it may be the other worker's by now.
                     fence.markLost()
@@ -88,12 +101,13 @@ extension JobRunner {
             // The record a partial keeps, not the compact one a named file carries, put on before
             // the move so that no kill finds the partial without it: the next run commits it
             // whole, without fetching it again.
-            let attached = PartialStore.attach(record, toFile: opened.descriptor)
+            let attached = PartialStore.attach(record, toFile: given.file.descriptor)
             do {
                 try directory.uncommit(name, backTo: partials.folder, as: partName)
                 // A partial's date says when it was last worked on (the partials' budget drops
-                // the oldest first), not the server's date it got with its name.
-                Directory.setModificationDateToNow(ofFile: opened.descriptor)
+                // the oldest first), not the server's date it got with its name. (Copied back
+                // from another file system, it is a new file, dated now already.)
+                Directory.setModificationDateToNow(ofFile: given.file.descriptor)
                 // Too long for an attribute: in the file beside it.
                 if !attached { try? partials.save(record) }
             } catch let failure {
@@ -101,8 +115,8 @@ extension JobRunner {
             }
             return .halted(error)
         }
-        guard let name = recorded?.path else { return .alreadyPresent }
-        partials.detachRecord(for: job.url, fromFile: opened.descriptor)
+        guard let name = recorded?.path, let namedFile = named.withLock({ $0?.file }) else { return .alreadyPresent }
+        partials.detachRecord(for: job.url, fromFile: namedFile.descriptor)
         // Made only when the line is logged: a quiet run's files are most of its files.
         let fields = { () -> Logger.Metadata in ["url": "\(file.url)", "file": "\(name)", "bytes": "\(file.length)"] }
         if let held {

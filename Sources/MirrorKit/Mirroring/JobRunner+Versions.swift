@@ -138,8 +138,9 @@ extension JobRunner {
     /// Finishes the commit of a recorded version that still carries its record: a kill came after
     /// its row and before the record was taken off, and so before the hook was told of it (the
     /// commit tells it last). The record goes, and the file gets what the commit gives it after
-    /// the row. Only once the record is off: a record that stays (a file this user may not
-    /// change) would have the hook told again at every run. A dry run changes nothing.
+    /// the row. Only once this run took the record off: a record that stays (a file this user may
+    /// not change) would have the hook told again at every run, and one gone meanwhile was taken
+    /// off by whoever finished the commit. A dry run changes nothing.
     private func finishCommit(of file: Unrecorded, _ job: MirrorJob) async {
         guard plan == nil, directory.removeAttribute(PartialStore.attribute, of: file.path) else { return }
         logger.info("\(file.path) was recorded by a run that stopped before finishing with it; finished now")

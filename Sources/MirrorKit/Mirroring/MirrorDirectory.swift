@@ -253,10 +253,12 @@ package struct MirrorDirectory: Sendable {
     /// - Returns: nil when `mode` is ``DownloadMode/skipIfExists`` and the name was taken; the
     ///   download is then discarded.
     ///
-    /// `afterRename` gets the folder and file name the file has under its final name.
+    /// `afterRename` gets the folder and file name the file has under its final name, and
+    /// whether it was copied there from another file system (a descriptor open on the download
+    /// is then not the named file's).
     func commit(
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
-        afterRename: (Directory, String) -> Void = { _, _ in }
+        afterRename: (Directory, String, _ copied: Bool) -> Void = { _, _, _ in }
     ) throws(MirrorError) -> String? {
         _ = try synced(partName, in: partials)
         return try name(partName, from: partials, as: relativePath, mode: mode, afterRename: afterRename)
@@ -278,9 +280,10 @@ package struct MirrorDirectory: Sendable {
     /// The second half of a commit: moves the synced download `partName` into place under
     /// `relativePath` and returns the name it got; nil when `mode` is
     /// ``DownloadMode/skipIfExists`` and the name was taken (the download is then discarded).
+    /// `afterRename` as in ``commit(_:from:as:mode:afterRename:)``.
     func name(
         _ partName: String, from partials: Directory, as relativePath: String, mode: DownloadMode,
-        afterRename: (Directory, String) -> Void = { _, _ in }
+        afterRename: (Directory, String, _ copied: Bool) -> Void = { _, _, _ in }
     ) throws(MirrorError) -> String? {
         let (folderPath, name) = try split(relativePath)
         var target = try folder(folderPath, create: true)!
@@ -288,9 +291,9 @@ package struct MirrorDirectory: Sendable {
         let candidates = (0...).lazy.map { $0 == 0 ? name : Self.numbered(name, $0) }.prefix(mode == .skipIfExists ? 1 : Int.max)
         var recreated = false
         while true {
-            let taken: String?
+            let moved: (name: String, copied: Bool)?
             do {
-                taken = try partials.move(partName, to: target, firstFreeOf: candidates)
+                moved = try partials.move(partName, to: target, firstFreeOf: candidates)
             } catch where error.errno == ENOENT && !recreated && partials.contains(partName) {
                 // The folder went away since this run opened it: make it again, once.
                 recreated = true
@@ -300,12 +303,12 @@ package struct MirrorDirectory: Sendable {
             } catch {
                 throw .fileSystem(error)
             }
-            guard let taken else {
+            guard let (taken, copied) = moved else {
                 partials.remove(partName)
                 return nil
             }
             noteNewName(in: target, key: String(folderPath))
-            afterRename(target, taken)
+            afterRename(target, taken, copied)
             return folderPath.isEmpty ? taken : folderPath + "/" + taken
         }
     }
@@ -328,8 +331,8 @@ package struct MirrorDirectory: Sendable {
         }
     }
 
-    /// Takes the extended attribute `attribute` off the mirrored file `relativePath`; false when
-    /// it could not.
+    /// Takes the extended attribute `attribute` off the mirrored file `relativePath`; true when
+    /// this call took it off.
     @discardableResult
     func removeAttribute(_ attribute: String, of relativePath: String) -> Bool {
         guard let (folderPath, name) = try? split(relativePath), let folder = try? folder(folderPath, create: false) else { return false }

@@ -8,8 +8,11 @@ extension Directory {
     /// `RENAME_NOREPLACE`), so there is never a moment where the file has two names. Across file
     /// systems (`target` is a mount of its own) the file is copied once into a new file in
     /// `target`, with its `user.` attributes, synced, and renamed there in the same one step;
-    /// the source goes once the copy has its name.
-    func move(_ name: String, to target: Directory, firstFreeOf newNames: some Sequence<String>) throws(FileSystemError) -> String? {
+    /// the source goes once the copy has its name, and `copied` says so: a descriptor open on
+    /// the source is then no longer the named file's.
+    func move(
+        _ name: String, to target: Directory, firstFreeOf newNames: some Sequence<String>
+    ) throws(FileSystemError) -> (name: String, copied: Bool)? {
         try checkName(name)
         var copy: String?
         defer { if let copy { target.remove(copy) } }
@@ -32,8 +35,9 @@ extension Directory {
             if copy != nil {
                 copy = nil
                 remove(name)
+                return (newName, true)
             }
-            return newName
+            return (newName, false)
         }
         return nil
     }
@@ -132,15 +136,15 @@ extension Directory {
         value.withUnsafeBytes { mirror_fsetxattr(fd, attribute, $0.baseAddress, $0.count) } == 0
     }
 
-    /// Takes the extended attribute `attribute` off the open file `fd`; false when it is still
-    /// there (the file is not the caller's to change, say).
+    /// Takes the extended attribute `attribute` off the open file `fd`; true when this call took
+    /// it off (false when it was not there, or stays: the file is not the caller's to change).
     @discardableResult
     static func removeAttribute(_ attribute: String, fromFile fd: Int32) -> Bool {
-        mirror_fremovexattr(fd, attribute) == 0 || errno == ENODATA
+        mirror_fremovexattr(fd, attribute) == 0
     }
 
-    /// Removes the extended attribute `attribute` of the file `name`, if it is one of ours; false
-    /// when it could not (the file could not be opened, or the attribute stays).
+    /// Removes the extended attribute `attribute` of the file `name`, if it is one of ours; true
+    /// when this call took it off.
     @discardableResult
     func removeAttribute(_ attribute: String, of name: String) -> Bool {
         guard let fd = try? openFile(name, .read) else { return false }

@@ -215,9 +215,15 @@ struct HostileDirectoryTests {
                 let names = try FileManager.default.contentsOfDirectory(atPath: full.path)
                 #expect(!names.isEmpty)
                 #expect(names.allSatisfy { !$0.hasPrefix(".") }, "no copy left half-way: \(names)")
+                let mirror = try MirrorDirectory(root: dir)
                 for name in names {
                     #expect(TestSupport.digest(ofFile: full.appendingPathComponent(name).path)
                         == TestSupport.digest(server.content(of: "/" + name)), "\(name)")
+                    // The commit's last steps reach the copy, not the download it was made from:
+                    // the record the copy took along comes off, and the server's date goes on.
+                    #expect(try mirror.occupant(of: "full/" + name)?.record == nil, "\(name) still carries its record")
+                    let modified = try FileManager.default.attributesOfItem(atPath: full.appendingPathComponent(name).path)[.modificationDate] as? Date
+                    #expect(modified == server.lastModified(of: "/" + name).flatMap { HTTPDate.parse($0) }, "\(name)")
                 }
                 #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent(".mirror/partials").path).isEmpty)
             }
@@ -240,8 +246,9 @@ struct HostileDirectoryTests {
             close(fd)
             for taken in ["a.jpg", "a(1).jpg"] { try TestSupport.write([1], to: other.appendingPathComponent(taken).path) }
 
-            let name = try here.move("download.part", to: there, firstFreeOf: ["a.jpg", "a(1).jpg", "a(2).jpg"])
-            #expect(name == "a(2).jpg")
+            let moved = try here.move("download.part", to: there, firstFreeOf: ["a.jpg", "a(1).jpg", "a(2).jpg"])
+            #expect(moved?.name == "a(2).jpg")
+            #expect(moved?.copied == true, "a descriptor open on the download is not the named file's")
             #expect(TestSupport.digest(ofFile: other.appendingPathComponent("a(2).jpg").path) == TestSupport.digest(bytes))
             // Until the state database records it, the file carries the record a kill leaves it with.
             #expect(there.attribute("user.mirror.partial", of: "a(2).jpg", limit: 64).map { String(decoding: $0, as: UTF8.self) } == "its record")

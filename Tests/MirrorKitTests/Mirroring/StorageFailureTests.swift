@@ -151,6 +151,8 @@ struct StorageFailureTests {
                 #expect(partial.record.etag == server.etag(of: path))
                 // Dated as worked on, not with the server's date it got with its name: the
                 // partials' budget drops the oldest first.
+                let served = try #require(server.lastModified(of: path).flatMap { HTTPDate.parse($0) })
+                #expect(served < Date().addingTimeInterval(-86_400), "a date no download could be mistaken for")
                 let modified = try FileManager.default.attributesOfItem(atPath: partials.partPath(for: partial.record.url))[.modificationDate] as? Date
                 #expect(modified.map { $0 > Date().addingTimeInterval(-3_600) } == true, "\(String(describing: modified))")
                 let sent = server.bodyBytesSent(path: path)
