@@ -155,7 +155,7 @@ struct WARCStreamTests {
     /// A stream whose file cannot be made (here a directory made immutable once the run's file
     /// is open) does not cost the archive its record: the body is read back from the transfer's
     /// file and written in the run's file, as any other.
-    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/chattr"), "needs root and chattr"))
+    @Test(.enabled(if: ImmutableFiles.isPossible, "needs chattr +i: root with CAP_LINUX_IMMUTABLE"))
     func aStreamWhoseFileCannotBeMadeIsArchivedAsAnyOther() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let warc = dir.appendingPathComponent("warc").path
@@ -171,13 +171,13 @@ struct WARCStreamTests {
             let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 300000\r\n\r\n".utf8)
             var record = WARCRecord(type: "response", fields: [("WARC-Target-URI", "https://h/large.bin")], head: head, body: .bytes([]))
             record.http = HTTPHead(head)
-            try Self.chattr("+i", warc)
+            try ImmutableFiles.set(true, warc)
             let stream = try #require(WARCStream(archive: archive, record: record, date: WARCRecord.now(), length: 300_000, source: open(path, O_RDONLY), offset: 0))
             stream.advance(to: 300_000)
             record.body = .streamed(stream, crc: Self.crc32(of: body))
             archive.append([record], date: WARCRecord.now())
             archive.queue.sync {}
-            try Self.chattr("-i", warc)
+            try ImmutableFiles.set(false, warc)
             try archive.close()
             #expect(try names(in: warc, ending: ".warc.gz").count == 1)
             let records = try await WARCReader.records(in: warc)
@@ -211,11 +211,6 @@ struct WARCStreamTests {
             let left = try FileManager.default.contentsOfDirectory(atPath: warc)
             #expect(left.isEmpty, "\(left)")
         }
-    }
-
-    private static func chattr(_ flag: String, _ path: String) throws {
-        let status = try ChildProcess(executable: "/usr/bin/chattr", arguments: [flag, path]).runBlocking()
-        try #require(status == 0, "chattr \(flag) \(path)")
     }
 
     /// The stream's framing of its own gzip member: a head over one stored block (64 KiB), the

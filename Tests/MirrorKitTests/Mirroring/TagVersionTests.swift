@@ -506,7 +506,7 @@ struct TagVersionTests {
     /// A recorded version whose record cannot be taken off (a file this user may not change;
     /// here made immutable) has its commit finished only once the record is off: the hook is not
     /// told of it at every run.
-    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/chattr"), "needs root and chattr"))
+    @Test(.enabled(if: ImmutableFiles.isPossible, "needs chattr +i: root with CAP_LINUX_IMMUTABLE"))
     func aRecordThatCannotBeTakenOffDoesNotHaveTheHookToldAtEveryRun() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
@@ -519,8 +519,8 @@ struct TagVersionTests {
                 #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
                 try plantUnrecorded(oldBytes, at: file.local, in: dir, url: url, etag: oldETag, lastModified: oldDate)
                 let path = dir.appendingPathComponent(file.local).path
-                try #require(try ChildProcess(executable: "/usr/bin/chattr", arguments: ["+i", path]).runBlocking() == 0)
-                defer { _ = try? ChildProcess(executable: "/usr/bin/chattr", arguments: ["-i", path]).runBlocking() }
+                try ImmutableFiles.set(true, path)
+                defer { try? ImmutableFiles.set(false, path) }
                 let saved = SavedFiles()
                 for _ in 0..<2 {
                     #expect(try await run(server, into: dir, mode: .newFile, hook: saved).isComplete)

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+/// Mounts for tests that need a file system of their own: root allowed to mount (not root in a
+/// default container, which lacks CAP_SYS_ADMIN). Tests ask ``isPossible`` to skip, saying why.
+enum Mount {
+    /// Whether a tmpfs can be mounted here; tried once, on a folder of the temporary directory.
+    static let isPossible: Bool = {
+        guard geteuid() == 0 else { return false }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-mount-probe-\(UUID().uuidString)")
+        guard (try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)) != nil else { return false }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        guard tmpfs(at: folder.path, size: "64k") else { return false }
+        unmount(folder.path)
+        return true
+    }()
+
+    static func tmpfs(at path: String, size: String) -> Bool {
+        run(["mount", "-t", "tmpfs", "-o", "size=\(size),mode=0755", "tmpfs", path]) == 0
+    }
+
+    static func unmount(_ path: String) {
+        _ = run(["umount", "-l", path])
+    }
+
+    private static func run(_ arguments: [String]) -> Int32 {
+        (try? ChildProcess(executable: "/usr/bin/env", arguments: arguments).runBlocking()) ?? -1
+    }
+}
+
+/// Files made immutable (`chattr +i`): what root cannot change either, for tests of a file or
+/// folder mirror may not touch. Needs CAP_LINUX_IMMUTABLE (not in a default container) and a
+/// file system that keeps the flag; tests ask ``isPossible`` to skip, saying why.
+enum ImmutableFiles {
+    private static let chattr = "/usr/bin/chattr"
+
+    /// Whether `chattr +i` works on a file of the temporary directory; tried once.
+    static let isPossible: Bool = {
+        guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: chattr) else { return false }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-immutable-probe-\(UUID().uuidString)").path
+        guard FileManager.default.createFile(atPath: file, contents: Data()) else { return false }
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        guard (try? set(true, file)) != nil else { return false }
+        try? set(false, file)
+        return true
+    }()
+
+    /// Makes `path` immutable, or changeable again.
+    static func set(_ immutable: Bool, _ path: String) throws {
+        let status = try ChildProcess(executable: chattr, arguments: [immutable ? "+i" : "-i", path]).runBlocking()
+        guard status == 0 else { throw ChattrFailed(path: path) }
+    }
+
+    struct ChattrFailed: Error, CustomStringConvertible {
+        var path: String
+        var description: String { "chattr could not change \(path)" }
+    }
+}
