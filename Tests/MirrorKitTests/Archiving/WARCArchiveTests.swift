@@ -219,7 +219,7 @@ struct WARCArchiveTests {
 
     /// The archive's disk fills part way into a record: the run says the archive is not whole
     /// (73), and what it holds still reads to its end, the torn record cut off.
-    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN)"))
+    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN, no confinement against it)"))
     func aFullDiskLeavesAnArchiveThatReadsToItsEnd() async throws {
         // Bodies held in memory (under 256 KiB), so that the archive file is what meets the full disk.
         let items = (1...8).map { "<item><guid>\($0)</guid><enclosure url=\"BASE/files/\($0).bin\" length=\"200000\"/></item>" }.joined()
@@ -246,7 +246,7 @@ struct WARCArchiveTests {
 
     /// A disk full before the archive's first bytes: the archive fails, and no file is named,
     /// neither an empty `.warc.gz` (which no reader takes for a WARC file) nor a `.open` left over.
-    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN)"))
+    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN, no confinement against it)"))
     func aDiskFullFromTheStartNamesNoEmptyFile() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let warc = dir.appendingPathComponent("warc").path

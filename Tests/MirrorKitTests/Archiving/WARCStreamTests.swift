@@ -155,7 +155,7 @@ struct WARCStreamTests {
     /// A stream whose file cannot be made (here a directory made immutable once the run's file
     /// is open) does not cost the archive its record: the body is read back from the transfer's
     /// file and written in the run's file, as any other.
-    @Test(.enabled(if: ImmutableFiles.isPossible, "needs chattr +i: root with CAP_LINUX_IMMUTABLE"))
+    @Test(.enabled(if: ImmutableFiles.isPossible, "needs chattr +i: root with CAP_LINUX_IMMUTABLE, on a file system that keeps the flag"))
     func aStreamWhoseFileCannotBeMadeIsArchivedAsAnyOther() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let warc = dir.appendingPathComponent("warc").path
@@ -172,6 +172,7 @@ struct WARCStreamTests {
             var record = WARCRecord(type: "response", fields: [("WARC-Target-URI", "https://h/large.bin")], head: head, body: .bytes([]))
             record.http = HTTPHead(head)
             try ImmutableFiles.set(true, warc)
+            defer { try? ImmutableFiles.set(false, warc) }
             let stream = try #require(WARCStream(archive: archive, record: record, date: WARCRecord.now(), length: 300_000, source: open(path, O_RDONLY), offset: 0))
             stream.advance(to: 300_000)
             record.body = .streamed(stream, crc: Self.crc32(of: body))

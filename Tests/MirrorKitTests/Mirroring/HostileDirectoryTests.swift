@@ -202,7 +202,7 @@ struct HostileDirectoryTests {
         try await refusesALinkPlanted(as: "state.sqlite3") { _ = try StateDatabase(directory: $0) }
     }
 
-    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN)"))
+    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN, no confinement against it)"))
     func aMediaFolderOnAnotherFileSystemGetsItsFilesByCopy() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
@@ -230,7 +230,7 @@ struct HostileDirectoryTests {
         }
     }
 
-    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN)"))
+    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN, no confinement against it)"))
     func aMoveAcrossFileSystemsKeepsTheRecordAndTakesTheFirstFreeName() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let other = dir.appendingPathComponent("other")

@@ -18,7 +18,7 @@ struct StorageFailureTests {
         return try FeedRun(directory: try MirrorDirectory(root: dir), engine: TransferEngine(), settings: settings, logger: TestSupport.logger)
     }
 
-    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN)"))
+    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN, no confinement against it)"))
     func aFullDiskStopsTheRunWith73AndEveryFileUnderAFinalNameIsWhole() async throws {
         try await TestSupport.withServer { server in
             try await MirrorProcess.withClientID { dir, idFile in

@@ -506,7 +506,7 @@ struct TagVersionTests {
     /// A recorded version whose record cannot be taken off (a file this user may not change;
     /// here made immutable) has its commit finished only once the record is off: the hook is not
     /// told of it at every run.
-    @Test(.enabled(if: ImmutableFiles.isPossible, "needs chattr +i: root with CAP_LINUX_IMMUTABLE"))
+    @Test(.enabled(if: ImmutableFiles.isPossible, "needs chattr +i: root with CAP_LINUX_IMMUTABLE, on a file system that keeps the flag"))
     func aRecordThatCannotBeTakenOffDoesNotHaveTheHookToldAtEveryRun() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
