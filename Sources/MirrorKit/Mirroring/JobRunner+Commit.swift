@@ -124,12 +124,18 @@ extension JobRunner {
         } else {
             logger.info("saved \(name)", metadata: fields())
         }
-        if let hook, let failure = await hook.saved(SavedFile(
-            path: directory.root.appendingPathComponent(name).path, mirror: directory.root.path, relativePath: name,
-            url: file.url, item: job.item,
-            source: source, bytes: file.length)) {
+        await announce(name, url: file.url, item: job.item, bytes: file.length)
+        return .downloaded(bytes: file.bytesReceived, newVersion: held != nil, restored: missing)
+    }
+
+    /// Tells the `--exec` hook of the file saved as `relativePath`; a failure of the hook is
+    /// tallied for the run's end, not thrown.
+    func announce(_ relativePath: String, url: String, item: String, bytes: Int64) async {
+        guard let hook else { return }
+        if let failure = await hook.saved(SavedFile(
+            path: directory.root.appendingPathComponent(relativePath).path, mirror: directory.root.path,
+            relativePath: relativePath, url: url, item: item, source: source, bytes: bytes)) {
             hookFailures.add(failure)
         }
-        return .downloaded(bytes: file.bytesReceived, newVersion: held != nil, restored: missing)
     }
 }

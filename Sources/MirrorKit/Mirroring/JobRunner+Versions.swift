@@ -152,11 +152,7 @@ extension JobRunner {
     /// and the hook told of it, once.
     private func dateAndAnnounce(_ file: Unrecorded, of job: MirrorJob) async {
         if let date = file.record.lastModified.flatMap({ HTTPDate.parse($0) }) { directory.setModificationDate(date, of: file.path) }
-        if let hook, let failure = await hook.saved(SavedFile(
-            path: directory.root.appendingPathComponent(file.path).path, mirror: directory.root.path, relativePath: file.path,
-            url: job.url, item: job.item, source: source, bytes: file.size)) {
-            hookFailures.add(failure)
-        }
+        await announce(file.path, url: job.url, item: job.item, bytes: file.size)
     }
 
     /// The occupant's size and record when it is `job`'s own download, named and not recorded:

@@ -503,6 +503,23 @@ struct TagVersionTests {
         }
     }
 
+    /// A new-file mirror of the fixture tag whose first file changed once (its older version kept
+    /// beside the newest), with that older version's record put back on: what a kill after its
+    /// row, before the record came off, leaves. Returns the file, its URL and its older date.
+    private func mirrorWithARecordedVersionStillCarryingItsRecord(
+        _ server: FixtureServer, into dir: URL
+    ) async throws -> (file: (local: String, remote: String), url: String, oldDate: String?) {
+        #expect(try await run(server, into: dir, mode: .newFile).isComplete)
+        let file = mirroredFiles(server)[0]
+        let url = server.baseURL + file.remote
+        let oldBytes = try #require(server.content(of: file.remote))
+        let (oldETag, oldDate) = (server.etag(of: file.remote), server.lastModified(of: file.remote))
+        server.changeContent(path: file.remote)
+        #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
+        try plantUnrecorded(oldBytes, at: file.local, in: dir, url: url, etag: oldETag, lastModified: oldDate)
+        return (file, url, oldDate)
+    }
+
     /// A recorded version whose record cannot be taken off (a file this user may not change;
     /// here made immutable) has its commit finished only once the record is off: the hook is not
     /// told of it at every run.
@@ -510,14 +527,7 @@ struct TagVersionTests {
     func aRecordThatCannotBeTakenOffDoesNotHaveTheHookToldAtEveryRun() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
-                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
-                let file = mirroredFiles(server)[0]
-                let url = server.baseURL + file.remote
-                let oldBytes = try #require(server.content(of: file.remote))
-                let (oldETag, oldDate) = (server.etag(of: file.remote), server.lastModified(of: file.remote))
-                server.changeContent(path: file.remote)
-                #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
-                try plantUnrecorded(oldBytes, at: file.local, in: dir, url: url, etag: oldETag, lastModified: oldDate)
+                let (file, _, _) = try await mirrorWithARecordedVersionStillCarryingItsRecord(server, into: dir)
                 let path = dir.appendingPathComponent(file.local).path
                 try ImmutableFiles.set(true, path)
                 defer { try? ImmutableFiles.set(false, path) }
@@ -540,17 +550,9 @@ struct TagVersionTests {
     func aRecordedVersionStillCarryingItsRecordIsNotTakenForANewOne(rowChangedSince: Bool) async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
-                #expect(try await run(server, into: dir, mode: .newFile).isComplete)
-                let file = mirroredFiles(server)[0]
-                let url = server.baseURL + file.remote
-                let oldBytes = try #require(server.content(of: file.remote))
-                let oldETag = server.etag(of: file.remote)
-                let oldDate = server.lastModified(of: file.remote)
-                server.changeContent(path: file.remote)
-                #expect(try await run(server, into: dir, mode: .newFile).newVersions == 1)
                 // The older version, recorded, with its record put back on, dated as a build
                 // before the date went on with the name left it.
-                try plantUnrecorded(oldBytes, at: file.local, in: dir, url: url, etag: oldETag, lastModified: oldDate)
+                let (file, url, oldDate) = try await mirrorWithARecordedVersionStillCarryingItsRecord(server, into: dir)
                 try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: dir.appendingPathComponent(file.local).path)
                 if rowChangedSince {
                     try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path).execute(
