@@ -267,6 +267,12 @@ final class CurlTransfer {
                 failure = .contentEncoded("Content-Encoding: \(encoding)")
                 return
             }
+            // A length libcurl reads otherwise than the server meant proves no end (a cut body of
+            // a value past 64 bits would pass for whole), and RFC 9110 §8.6 makes it an error.
+            if let value = headers.invalidContentLength {
+                failure = .invalidLength("Content-Length: \(value.prefix(40))")
+                return
+            }
             var start: Int64 = 0
             if status == 206 {
                 let header = headers["Content-Range"] ?? ""
@@ -283,7 +289,7 @@ final class CurlTransfer {
                 }
                 start = offset
                 expectedTotal = range.total
-            } else if let length = headers["Content-Length"].flatMap({ Int64($0) }) {
+            } else if let length = headers["Content-Length"].flatMap(HTTPHeaders.contentLength) {
                 expectedTotal = length
             }
             if let limit = request.maxLength, let total = expectedTotal, total > limit {
@@ -441,7 +447,7 @@ final class CurlTransfer {
         var version = 0
         mirror_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
         if version >= mirror_curl_http_version_2_0 { return true }
-        if headers["Content-Length"] != nil { return true }
+        if headers["Content-Length"].flatMap(HTTPHeaders.contentLength) != nil { return true }
         return headers["Transfer-Encoding"]?.lowercased().contains("chunked") == true
     }
 
@@ -455,7 +461,7 @@ final class CurlTransfer {
     /// for identity-encoded bodies, the only ones whose length the header states.
     private var bodyShortfall: String? {
         guard isBodyAccepted, headers["Content-Encoding"] == nil,
-              let declared = headers["Content-Length"].flatMap({ Int64($0) }),
+              let declared = headers["Content-Length"].flatMap(HTTPHeaders.contentLength),
               declared != bytesReceived
         else { return nil }
         return "body ended after \(bytesReceived) of \(declared) bytes"

@@ -24,6 +24,20 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 
+    /// A Content-Length value as RFC 9110 §8.6 writes one: decimal digits only, within 64 bits.
+    /// Nil for anything else.
+    static func contentLength(_ value: String) -> Int64? {
+        guard !value.isEmpty, value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int64(value)
+    }
+
+    /// The first Content-Length field that states no length (see ``contentLength(_:)``), as sent.
+    /// libcurl 7.88 reads such a value its own way: the digits it begins with ("1e3" is 1), or,
+    /// past 64 bits, no length at all, the body then running until the connection closes.
+    var invalidContentLength: String? {
+        fields.first { $0.name.caseInsensitiveEquals("Content-Length") && Self.contentLength($0.value) == nil }?.value
+    }
+
     mutating func append(name: String, value: String) {
         fields.append((name, value))
     }

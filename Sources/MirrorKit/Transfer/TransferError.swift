@@ -16,6 +16,9 @@ struct TransferError: Error, Sendable, CustomStringConvertible {
         /// The server encoded the body (gzip, …) though the file was asked for as it is: the
         /// header that says so, as `Content-Encoding: gzip`.
         case contentEncoded(String)
+        /// The server stated a length that is not one, as `Content-Length: 1e3`: nothing proves
+        /// where the body ends (see ``HTTPHeaders/invalidContentLength``).
+        case invalidLength(String)
         /// OpenSSL failed to hash the body.
         case digest(String)
         /// The transfer was cancelled by its caller.
@@ -42,7 +45,7 @@ struct TransferError: Error, Sendable, CustomStringConvertible {
             return Self.retryableCurlCodes.contains(code)
         case .rangeMismatch:
             return true
-        case .bodyTooLarge, .fileWrite, .fileTooLarge, .contentEncoded, .digest, .cancelled, .refused:
+        case .bodyTooLarge, .fileWrite, .fileTooLarge, .contentEncoded, .invalidLength, .digest, .cancelled, .refused:
             return false
         }
     }
@@ -85,6 +88,8 @@ struct TransferError: Error, Sendable, CustomStringConvertible {
             return "\(url): the file is larger than \(limit) bytes, its known size or the --max-file-size cap"
         case .contentEncoded(let encoding):
             return "\(url): the server sent the file encoded (\(encoding)) though it was asked for as is; refusing to save encoded bytes"
+        case .invalidLength(let field):
+            return "\(url): the server sent a length that is not a number of bytes (\(field)); refusing a body whose end nothing proves"
         case .digest(let message):
             return "\(url): \(message)"
         case .cancelled:

@@ -90,6 +90,26 @@ struct LyingServerTests {
         }
     }
 
+    @Test(arguments: [
+        // (size_t)-1, as some servers send for "unknown": libcurl 7.88 takes it for no length and
+        // reads until the connection closes, so the cut below would pass for the end.
+        "18446744073709551615",
+        // libcurl 7.88 reads the digits a value begins with: one byte of the thousand sent.
+        "1e3",
+    ])
+    func aLengthThatIsNotANumberOfBytesIsRefusedNotTrusted(declared: String) async throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: \(declared)\r\nContent-Type: application/octet-stream\r\n\r\n"
+        let server = try RawHTTPServer(answer: Array(head.utf8) + [UInt8](repeating: 0x61, count: 1000))
+        defer { server.close() }
+        try await withDownloader { _, downloader, partials in
+            let url = server.baseURL + "/episode.mp3"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .transfer(.invalidLength("Content-Length: \(declared)")))
+            #expect(error?.description.contains("not a number of bytes") == true)
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+
     @Test func aGzipTransferCodingIsUndoneNotSaved() async throws {
         // Transfer-Encoding is the connection's, not the file's: libcurl undoes gzip there as it
         // undoes the chunks, and the file gets the bytes inside.
