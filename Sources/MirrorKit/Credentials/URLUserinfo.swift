@@ -34,11 +34,13 @@ package enum URLUserinfo {
 
     /// A string given as a URL that may not be one (a password with `/`, `#` or `@` unescaped
     /// breaks it), as an error quotes it: everything from `://` to its last `@` shown as `***`.
+    /// A feed's link is one too, and may be a network-path reference (`//user:pa/ss@host/f`).
     package static func redactedArgument(_ text: String) -> String {
-        guard let scheme = text.firstRange(of: "://"), let at = text.lastIndex(of: "@"), scheme.upperBound <= at else {
+        let authority = text.hasPrefix("//") ? text.startIndex..<text.index(text.startIndex, offsetBy: 2) : text.firstRange(of: "://")
+        guard let authority, let at = text.lastIndex(of: "@"), authority.upperBound <= at else {
             return redacted(text)
         }
-        return String(text[..<scheme.upperBound]) + "***" + String(text[at...])
+        return String(text[..<authority.upperBound]) + "***" + String(text[at...])
     }
 
     /// `text` with the userinfo of every URL in it shown as `***`: the last guard before a line
@@ -85,6 +87,17 @@ package enum URLUserinfo {
             }
             if let at { return (authorityStart..<at, bytes.index(after: at)) }
             if wholeURL { return nil }
+            // `https://alice:pa/ss@host`: an authority whose port is no port is a password cut
+            // short by its `/`, `?` or `#`; its `@` is further on. Hiding a path's `@` in a line
+            // that quotes a link no URL parser takes costs less than printing a password.
+            if cursor != bytes.endIndex, endsURLAuthority(bytes[cursor]), hasNoPort(bytes[authorityStart..<cursor]) {
+                var scan = cursor
+                while scan != bytes.endIndex, !endsQuotedText(bytes[scan]) {
+                    if bytes[scan] == UInt8(ascii: "@") { at = scan }
+                    scan = bytes.index(after: scan)
+                }
+                if let at { return (authorityStart..<at, bytes.index(after: at)) }
+            }
             index = cursor
         }
         return nil
@@ -100,6 +113,25 @@ package enum URLUserinfo {
         default:
             false
         }
+    }
+
+    /// Where a URL quoted in a line ends, whatever its authority held.
+    private static func endsQuotedText(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: " "), UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), 0..<0x20, 0x7F: true
+        default: false
+        }
+    }
+
+    /// Whether `authority` (no `@` in it) has a `:` after its host that digits do not follow:
+    /// no URL's authority, so a userinfo's start (`[::1]:8080` and `host:` are ports).
+    private static func hasNoPort(_ authority: Substring.UTF8View) -> Bool {
+        var host = authority[...]
+        if host.first == UInt8(ascii: "["), let close = host.firstIndex(of: UInt8(ascii: "]")) {
+            host = host[host.index(after: close)...]
+        }
+        guard let colon = host.firstIndex(of: UInt8(ascii: ":")) else { return false }
+        return !host[host.index(after: colon)...].allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
     /// Where an authority ends in a URL alone (RFC 3986 §3.2).

@@ -297,7 +297,9 @@ struct FeedWalker {
             if let credentials { linkCredentials.append((url, credentials)) }
             return url
         }
-        entry?.unusable.append(URLUserinfo.redacted(trimmed))
+        // No URL parser took it, so where its userinfo ends is a guess: a password with `/`, `?`
+        // or `#` unescaped is what broke it, often enough.
+        entry?.unusable.append(URLUserinfo.redactedArgument(trimmed))
         return nil
     }
 

@@ -33,6 +33,19 @@ struct CredentialTests {
         #expect(URLUserinfo.redacting(in: plain) == plain)
     }
 
+    /// A password with `/`, `?` or `#` unescaped ends the authority early, at a port that is no
+    /// port: the line still shows no password, while real ports and paths with an `@` stay.
+    @Test func aLinkALoginBreaksIsRedactedInALineToo() {
+        for password in ["s3c/ret", "s3c?ret", "s3c#ret", "s3c/r@t"] {
+            #expect(URLUserinfo.redacting(in: "not a URL: https://alice:\(password)@h.example/f.mp3 (E)")
+                == "not a URL: https://***@h.example/f.mp3 (E)", "\(password)")
+        }
+        for kept in ["see http://[::1]:8080/x@y", "see https://h.example:8443/users/@me", "see http://h.example:/@a"] {
+            #expect(URLUserinfo.redacting(in: kept) == kept)
+        }
+        #expect(URLUserinfo.redactedArgument("//alice:s3c/ret@h.example/f") == "//***@h.example/f")
+    }
+
     @Test func credentialsServeTheirOriginOnly() {
         let store = CredentialStore()
         store.remember(URLCredentials(user: "u", password: "p"), forOriginOf: "https://Feeds.Example/private/feed.rss", given: true)

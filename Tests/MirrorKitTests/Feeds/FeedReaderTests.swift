@@ -91,6 +91,23 @@ struct FeedReaderTests {
         #expect(feed.problems == ["skipped an enclosure whose link is not a URL: %zz://"])
     }
 
+    /// A password with `/`, `?` or `#` unescaped breaks its link (its authority ends there, at a
+    /// port that is none): the problem line quoting the link shows no password.
+    @Test func aLinkALoginBreaksIsReportedWithoutThePassword() throws {
+        let links = [
+            "https://alice:s3c/ret@host.example/f.mp3", "https://alice:s3c?ret@host.example/f.mp3",
+            "https://alice:s3c#ret@host.example/f.mp3", "//alice:s3c/ret@host.example/f.mp3",
+        ]
+        let items = links.map { #"<item><title>E</title><enclosure url="\#($0)"/></item>"# }
+        let xml = "<rss><channel>" + items.joined() + "</channel></rss>"
+        let feed = try FeedReader.parse(Array(xml.utf8), url: "https://h.example/feed")
+        #expect(feed.enclosures.isEmpty && feed.problems.count == links.count, "\(feed)")
+        for problem in feed.problems {
+            #expect(problem.hasPrefix("skipped an enclosure of “E” whose link is not a URL: ") && problem.hasSuffix("***@host.example/f.mp3"), "\(problem)")
+            #expect(!problem.contains("s3c") && !problem.contains("ret@"), "\(problem)")
+        }
+    }
+
     /// Found by the fuzzer: an `xml:base` that is no URI left a relative link relative, and curl
     /// would have taken "Beta%201.0.xar" for a host name. Other schemes are no download either.
     @Test func skipsLinksThatDoNotResolveToAnHTTPURL() throws {
