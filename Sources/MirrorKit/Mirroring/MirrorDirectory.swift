@@ -265,12 +265,23 @@ package struct MirrorDirectory: Sendable {
     }
 
     /// The first half of a commit: the finished download `partName`, opened and its data synced,
-    /// so that the name it gets next is never a name for bytes not yet on disk.
-    func synced(_ partName: String, in partials: Directory, beforeSync: (Int32) -> Void = { _ in }) throws(MirrorError) -> OpenFile {
+    /// so that the name it gets next is never a name for bytes not yet on disk. A download whose
+    /// sync fails is deleted: see the comment below. (`sync` is `fdatasync`, but in tests.)
+    func synced(
+        _ partName: String, in partials: Directory, beforeSync: (Int32) -> Void = { _ in },
+        sync: (Int32) -> Int32 = { fdatasync($0) }
+    ) throws(MirrorError) -> OpenFile {
         do throws(FileSystemError) {
             let file = OpenFile(try partials.openFile(partName, .read))
             beforeSync(file.descriptor)
-            guard fdatasync(file.descriptor) == 0 else { throw FileSystemError.last(path: partials.path(of: partName)) }
+            guard sync(file.descriptor) == 0 else {
+                let failure = FileSystemError.last(path: partials.path(of: partName))
+                // The disk may not hold these bytes (a write-back that failed), and the kernel
+                // says so once: the next run's sync would succeed, and the partial, as long as
+                // its record says, would be named as it is. Fetched again instead.
+                partials.remove(partName)
+                throw failure
+            }
             return file
         } catch {
             throw .fileSystem(error)

@@ -21,6 +21,20 @@ struct MirrorDirectoryTests {
         }
     }
 
+    @Test func aDownloadWhoseSyncFailsIsDeletedNotLeftForTheNextRunToName() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            let part = try partial(in: directory, "bytes the disk may not hold")
+            let record = PartialRecord(url: "https://example.com/a.mp3", etag: #""v1""#, lastModified: nil, totalLength: 27)
+            // As a write-back that failed reports itself, once (ENOSPC or EIO from fdatasync).
+            let failingSync: (Int32) -> Int32 = { _ in errno = EIO; return -1 }
+            #expect(throws: MirrorError.self) {
+                _ = try directory.synced(part, in: directory.stateFolder, beforeSync: { PartialStore.attachForCommit(record, toFile: $0) }, sync: failingSync)
+            }
+            #expect(!directory.stateFolder.contains(part))
+        }
+    }
+
     @Test func anUncommitWhosePartialNameIsTakenSaysSoAndLeavesTheFile() async throws {
         try await TestSupport.withTemporaryDirectory { root in
             let directory = try MirrorDirectory(root: root)
