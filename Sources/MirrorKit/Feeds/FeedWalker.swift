@@ -235,6 +235,9 @@ struct FeedWalker {
         let classic = open.found.filter { !$0.isMediaRSS }
         let types = classic.map { $0.type ?? "" }
         let typesTell = Set(types).count == types.count
+        // A guid that is a private feed's link carries its login, and the id names the entry in
+        // the state: with the login as `***`, as migration 7 rewrote the items stored before.
+        let entryID = (open.docsetIdentifier ?? open.id).map(URLUserinfo.redacting(in:))
         var classicIndex = 0
         for var enclosure in open.found {
             enclosure.entryTitle = open.title
@@ -242,11 +245,11 @@ struct FeedWalker {
             enclosure.updated = open.updated
             enclosure.entryPage = open.page
             if enclosure.isMediaRSS {
-                enclosure.entryID = (open.docsetIdentifier ?? open.id).map { "\($0)#media:\(Self.tag(enclosure.url))" }
+                enclosure.entryID = entryID.map { "\($0)#media:\(Self.tag(enclosure.url))" }
             } else {
                 let index = classicIndex
                 classicIndex += 1
-                enclosure.entryID = (open.docsetIdentifier ?? open.id).map { id in
+                enclosure.entryID = entryID.map { id in
                     guard classic.count > 1 else { return id }
                     return typesTell ? "\(id)#\(types[index])" : "\(id)#\(index)"
                 }
