@@ -32,8 +32,8 @@ extension JobRunner {
     /// Also whether anything has the name.
     func adoptUnrecorded(_ job: MirrorJob) async throws(MirrorError) -> (file: MirroredFile?, nameTaken: Bool) {
         guard let occupant = try directory.occupant(of: job.relativePath) else { return (nil, false) }
-        guard let (size, record) = ownDownload(occupant, of: job) else { return (nil, true) }
-        let found = Unrecorded(path: job.relativePath, size: size, record: record)
+        guard let (size, record, url) = ownDownload(occupant, of: job) else { return (nil, true) }
+        let found = Unrecorded(path: job.relativePath, size: size, record: record, url: url)
         if try await isRecorded(found, among: rowsByPath(of: job)) {
             await finishCommit(of: found, job)
             return (nil, true)
@@ -47,6 +47,8 @@ extension JobRunner {
         var path: String
         var size: Int64
         var record: CommitRecord
+        /// Which of the job's URLs the record is of: its own, or the mirror it was fetched from.
+        var url: String
     }
 
     /// The new versions of `job`'s file that runs killed before recording them saved beside
@@ -89,7 +91,7 @@ extension JobRunner {
                 continue
             }
             (freeInARow, freeBelow) = (0, 0)
-            if let (size, record) = ownDownload(occupant, of: job) { found.append(Unrecorded(path: path, size: size, record: record)) }
+            if let (size, record, url) = ownDownload(occupant, of: job) { found.append(Unrecorded(path: path, size: size, record: record, url: url)) }
             number += 1
         }
         guard !found.isEmpty else { return nil }
@@ -152,23 +154,24 @@ extension JobRunner {
     /// and the hook told of it, once.
     private func dateAndAnnounce(_ file: Unrecorded, of job: MirrorJob) async {
         if let date = file.record.lastModified.flatMap({ HTTPDate.parse($0) }) { directory.setModificationDate(date, of: file.path) }
-        await announce(file.path, url: job.url, item: job.item, bytes: file.size)
+        await announce(file.path, url: file.url, item: job.item, bytes: file.size)
     }
 
-    /// The occupant's size and record when it is `job`'s own download, named and not recorded:
-    /// it carries the record of `job`'s URL, and has the length that record says.
-    private func ownDownload(_ occupant: (size: Int64?, record: CommitRecord?), of job: MirrorJob) -> (Int64, CommitRecord)? {
-        guard let size = occupant.size, let record = occupant.record, record.isFor(job.url),
+    /// The occupant's size, record and URL when it is `job`'s own download, named and not
+    /// recorded: it carries the record of one of `job`'s URLs (its own, or a mirror the file was
+    /// fetched from when that failed), and has the length that record says.
+    private func ownDownload(_ occupant: (size: Int64?, record: CommitRecord?), of job: MirrorJob) -> (Int64, CommitRecord, String)? {
+        guard let size = occupant.size, let record = occupant.record, let url = job.sources.first(where: record.isFor),
               size > 0, record.length.map({ $0 == size }) ?? true
         else { return nil }
-        return (size, record)
+        return (size, record, url)
     }
 
     /// Records `found` as `job`'s newest version, from the record it carries.
     private func adopt(_ found: Unrecorded, of job: MirrorJob) async throws(MirrorError) -> MirroredFile {
         let (path, size, record) = (found.path, found.size, found.record)
         let file = MirroredFile(
-            path: path, item: job.item, source: source, url: job.url, etag: record.etag,
+            path: path, item: job.item, source: source, url: found.url, etag: record.etag,
             lastModified: record.lastModified, bytes: size, md5: nil, version: job.release?.version,
             updated: job.release?.updated)
         try await state.record(file)

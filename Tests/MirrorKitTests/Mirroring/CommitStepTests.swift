@@ -52,4 +52,46 @@ struct CommitStepTests {
             }
         }
     }
+    /// A file fetched from a mirror (its own URL failing) carries the mirror's record: a kill
+    /// between its name and its row left it for the next run, whose job is the entry's own URL
+    /// again, to find by that record rather than take for somebody else's file.
+    @Test(arguments: [DownloadMode.skipIfExists, .newFile])
+    func aFileFetchedFromAMirrorAndNamedBeforeAKillIsRecordedByTheNextRun(mode: DownloadMode) async throws {
+        try await TestSupport.withServer { server in
+            server.inject(.respond(status: 404), path: "/files/Python.tgz")
+            try await TestSupport.withTemporaryDirectory { dir in
+                let settings = FeedRun.Settings(feedURL: "\(server.baseURL)/feeds/Python.xml", mode: mode, retry: RetryPolicy(maxAttempts: 1))
+                let first = try FeedRun(directory: try MirrorDirectory(root: dir), engine: TransferEngine(), settings: settings, logger: TestSupport.logger)
+                #expect(await first.run().isComplete)
+                let path = "enclosures/Python.tgz"
+                let mirrorURL = server.baseURL + "/mirror-b/Python.tgz"
+                let bytes = try #require(server.content(of: "/mirror-b/Python.tgz"))
+                // As a kill between the rename and the row leaves it: named, carrying its record.
+                let database = try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path)
+                try database.execute("DELETE FROM files WHERE path = ?1", [.text(path)])
+                let record = PartialRecord(
+                    url: mirrorURL, etag: server.etag(of: "/mirror-b/Python.tgz"), lastModified: server.lastModified(of: "/mirror-b/Python.tgz"),
+                    totalLength: Int64(bytes.count))
+                let fd = open(dir.appendingPathComponent(path).path, O_WRONLY)
+                try #require(fd >= 0)
+                #expect(PartialStore.attachForCommit(record, toFile: fd))
+                close(fd)
+                let requested = server.requestCount(path: "/mirror-b/Python.tgz")
+                let second = try FeedRun(directory: try MirrorDirectory(root: dir), engine: TransferEngine(), settings: settings, logger: TestSupport.logger)
+                let summary = await second.run()
+                #expect(summary.isComplete)
+                let rows = try database.rows("SELECT url FROM files WHERE path = ?1", [.text(path)])
+                #expect(rows.count == 1, "recorded again")
+                let recordedURL = try rows.first?.text("url")
+                // A new-file run asks the entry's own URL by the record's ETag, which confirms the
+                // file as that URL's; a skip-if-exists run asks nothing and keeps the mirror's.
+                #expect(recordedURL == (mode == .newFile ? server.baseURL + "/files/Python.tgz" : mirrorURL))
+                #expect(server.requestCount(path: "/mirror-b/Python.tgz") == requested, "not fetched again")
+                let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("enclosures").path)
+                #expect(names == ["Python.tgz"], "no second copy")
+                let enclosures = try MirrorDirectory(root: dir).rootFolder.folder("enclosures")
+                #expect(enclosures.attribute(PartialStore.attribute, of: "Python.tgz", limit: 4096) == nil, "its record taken off")
+            }
+        }
+    }
 }
