@@ -60,11 +60,12 @@ struct EntityExpansion {
                 text += mend.replacement ?? Array(value[index..<(index + mend.length)])
                 index += mend.length
                 continue
-            case UInt8(ascii: "<"): text += "&lt;".utf8
+            // Numeric references, which libxml2's recovery keeps where it drops named ones.
+            case UInt8(ascii: "<"): text += "&#60;".utf8
             // `]]>` is not allowed in text: no expansion may make one.
-            case UInt8(ascii: ">"): text += "&gt;".utf8
-            case UInt8(ascii: "\""): text += "&quot;".utf8
-            case UInt8(ascii: "'"): text += "&apos;".utf8
+            case UInt8(ascii: ">"): text += "&#62;".utf8
+            case UInt8(ascii: "\""): text += "&#34;".utf8
+            case UInt8(ascii: "'"): text += "&#39;".utf8
             default: text.append(byte)
             }
             index += 1

@@ -3,7 +3,7 @@ import FoundationEssentials
 /// Mends the damage feed readers forgive before libxml2 reads a feed: a named reference XML does
 /// not know (`&eacute;`, `&nbsp;`: HTML's, undeclared in XML) becomes its numeric reference, a
 /// numeric reference to no character XML allows becomes U+FFFD's, and an `&` that starts no
-/// reference (`?a=1&b=2`) becomes `&amp;`. References to the entities the feed's DOCTYPE declares
+/// reference (`?a=1&b=2`) becomes `&#38;`; XML's own named references become numeric ones too. References to the entities the feed's DOCTYPE declares
 /// are expanded (``EntityExpansion``). Comments, CDATA sections and processing instructions are
 /// left as they are.
 ///
@@ -65,7 +65,7 @@ enum FeedRepair {
         while end < bytes.count, end - index <= 40, isNameByte(bytes[end]) || (end == index + 1 && bytes[end] == UInt8(ascii: "#")) {
             end += 1
         }
-        let asText = (replacement: Optional(Array("&amp;".utf8)), length: 1, isDamage: true)
+        let asText = (replacement: Optional(Array("&#38;".utf8)), length: 1, isDamage: true)
         guard end < bytes.count, bytes[end] == UInt8(ascii: ";"), end > index + 1 else { return asText }
         let name = String(decoding: bytes[(index + 1)..<end], as: UTF8.self)
         let length = end + 1 - index
@@ -75,7 +75,9 @@ enum FeedRepair {
             // `&#X41;`: HTML reads an upper-case X, XML only a lower-case one.
             return name.hasPrefix("#X") ? (Array("&#\(codePoint);".utf8), length, true) : (nil, length, false)
         }
-        if ["amp", "lt", "gt", "quot", "apos"].contains(name) { return (nil, length, false) }
+        // Numeric, as every reference leaves here: once libxml2's recovery starts it drops every
+        // named reference after the damage, XML's own five too (`Tom &amp; Jerry` read `Tom  Jerry`).
+        if let codePoint = xmlCharacters[name] { return (Array("&#\(codePoint);".utf8), length, false) }
         if let text = try entities.replacement(for: name) { return (text, length, false) }
         if let codePoint = HTMLEntities.codePoints[name] {
             // Netscape's RSS 0.91 DTD declares HTML's Latin-1 entities: those are no damage there.
@@ -85,6 +87,9 @@ enum FeedRepair {
         // A name no one declared: its text, as written.
         return asText
     }
+
+    /// XML's predefined entities, the only names a document needs no DOCTYPE for.
+    static let xmlCharacters: [String: UInt32] = ["amp": 38, "lt": 60, "gt": 62, "quot": 34, "apos": 39]
 
     /// The code point of `&#…;`'s digits (`x` and hex, or decimal); nil for none (or too large:
     /// its text, as written).

@@ -94,6 +94,32 @@ struct DamagedFeedTests {
         }
     }
 
+    /// libxml2's recovery, once started, drops every named reference after it, `&amp;` too:
+    /// a stray `<br>` in one item must not cost a later title its `&` nor a guid its query.
+    @Test func xmlsOwnReferencesAfterTheDamageAreKept() throws {
+        let feed = try FeedReader.parse(Array("""
+            <?xml version="1.0"?><rss version="2.0"><channel><title>Open</title>
+            <item><title>One</title><description>a<br>b</description><guid>one</guid>
+              <enclosure url="https://s.example/one.mp3" length="1000"/></item>
+            <item><title>Tom &amp; Jerry &lt;3 &quot;&apos;&gt;</title><guid>https://s.example/?p=2&amp;lang=en</guid>
+              <enclosure url="https://s.example/two.mp3?a=1&amp;b=2" length="1000"/></item>
+            </channel></rss>
+            """.utf8), url: "https://s.example/feed")
+        #expect(feed.warnings.contains { $0.hasSuffix("read 2 entries anyway") }, "\(feed.warnings)")
+        let second = try #require(feed.enclosures.last)
+        #expect(second.entryTitle == "Tom & Jerry <3 \"'>")
+        #expect(second.entryID == "https://s.example/?p=2&lang=en")
+        #expect(second.url == "https://s.example/two.mp3?a=1&b=2")
+        // An entity the DOCTYPE declares, expanded before parsing, keeps its markup characters too.
+        let declared = try FeedReader.parse(Array("""
+            <?xml version="1.0"?><!DOCTYPE rss [<!ENTITY show "R&amp;B <live> 'x'">]><rss version="2.0"><channel>
+            <item><title>One</title><description>a<br>b</description><enclosure url="https://s.example/one.mp3"/></item>
+            <item><title>&show;</title><enclosure url="https://s.example/two.mp3"/></item>
+            </channel></rss>
+            """.utf8), url: "https://s.example/feed")
+        #expect(declared.enclosures.map(\.entryTitle) == ["One", "R&B <live> 'x'"], "\(declared.warnings)")
+    }
+
     @Test func aDocumentWithNothingReadableIsStillAnError() async throws {
         try await MirrorProcess.mirrorFeed("<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>x</ti", files: []) { run, _, _ in
             #expect(run.status == 65, "\(run.stderr)")
