@@ -190,8 +190,13 @@ struct Downloader: Sendable {
             }
             return try verifiedOrRetry(url, at: location, response, expectedSize: expectedSize, received: received)
         case 416:
-            // Nothing left to send: the partial is whole if its length is the resource's.
-            if let total = response.entityLength, total == partials.length(for: url) {
+            // Nothing left to send: the partial is whole if its length is the resource's, and
+            // the resource is still the version its bytes are of. A server that honours Range but
+            // not If-Range answers so for a new version as long as what is held, as it would
+            // send a 206 of one: the same checks as a 206's (see `CurlTransfer.decideBody`).
+            if let total = response.entityLength, total == partials.length(for: url),
+               resume?.record.totalLength.map({ $0 == total }) ?? true,
+               resume.flatMap(\.validator).map({ CurlTransfer.validator($0, matches: response.headers) }) ?? true {
                 return try verifiedOrRetry(url, at: location, response, expectedSize: expectedSize, received: received)
             }
             partials.remove(url)

@@ -231,6 +231,27 @@ struct ResumableDownloadTests {
         }
     }
 
+    /// A server that honours Range but not If-Range, whose file changed to one exactly as long as
+    /// the bytes held, answers the resume with a 416: the bytes held are not that file.
+    @Test(arguments: [
+        // The record knew the old version's size; the 416 states another and no ETag.
+        (recordedTotal: Int64?(6000), answer: ["Content-Range: bytes */1000"]),
+        // The record knew only the old version's ETag; the 416 carries the new one's.
+        (recordedTotal: nil, answer: ["Content-Range: bytes */1000", #"ETag: "version-b""#]),
+    ])
+    func a416ForAnotherVersionAsLongAsThePartialStartsOver(recordedTotal: Int64?, answer: [String]) async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/replaced.bin", size: 5000)
+            let url = server.baseURL + "/replaced.bin"
+            try TestSupport.write([UInt8](repeating: 0x41, count: 1000), to: partials.partPath(for: url))
+            try partials.save(PartialRecord(url: url, etag: #""version-a""#, totalLength: recordedTotal))
+            server.inject(.respondWithLines(status: 416, lines: answer), path: "/replaced.bin")
+            let file = try await downloader.fetch(url)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(server.content(of: "/replaced.bin")))
+            #expect(server.requests.last?.header("Range") == nil)
+        }
+    }
+
     @Test func aPartialWithoutValidatorsIsNotTrusted() async throws {
         try await withDownloader { server, downloader, partials in
             server.addMedia(path: "/orphan.bin", size: 5000)
