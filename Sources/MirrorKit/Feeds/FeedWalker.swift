@@ -322,17 +322,51 @@ struct FeedWalker {
     }
 
     /// Percent-encodes the bytes a URI may not contain (space, controls, non-ASCII, `"<>\^`{|}`),
-    /// leaving existing escapes and reserved characters alone.
+    /// `[` and `]` outside an IPv6 host (`[HD] ep.mp4`, `?ids[]=1`) and a `%` that starts no
+    /// escape (`100%.mp3`), leaving existing escapes and reserved characters alone.
     static func escapeForbiddenCharacters(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        let host = hostRange(of: bytes)
         var result = ""
-        for byte in text.utf8 {
-            if byte > 0x20 && byte < 0x7F && !Array("\"<>\\^`{|}".utf8).contains(byte) {
+        for (index, byte) in bytes.enumerated() {
+            let isAllowed = switch byte {
+            case UInt8(ascii: "["), UInt8(ascii: "]"): host.contains(index)
+            case UInt8(ascii: "%"): index + 2 < bytes.count && isHexDigit(bytes[index + 1]) && isHexDigit(bytes[index + 2])
+            default: byte > 0x20 && byte < 0x7F && !Array("\"<>\\^`{|}".utf8).contains(byte)
+            }
+            if isAllowed {
                 result.append(Character(UnicodeScalar(byte)))
             } else {
                 result += CFormat.string("%%%02X", byte)
             }
         }
         return result
+    }
+
+    /// Where the authority of `//host/…` or `scheme://host/…` lies (empty for a relative path):
+    /// the only place brackets belong, around an IPv6 address.
+    private static func hostRange(of bytes: [UInt8]) -> Range<Int> {
+        let slashes = Array("//".utf8)
+        let start: Int
+        if bytes.starts(with: slashes) {
+            start = 2
+        } else if let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[(colon + 1)...].starts(with: slashes),
+                  bytes[..<colon].allSatisfy({ isSchemeByte($0) }) {
+            start = colon + 3
+        } else {
+            return 0..<0
+        }
+        let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        return start..<(end ?? bytes.count)
+    }
+
+    private static func isSchemeByte(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
     }
 
     func attribute(_ name: String) -> String? {

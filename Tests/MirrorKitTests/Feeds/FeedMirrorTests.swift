@@ -138,6 +138,23 @@ struct FeedRunTests {
         }
     }
 
+    /// Brackets and a bare `%`, which RFC 3986 forbids there and libxml2 refuses, are in real
+    /// links (`[HD]` releases, PHP's `ids[]=`, `100%`): escaped, they are fetched.
+    @Test func linksWithBracketsOrABarePercentAreMirrored() async throws {
+        let links = ["BASE/files/[HD] ep.mp4", "BASE/files/a.mp3?ids[]=1", "BASE/files/100%.mp3", "BASE/files/%5B1%5D 50%.mp3"]
+        let items = links.enumerated().map { index, link in
+            #"<item><title>E\#(index)</title><guid>e\#(index)</guid><enclosure url="\#(link)" length="1000"/></item>"#
+        }
+        let feed = #"<?xml version="1.0"?><rss version="2.0"><channel><title>Odd links</title>"# + items.joined() + "</channel></rss>"
+        let paths = ["/files/[HD] ep.mp4", "/files/a.mp3", "/files/100%.mp3", "/files/[1] 50%.mp3"]
+        try await MirrorProcess.mirrorFeed(feed, files: paths.map { ($0, 1000) }) { run, out, server in
+            #expect(run.status == 0 && !run.stderr.contains("not a URL"), "\(run.stderr)")
+            for (path, name) in zip(paths, ["[HD] ep.mp4", "a.mp3", "100%.mp3", "[1] 50%.mp3"]) {
+                #expect(TestSupport.digest(ofFile: out + "/enclosures/" + name) == TestSupport.digest(server.content(of: path)), "\(name)")
+            }
+        }
+    }
+
     @Test func aFeedThatIsBrieflyUnavailableIsFetchedAgain() async throws {
         try await TestSupport.withServer { server in
             server.inject(.respond(status: 503, headers: ["Retry-After": "0"]), path: "/feeds/docsets.atom")

@@ -89,6 +89,10 @@ struct FeedReaderTests {
         let feed = try FeedReader.parse(Array(xml.utf8), url: "https://h.example/feed")
         #expect(feed.enclosures.map(\.url) == ["https://h.example/My%20Episode%20%C3%A9.mp3"])
         #expect(feed.problems == ["skipped an enclosure whose link is not a URL: %zz://"])
+        // Brackets are escaped but around an IPv6 host; an escape is kept, a bare `%` escaped.
+        let odd = #"<rss><channel><item><enclosure url="http://[::1]:8080/x [1]%41 5%.mp3"/></item></channel></rss>"#
+        #expect(try FeedReader.parse(Array(odd.utf8), url: "https://h.example/feed").enclosures.map(\.url)
+            == ["http://[::1]:8080/x%20%5B1%5D%41%205%25.mp3"])
     }
 
     /// A password with `/`, `?` or `#` unescaped breaks its link (its authority ends there, at a
