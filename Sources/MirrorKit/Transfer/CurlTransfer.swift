@@ -184,6 +184,10 @@ final class CurlTransfer {
         if line.hasPrefix("HTTP/") {
             // A new response begins (after a redirect or a 100 Continue): only the last one counts.
             headers = HTTPHeaders()
+        } else if let first = bytes.first, first == 0x20 || first == 0x09 {
+            // An obsolete folded line (RFC 9112 §5.2) continues the field before it: a coding
+            // folded onto it must not hide behind the "identity" the field began with.
+            headers.continueLastField(line[...])
         } else if let field = HTTPHeaders.parseField(line[...]) {
             headers.append(name: field.name, value: field.value)
         }

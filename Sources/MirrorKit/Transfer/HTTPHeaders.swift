@@ -46,6 +46,15 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
         fields.makeIterator()
     }
 
+    /// Adds a folded line (one beginning with a space or a tab) to the value of the last field,
+    /// the fold read as one space (RFC 9112 §5.2); nothing when no field came before it.
+    mutating func continueLastField(_ line: Substring) {
+        guard let last = fields.indices.last else { return }
+        let continuation = Substring(Self.trimmed(line.utf8[...]))
+        guard !continuation.isEmpty else { return }
+        fields[last].value = fields[last].value.isEmpty ? String(continuation) : fields[last].value + " " + continuation
+    }
+
     /// Parses one raw header line as libcurl delivers it (with its CRLF). Returns nil for the
     /// status line, the blank line and anything without a colon.
     static func parseField(_ line: Substring) -> (name: String, value: String)? {

@@ -110,6 +110,20 @@ struct LyingServerTests {
         }
     }
 
+    /// An obsolete folded line (RFC 9112 §5.2) continues the field before it: a coding folded
+    /// onto the next line must not hide behind the "identity" that begins the field.
+    @Test func aCodingFoldedOntoTheNextLineIsRefused() async throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Encoding: identity,\r\n gzip\r\nContent-Length: 11\r\nContent-Type: image/jpeg\r\n\r\n"
+        let server = try RawHTTPServer(answer: Array((head + "coded bytes").utf8))
+        defer { server.close() }
+        try await withDownloader { _, downloader, partials in
+            let url = server.baseURL + "/photo.jpg"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .transfer(.contentEncoded("Content-Encoding: identity, gzip")))
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+
     @Test func aGzipTransferCodingIsUndoneNotSaved() async throws {
         // Transfer-Encoding is the connection's, not the file's: libcurl undoes gzip there as it
         // undoes the chunks, and the file gets the bytes inside.
