@@ -217,6 +217,13 @@ enum FeedReader {
     private static func recover(
         _ chars: UnsafeBufferPointer<CChar>, url: String, base: String?, encoding: String?, rendition: MediaRendition
     ) -> (entries: Int, feed: Feed?)? {
+        // libxml2's recovery drops the other characters XML forbids, but stops at a NUL byte (the
+        // end of its C string), losing every entry after it: NUL goes the way the others go.
+        if chars.contains(0) {
+            return chars.filter { $0 != 0 }.withUnsafeBufferPointer {
+                recover($0, url: url, base: base, encoding: encoding, rendition: rendition)
+            }
+        }
         let options = Self.options(encoding: encoding) | Int32(XML_PARSE_RECOVER.rawValue)
         guard let document = xmlReadMemory(chars.baseAddress, Int32(chars.count), base, encoding, options) else { return nil }
         defer { xmlFreeDoc(document) }

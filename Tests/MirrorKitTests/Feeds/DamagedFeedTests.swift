@@ -120,6 +120,19 @@ struct DamagedFeedTests {
         #expect(declared.enclosures.map(\.entryTitle) == ["One", "R&B <live> 'x'"], "\(declared.warnings)")
     }
 
+    /// libxml2 stops at a NUL byte even in recovery: one in the first item must not cost the rest,
+    /// read past as other characters XML forbids are.
+    @Test func aNULByteInAnEarlyItemLosesNoLaterEntry() throws {
+        let items = (1...3).map { number in
+            "<item><title>E\(number)</title><description>a\(number == 1 ? "\0" : "")b</description>"
+                + #"<guid>e\#(number)</guid><enclosure url="https://s.example/e\#(number).mp3" length="1000"/></item>"#
+        }
+        let xml = #"<?xml version="1.0"?><rss version="2.0"><channel><title>NUL</title>"# + items.joined() + "</channel></rss>"
+        let feed = try FeedReader.parse(Array(xml.utf8), url: "https://s.example/feed")
+        #expect(feed.enclosures.map(\.url) == (1...3).map { "https://s.example/e\($0).mp3" }, "\(feed.warnings)")
+        #expect(feed.warnings.contains { $0.hasSuffix("read 3 entries anyway") }, "\(feed.warnings)")
+    }
+
     @Test func aDocumentWithNothingReadableIsStillAnError() async throws {
         try await MirrorProcess.mirrorFeed("<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>x</ti", files: []) { run, _, _ in
             #expect(run.status == 65, "\(run.stderr)")
