@@ -181,7 +181,7 @@ final class CurlTransfer {
     private func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {
         capture?.responseHeader(bytes)
         let line = String(decoding: bytes, as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        if Self.isStatusLine(line) {
             // A new response begins (after a redirect or a 100 Continue): only the last one counts.
             headers = HTTPHeaders()
         } else if let first = bytes.first, first == 0x20 || first == 0x09 {
@@ -192,6 +192,15 @@ final class CurlTransfer {
             headers.append(name: field.name, value: field.value)
         }
         return bytes.count
+    }
+
+    /// "HTTP/1.1 200 OK", not a field whose name begins so ("HTTP/x: y", which libcurl 7.88
+    /// passes on as a field): taken for a new response, it would drop the fields before it, a
+    /// Content-Encoding among them.
+    static func isStatusLine(_ line: String) -> Bool {
+        guard line.hasPrefix("HTTP/") else { return false }
+        let version = line.utf8.prefix { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
+        return !version.contains(UInt8(ascii: ":"))
     }
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {

@@ -124,6 +124,20 @@ struct LyingServerTests {
         }
     }
 
+    /// A field named like a status line is a field: taken for a new response, it dropped the
+    /// Content-Encoding before it.
+    @Test func aFieldNamedLikeAStatusLineDropsNoFieldBeforeIt() async throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nHTTP/x: y\r\nContent-Length: 11\r\nContent-Type: image/jpeg\r\n\r\n"
+        let server = try RawHTTPServer(answer: Array((head + "coded bytes").utf8))
+        defer { server.close() }
+        try await withDownloader { _, downloader, partials in
+            let url = server.baseURL + "/photo.jpg"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .transfer(.contentEncoded("Content-Encoding: gzip")))
+            #expect(partials.length(for: url) == 0)
+        }
+    }
+
     @Test func aGzipTransferCodingIsUndoneNotSaved() async throws {
         // Transfer-Encoding is the connection's, not the file's: libcurl undoes gzip there as it
         // undoes the chunks, and the file gets the bytes inside.
