@@ -208,19 +208,21 @@ struct FeedWalker {
         // A group's renditions not chosen are not mirrored, even where an enclosure names one.
         open.found.removeAll { open.unchosenRenditions.contains($0.url) && !$0.isMediaRSS }
         // One file the entry lists twice (an enclosure and a Media RSS content) is one download,
-        // the enclosure's, with what Media RSS says of it; the item's own thumbnail is the preview
-        // of those without one.
+        // the enclosure's whichever comes first (its identity, type and length), with what Media
+        // RSS says of it; the item's own thumbnail is the preview of those without one.
         var merged: [FeedEnclosure] = []
         for file in open.found {
             guard let index = merged.firstIndex(where: { $0.url == file.url }) else {
                 merged.append(file)
                 continue
             }
-            merged[index].preview = merged[index].preview ?? file.preview
-            merged[index].medium = merged[index].medium ?? file.medium
-            merged[index].mediaDescription = merged[index].mediaDescription ?? file.mediaDescription
-            merged[index].rating = merged[index].rating ?? file.rating
-            merged[index].length = merged[index].length ?? file.length
+            var other = file
+            if merged[index].isMediaRSS, !file.isMediaRSS { swap(&merged[index], &other) }
+            merged[index].preview = merged[index].preview ?? other.preview
+            merged[index].medium = merged[index].medium ?? other.medium
+            merged[index].mediaDescription = merged[index].mediaDescription ?? other.mediaDescription
+            merged[index].rating = merged[index].rating ?? other.rating
+            merged[index].length = merged[index].length ?? other.length
         }
         open.found = merged
         if !open.found.isEmpty { entriesRead += 1 }
@@ -235,8 +237,7 @@ struct FeedWalker {
         let classic = open.found.filter { !$0.isMediaRSS }
         let types = classic.map { $0.type ?? "" }
         let typesTell = Set(types).count == types.count
-        // A guid that is a private feed's link carries its login, and the id names the entry in
-        // the state: with the login as `***`, as migration 7 rewrote the items stored before.
+        // A guid may be a private feed's link: its login as `***`, as migration 7 left stored items.
         let entryID = (open.docsetIdentifier ?? open.id).map(URLUserinfo.redacting(in:))
         var classicIndex = 0
         for var enclosure in open.found {
@@ -300,8 +301,7 @@ struct FeedWalker {
             if let credentials { linkCredentials.append((url, credentials)) }
             return url
         }
-        // No URL parser took it, so where its userinfo ends is a guess: a password with `/`, `?`
-        // or `#` unescaped is what broke it, often enough.
+        // No parser took it, so its userinfo's end is a guess: a password's `/`, `?` or `#` broke it.
         entry?.unusable.append(URLUserinfo.redactedArgument(trimmed))
         return nil
     }

@@ -223,21 +223,28 @@ struct FeedFormatsTests {
         }
     }
 
-    /// Reading Media RSS must not rename an enclosure's item: a mirror made before it keeps its files.
-    @Test func aMediaRSSFileBesideAnEnclosureLeavesTheEnclosuresItemAsItWas() throws {
+    /// Reading Media RSS must not rename an enclosure's item: a mirror made before it keeps its
+    /// files, whether the feed lists the enclosure before or after its Media RSS content.
+    @Test(arguments: [true, false]) func aMediaRSSFileBesideAnEnclosureLeavesTheEnclosuresItemAsItWas(enclosureFirst: Bool) throws {
+        let enclosure = #"<enclosure url="https://h.example/ep-1.mp3" length="10" type="audio/mpeg"/>"#
+        let content = """
+            <media:content url="https://h.example/ep-1.mp3" medium="audio" fileSize="99" type="audio/x-other">\
+            <media:thumbnail url="https://h.example/ep-1.jpg"/></media:content>
+            """
         let text = """
             <rss version="2.0" xmlns:media="http://search.yahoo.com/mrss/"><channel><title>t</title>
-              <item><guid>ep-1</guid><enclosure url="https://h.example/ep-1.mp3" length="10" type="audio/mpeg"/>
+              <item><guid>ep-1</guid>\(enclosureFirst ? enclosure + content : content + enclosure)
                 <media:content url="https://gravatar.example/avatar.jpg" medium="image"/>
-                <media:content url="https://h.example/ep-1.mp3" medium="audio"><media:thumbnail url="https://h.example/ep-1.jpg"/></media:content>
               </item></channel></rss>
             """
         let feed = try FeedReader.parse(Array(text.utf8), url: "https://h.example/feed")
         #expect(feed.enclosures.map(\.url) == ["https://h.example/ep-1.mp3", "https://gravatar.example/avatar.jpg"])
-        #expect(feed.enclosures.first?.entryID == "ep-1")
+        let first = try #require(feed.enclosures.first)
+        #expect(first.entryID == "ep-1" && !first.isMediaRSS)
+        #expect(first.type == "audio/mpeg" && first.length == 10)
         // The duplicate's thumbnail and medium are kept on the enclosure.
-        #expect(feed.enclosures.first?.preview == "https://h.example/ep-1.jpg")
-        #expect(feed.enclosures.first?.medium == "audio")
+        #expect(first.preview == "https://h.example/ep-1.jpg")
+        #expect(first.medium == "audio")
         #expect(feed.enclosures.last?.entryID?.hasPrefix("ep-1#media:") == true)
     }
 }
