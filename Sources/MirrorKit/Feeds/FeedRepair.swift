@@ -114,8 +114,9 @@ enum FeedRepair {
     /// The bytes as libxml2 is to read them, the encoding it is told they are in (nil: the one
     /// they declare), and what was wrong, said as a warning. UTF-32 (which libxml2 2.9 reads only
     /// through iconv) and UTF-16 become UTF-8; bytes that are not the UTF-8 they claim to be (none declared,
-    /// or UTF-8) are read as Windows-1252, as browsers read them; a declared name the prolog scan
-    /// cannot follow is overridden by UTF-8, else Windows-1252.
+    /// or UTF-8) are read as Windows-1252, as browsers read them, unless they are UTF-8 but for a
+    /// few stray bytes (those alone are) or a character cut at the end (left out); a declared name
+    /// the prolog scan cannot follow is overridden by UTF-8, else Windows-1252.
     static func normalizingEncoding(_ bytes: [UInt8], prolog: FeedProlog) -> (bytes: [UInt8], encoding: String?, warning: String?) {
         if prolog.isUTF32 {
             return (utf8(fromUTF32: bytes, bigEndian: prolog.isUTF32BigEndian), "UTF-8", nil)
@@ -128,11 +129,72 @@ enum FeedRepair {
         let claimsUTF8 = declared.map { $0.uppercased().filter { $0 != "-" && $0 != "_" } == "UTF8" } ?? true
         guard prolog.overridesDeclaredEncoding || claimsUTF8 else { return (bytes, nil, nil) }
         let said = declared.map { "the encoding \($0.prefix(64))" } ?? "no encoding (so UTF-8)"
-        if String(validating: bytes, as: UTF8.self) != nil {
-            return prolog.overridesDeclaredEncoding
-                ? (bytes, "UTF-8", "declares \(said), which mirror does not read: read as UTF-8") : (bytes, nil, nil)
+        let utf8 = String(validating: bytes, as: UTF8.self) != nil ? (bytes, 0) : mostlyUTF8(bytes)
+        guard let (text, strays) = utf8 else {
+            return (windows1252ToUTF8(bytes), "UTF-8", "declares \(said) but is not UTF-8: read as Windows-1252")
         }
-        return (windows1252ToUTF8(bytes), "UTF-8", "declares \(said) but is not UTF-8: read as Windows-1252")
+        if strays > 0 {
+            let count = strays == 1 ? "1 byte of it is" : "\(strays) bytes of it are"
+            return (text, "UTF-8", "declares \(said) but \(count) not UTF-8: read as Windows-1252's character\(strays == 1 ? "" : "s")")
+        }
+        return prolog.overridesDeclaredEncoding
+            ? (text, "UTF-8", "declares \(said), which mirror does not read: read as UTF-8") : (text, nil, nil)
+    }
+
+    /// UTF-8 with a few bytes that are not (a quote pasted from Word, a feed cut inside a
+    /// character): those bytes as Windows-1252's characters, a character cut at the end left out,
+    /// and how many bytes were not UTF-8. Nil when there are as many of those as characters that
+    /// are UTF-8 beyond ASCII: then the document is in another encoding, not damaged UTF-8.
+    private static func mostlyUTF8(_ bytes: [UInt8]) -> (bytes: [UInt8], strays: Int)? {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count + 16)
+        var characters = 0
+        var strays = 0
+        var index = 0
+        while index < bytes.count {
+            guard bytes[index] >= 0x80 else {
+                output.append(bytes[index])
+                index += 1
+                continue
+            }
+            let (length, isCut) = utf8Sequence(bytes, at: index)
+            if isCut { break }
+            if length > 0 {
+                output += bytes[index..<(index + length)]
+                characters += 1
+                index += length
+            } else {
+                output += windows1252ToUTF8([bytes[index]])
+                strays += 1
+                index += 1
+            }
+        }
+        return strays < characters || strays == 0 ? (output, strays) : nil
+    }
+
+    /// The length of the UTF-8 sequence of a non-ASCII character at `index` (0: none), and
+    /// whether it is one the end of `bytes` cuts short.
+    private static func utf8Sequence(_ bytes: [UInt8], at index: Int) -> (length: Int, isCut: Bool) {
+        let lead = bytes[index]
+        // RFC 3629's table: the second byte's range excludes overlong forms, surrogates and code
+        // points past U+10FFFF.
+        let (length, second): (Int, ClosedRange<UInt8>) = switch lead {
+        case 0xC2...0xDF: (2, 0x80...0xBF)
+        case 0xE0: (3, 0xA0...0xBF)
+        case 0xED: (3, 0x80...0x9F)
+        case 0xE1...0xEF: (3, 0x80...0xBF)
+        case 0xF0: (4, 0x90...0xBF)
+        case 0xF1...0xF3: (4, 0x80...0xBF)
+        case 0xF4: (4, 0x80...0x8F)
+        default: (0, 0x80...0xBF)
+        }
+        guard length > 0 else { return (0, false) }
+        for offset in 1..<length {
+            guard index + offset < bytes.count else { return (0, true) }
+            let byte = bytes[index + offset]
+            guard (offset == 1 ? second : 0x80...0xBF).contains(byte) else { return (0, false) }
+        }
+        return (length, false)
     }
 
     /// UTF-16 as UTF-8 (a lone surrogate as U+FFFD), so that it is mended and its DOCTYPE taken

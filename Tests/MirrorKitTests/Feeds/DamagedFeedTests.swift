@@ -60,6 +60,27 @@ struct DamagedFeedTests {
         }
     }
 
+    /// One byte that is not UTF-8 in a UTF-8 feed (a quote pasted from Word), or a feed cut inside
+    /// a character, leaves the rest of it UTF-8: not the whole read as Windows-1252.
+    @Test func aStrayByteOrACutCharacterLeavesTheRestUTF8() throws {
+        let head = #"<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>Café</title>"#
+        let first = #"<item><title>Café</title><description>It"#
+        let rest = #"s</description><guid>1</guid><enclosure url="https://s.example/épisode-1.mp3"/></item>"#
+        let second = #"<item><title>Zürich</title><guid>2</guid><enclosure url="https://s.example/e2.mp3"/></item>"#
+        let stray = Array((head + first).utf8) + [0x92] + Array((rest + second + "</channel></rss>").utf8)
+        let feed = try FeedReader.parse(stray, url: "https://s.example/feed")
+        #expect(feed.title == "Café" && feed.enclosures.first?.entryTitle == "Café")
+        #expect(feed.enclosures.map(\.url) == ["https://s.example/%C3%A9pisode-1.mp3", "https://s.example/e2.mp3"])
+        #expect(feed.warnings == ["declares the encoding UTF-8 but 1 byte of it is not UTF-8: read as Windows-1252's character"], "\(feed.warnings)")
+        // Cut inside the ü of the second item's title: the first item is read, as UTF-8.
+        let whole = Array((head + first + "’" + rest + second).utf8)
+        let cut = Array(whole[..<(whole.firstRange(of: Array("ü".utf8))!.lowerBound + 1)])
+        let cutFeed = try FeedReader.parse(cut, url: "https://s.example/feed")
+        #expect(cutFeed.title == "Café" && cutFeed.enclosures.map(\.entryTitle) == ["Café"])
+        #expect(cutFeed.enclosures.map(\.url) == ["https://s.example/%C3%A9pisode-1.mp3"])
+        #expect(!cutFeed.warnings.contains { $0.contains("Windows-1252") }, "\(cutFeed.warnings)")
+    }
+
     @Test func aFeedCutShortKeepsTheEntriesReadBeforeTheCut() async throws {
         let whole = """
             <?xml version="1.0"?><rss version="2.0"><channel><title>Cut</title>
