@@ -61,7 +61,10 @@ extension JobRunner {
             // Unfenced, the name follows the sync on the same thread: one hop to the blocking
             // queue and back per file, not two. Fenced, it waits for the claim's transaction.
             (opened, namedWithTheSync) = try await BlockingIO.run { () throws(MirrorError) in
-                let opened = try directory.synced(partName, in: partials.folder, beforeSync: { PartialStore.attachForCommit(record, toFile: $0) })
+                let opened = try directory.synced(partName, in: partials.folder) { descriptor in
+                    guard !PartialStore.attachForCommit(record, toFile: descriptor) else { return }
+                    sayOnceFileHasNoRecord(relativePath)
+                }
                 guard !isFenced else { return (opened, nil) }
                 return (opened, try giveName(opened))
             }
@@ -126,6 +129,18 @@ extension JobRunner {
         }
         await announce(name, url: file.url, item: job.item, bytes: file.length)
         return .downloaded(bytes: file.bytesReceived, newVersion: held != nil, restored: missing)
+    }
+
+    /// A file named without its record (no extended attributes where the mirror is, or a record
+    /// too long for one: a URL of kilobytes) is found by nothing if a kill comes before its row: the
+    /// next run takes it for somebody else's file. Said once a run, not for every file of such a mirror.
+    private func sayOnceFileHasNoRecord(_ relativePath: String) {
+        guard unrecordableFileSaid.isFirst() else { return }
+        logger.warning("""
+            \(relativePath): cannot attach the record a run killed before recording the file would need \
+            (the file system keeps no extended attributes there, or the URL is too long for one): \
+            such a file is unknown to the next run, which in new-file mode fetches it again
+            """)
     }
 
     /// Tells the `--exec` hook of the file saved as `relativePath`; a failure of the hook is

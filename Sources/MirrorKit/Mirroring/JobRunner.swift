@@ -34,6 +34,8 @@ struct JobRunner: Sendable {
     private(set) var hook: (any SavedFileHook)?
     /// What the hook said went wrong, for the summary.
     let hookFailures = HookFailures()
+    /// Set once a file went to its name without the record a kill would need: said once a run.
+    let unrecordableFileSaid = OnceFlag()
     /// Set for a dry run: hears each file a real run would fetch, and nothing is fetched.
     let plan: (@Sendable (PlannedFile) -> Void)?
     /// Files a sweep (``revalidateTheRest(in:claiming:restoring:)``) reads at once: its memory is

@@ -94,4 +94,30 @@ struct CommitStepTests {
             }
         }
     }
+    /// A file over the compact record's size carries the full record, URL and all: a URL of
+    /// kilobytes (a signed CDN link) does not fit an attribute. The file is saved; the run says,
+    /// once, that a kill before its row would have the next run fetch it again.
+    @Test func aFileNamedWithoutItsRecordIsSaidOnceARun() async throws {
+        try await TestSupport.withServer { server in
+            let signature = String(repeating: "s", count: 2_100)
+            var items = ""
+            for number in 1...2 {
+                server.addMedia(path: "/files/long-\(number).bin", size: 1_500_000)
+                items += """
+                    <item><guid>long-\(number)</guid><enclosure url="\(server.baseURL)/files/long-\(number).bin?sig=\(signature)" \
+                    length="1500000" type="application/octet-stream"/></item>
+                    """
+            }
+            server.setFeed(path: "/feeds/signed.rss", bytes: Array(#"<?xml version="1.0"?><rss version="2.0"><channel><title>Signed</title>\#(items)</channel></rss>"#.utf8))
+            try await TestSupport.withTemporaryDirectory { dir in
+                let out = dir.appendingPathComponent("out").path
+                let run = try await MirrorProcess.run(["feed", "\(server.baseURL)/feeds/signed.rss", "--out", out])
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(run.stderr.components(separatedBy: "cannot attach the record").count == 2, "said once: \(run.stderr)")
+                for number in 1...2 {
+                    #expect(TestSupport.digest(ofFile: out + "/enclosures/long-\(number).bin") == TestSupport.digest(server.content(of: "/files/long-\(number).bin")))
+                }
+            }
+        }
+    }
 }
