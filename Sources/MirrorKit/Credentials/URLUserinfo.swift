@@ -88,9 +88,10 @@ package enum URLUserinfo {
             if let at { return (authorityStart..<at, bytes.index(after: at)) }
             if wholeURL { return nil }
             // `https://alice:pa/ss@host`: an authority whose port is no port is a password cut
-            // short by its `/`, `?` or `#`; its `@` is further on. Hiding a path's `@` in a line
-            // that quotes a link no URL parser takes costs less than printing a password.
-            if cursor != bytes.endIndex, endsURLAuthority(bytes[cursor]), hasNoPort(bytes[authorityStart..<cursor]) {
+            // short by its `/`, `?` or `#` (or JSON's `\/`); its `@` is further on. Hiding a path's
+            // `@` in a line that quotes a link no URL parser takes costs less than printing a password.
+            if cursor != bytes.endIndex, endsURLAuthority(bytes[cursor]) || bytes[cursor] == UInt8(ascii: "\\"),
+               hasNoPort(bytes[authorityStart..<cursor]) {
                 var scan = cursor
                 while scan != bytes.endIndex, !endsQuotedText(bytes[scan]) {
                     if bytes[scan] == UInt8(ascii: "@") { at = scan }

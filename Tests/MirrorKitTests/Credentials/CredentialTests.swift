@@ -43,6 +43,8 @@ struct CredentialTests {
         for kept in ["see http://[::1]:8080/x@y", "see https://h.example:8443/users/@me", "see http://h.example:/@a"] {
             #expect(URLUserinfo.redacting(in: kept) == kept)
         }
+        #expect(URLUserinfo.redacting(in: #"{"message":"not a URL: https:\/\/alice:s3c\/ret@h.example\/f"}"#)
+            == #"{"message":"not a URL: https:\/\/***@h.example\/f"}"#)
         #expect(URLUserinfo.redactedArgument("//alice:s3c/ret@h.example/f") == "//***@h.example/f")
     }
 
