@@ -179,7 +179,7 @@ package struct MirrorDirectory: Sendable {
     }
 
     /// Replaces the small file at `relativePath` (a sidecar) with `bytes` in one step, unless it
-    /// holds them already (or, unless `replacing`, exists); true when it was written. Its folders
+    /// holds them already (or, unless `replacing`, exists and is not empty); true when it was written. Its folders
     /// are made as needed, each checked as every folder of the mirror is: a link planted among
     /// them is refused, not followed.
     func replaceSmallFile(_ relativePath: String, with bytes: [UInt8], replacing: Bool = true) throws(MirrorError) -> Bool {
@@ -189,7 +189,9 @@ package struct MirrorDirectory: Sendable {
             if let problem = Directory.problem(withFile: info) {
                 throw .fileSystem(FileSystemError(path: folder.path(of: name), problem: problem))
             }
-            if !replacing { return false }
+            // Empty is what a power cut leaves of one renamed into place before its write-back
+            // (sidecars are not synced), never what was written: not one to keep.
+            if !replacing, info.st_size > 0 { return false }
         }
         if folder.contents(of: name, limit: bytes.count) == bytes { return false }
         do {

@@ -149,6 +149,21 @@ struct MetadataSidecarTests {
         }
     }
 
+    /// Sidecars are renamed into place unsynced: a power cut before their write-back leaves one
+    /// empty, and a run that writes only missing ones (a resumed image's) must not take it for one.
+    @Test func anEmptySidecarIsWrittenAgainWhereOnlyMissingOnesAre() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let sidecars = MetadataSidecars(directory: try MirrorDirectory(root: dir))
+            try FileManager.default.createDirectory(at: dir.appendingPathComponent("meta"), withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: dir.appendingPathComponent("meta/aB3dE5f.json").path, contents: Data()))
+            #expect(try sidecars.write(["title": "Fixture aB3dE5f"], as: "aB3dE5f.json", replacing: false))
+            #expect(try sidecar(dir, "meta/aB3dE5f.json")["title"] as? String == "Fixture aB3dE5f")
+            // One that says something stays as it is.
+            #expect(try !sidecars.write(["title": "Edited"], as: "aB3dE5f.json", replacing: false))
+            #expect(try sidecar(dir, "meta/aB3dE5f.json")["title"] as? String == "Fixture aB3dE5f")
+        }
+    }
+
     @Test func withoutTheOptionThereAreNone() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
