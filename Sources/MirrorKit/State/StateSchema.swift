@@ -85,10 +85,13 @@ enum StateSchema {
             """),
         // Passwords of private feeds' URLs that earlier versions stored (see ``removeUserinfo(_:)``).
         (7, ""),
+        // The same again for the entry ids migration 7 did not see: a guid that is a private
+        // feed's link, stored with its login in the item until the walker redacted it as 7 does.
+        (8, ""),
     ]
 
     /// What a migration does that SQL cannot say, after its SQL.
-    private static let steps: [Int32: @Sendable (SQLiteConnection) throws(SQLiteError) -> Void] = [7: removeUserinfo]
+    private static let steps: [Int32: @Sendable (SQLiteConnection) throws(SQLiteError) -> Void] = [7: removeUserinfo, 8: removeUserinfo]
 
     static var latest: Int32 { migrations.last!.version }
 
@@ -98,9 +101,9 @@ enum StateSchema {
         guard version <= latest else {
             throw SQLiteError(description: "schema version \(version), this mirror knows up to \(latest)")
         }
-        // Migration 7 writes over passwords: with secure_delete the old bytes do not stay in the
-        // file's free space, and the checkpoint after it empties the journal that still has them.
-        let removesUserinfo = version < 7
+        // Migrations 7 and 8 write over passwords: with secure_delete the old bytes do not stay in
+        // the file's free space, and the checkpoint after it empties the journal that still has them.
+        let removesUserinfo = version < 8
         if removesUserinfo { try db.script("PRAGMA secure_delete = ON") }
         for migration in migrations where migration.version > version {
             try db.transaction { () throws(SQLiteError) in

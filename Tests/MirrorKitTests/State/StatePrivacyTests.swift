@@ -48,6 +48,34 @@ struct StatePrivacyTests {
         }
     }
 
+    /// Version 7 stored a guid that is a private feed's link as it came, login and all, in the
+    /// entry's item; this version names the entry with the login as `***`. The item an existing
+    /// mirror holds must become that name (else its files are fetched again as new ones), and the
+    /// password must go from the file.
+    @Test func anEntryIDWithALoginThatVersion7StoredIsTheItemThisVersionNames() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            try FileManager.default.createDirectory(at: dir.appendingPathComponent(".mirror"), withIntermediateDirectories: true)
+            let path = dir.appendingPathComponent(".mirror/state.sqlite3").path
+            do {
+                let db = try SQLiteConnection.open(path)
+                for migration in StateSchema.migrations where migration.version <= 7 { try db.script(migration.sql) }
+                try db.script("PRAGMA user_version = 7")
+                try db.execute(
+                    "INSERT INTO files (path, item, source, url, bytes, mirrored_at, checked_at) VALUES (?1, ?2, ?3, ?4, 10, 't', 't')",
+                    [.text("enclosures/ep3.mp3"), .text("entry https://***@feeds.example/private.rss https://reader:s3cret@host.example/ep3.mp3"),
+                     .text("feed https://***@feeds.example/private.rss"), .text("https://host.example/ep3.mp3")])
+            }
+            _ = try StateDatabase(directory: try MirrorDirectory(root: dir))
+            let db = try SQLiteConnection.open(path)
+            let items = try db.rows("SELECT item FROM files").map { try $0.text("item") }
+            let named = URLUserinfo.redacting(in: "https://reader:s3cret@host.example/ep3.mp3")
+            #expect(items == ["entry https://***@feeds.example/private.rss \(named)"])
+            #expect(!named.contains("s3cret"))
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path)) + ((try? Data(contentsOf: URL(fileURLWithPath: path + "-wal"))) ?? Data())
+            #expect(bytes.firstRange(of: Data("s3cret".utf8)) == nil)
+        }
+    }
+
     @Test func theStateFolderAndDatabaseAreTheUsersAloneWhateverTheUmaskMadeThem() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let folder = dir.appendingPathComponent(".mirror").path
