@@ -16,6 +16,8 @@ final class CurlTransfer {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     private var headers = HTTPHeaders()
+    /// Whether the next header line begins a head: the first one, and each after a blank line.
+    private var isStatusLineNext = true
     private var isBodyDecided = false
     private var isBodyAccepted = false
     private var sink: FileSink?
@@ -181,27 +183,33 @@ final class CurlTransfer {
     private func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {
         capture?.responseHeader(bytes)
         let line = String(decoding: bytes, as: UTF8.self)
-        if Self.isStatusLine(line) {
+        if isStatusLineNext, line.hasPrefix("HTTP/") {
             // A new response begins (after a redirect or a 100 Continue): only the last one counts.
+            // Only where a head begins: "HTTP/x: y" further down is a field (libcurl 7.88 passes
+            // it on as one), and taken for a new response it would drop the fields before it.
             headers = HTTPHeaders()
+            isStatusLineNext = false
         } else if let first = bytes.first, first == 0x20 || first == 0x09 {
             // An obsolete folded line (RFC 9112 §5.2) continues the field before it: a coding
             // folded onto it must not hide behind the "identity" the field began with.
             headers.continueLastField(line[...])
+            // One that reads as a field of the body's framing is kept as that field as well: a
+            // reader that does not unfold (a proxy, libcurl itself) takes it so, and the checks
+            // of what the body is must not see less than it.
+            if let field = HTTPHeaders.parseField(line[...]), Self.framingFields.contains(where: field.name.caseInsensitiveEquals) {
+                headers.append(name: field.name, value: field.value)
+            }
         } else if let field = HTTPHeaders.parseField(line[...]) {
             headers.append(name: field.name, value: field.value)
+        } else if bytes.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
+            // The blank line that ends a head: a status line may follow (a 1xx's final answer).
+            isStatusLineNext = true
         }
         return bytes.count
     }
 
-    /// "HTTP/1.1 200 OK", not a field whose name begins so ("HTTP/x: y", which libcurl 7.88
-    /// passes on as a field): taken for a new response, it would drop the fields before it, a
-    /// Content-Encoding among them.
-    static func isStatusLine(_ line: String) -> Bool {
-        guard line.hasPrefix("HTTP/") else { return false }
-        let version = line.utf8.prefix { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
-        return !version.contains(UInt8(ascii: ":"))
-    }
+    /// The fields that say how the body is framed or encoded.
+    private static let framingFields = ["Content-Encoding", "Transfer-Encoding", "Content-Length"]
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         // The pause is applied here, at the next bytes, once the connection is known: a pause

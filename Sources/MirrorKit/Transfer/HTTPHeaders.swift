@@ -24,11 +24,15 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
         return values.isEmpty ? nil : values.joined(separator: ", ")
     }
 
-    /// A Content-Length value as RFC 9110 §8.6 writes one: decimal digits only, within 64 bits.
-    /// Nil for anything else.
+    /// A Content-Length value as RFC 9110 §8.6 writes one: decimal digits only, within 64 bits,
+    /// or a list of one such number repeated (as a proxy that combines duplicate fields makes
+    /// it, which §8.6 lets a recipient read as the number). Nil for anything else.
     static func contentLength(_ value: String) -> Int64? {
-        guard !value.isEmpty, value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
-        return Int64(value)
+        let items = value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimming(.spaces) }
+        guard let first = items.first, !first.isEmpty, first.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+              items.allSatisfy({ $0 == first })
+        else { return nil }
+        return Int64(first)
     }
 
     /// The first Content-Length field that states no length (see ``contentLength(_:)``), as sent.
