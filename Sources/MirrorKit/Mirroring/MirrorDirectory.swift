@@ -189,9 +189,9 @@ package struct MirrorDirectory: Sendable {
             if let problem = Directory.problem(withFile: info) {
                 throw .fileSystem(FileSystemError(path: folder.path(of: name), problem: problem))
             }
-            // Empty is what a power cut leaves of one renamed into place before its write-back
-            // (sidecars are not synced), never what was written: not one to keep.
-            if !replacing, info.st_size > 0 { return false }
+            // Empty, or zeros (XFS), is what a power cut leaves of one renamed into place before
+            // its write-back (sidecars are not synced), never what was written: not one to keep.
+            if !replacing, info.st_size > 0, folder.contents(of: name)?.first != 0 { return false }
         }
         if folder.contents(of: name, limit: bytes.count) == bytes { return false }
         do {
@@ -280,8 +280,9 @@ package struct MirrorDirectory: Sendable {
                 let failure = FileSystemError.last(path: partials.path(of: partName))
                 // The disk may not hold these bytes (a write-back that failed), and the kernel
                 // says so once: the next run's sync would succeed, and the partial, as long as
-                // its record says, would be named as it is. Fetched again instead.
-                partials.remove(partName)
+                // its record says, would be named as it is. Fetched again instead. (A file system
+                // that cannot sync at all, EINVAL, lost nothing: the partial stays.)
+                if let code = failure.errno, [EIO, ENOSPC, EDQUOT].contains(code) { partials.remove(partName) }
                 throw failure
             }
             return file

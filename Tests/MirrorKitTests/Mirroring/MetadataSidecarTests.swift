@@ -155,9 +155,12 @@ struct MetadataSidecarTests {
         try await TestSupport.withTemporaryDirectory { dir in
             let sidecars = MetadataSidecars(directory: try MirrorDirectory(root: dir))
             try FileManager.default.createDirectory(at: dir.appendingPathComponent("meta"), withIntermediateDirectories: true)
-            #expect(FileManager.default.createFile(atPath: dir.appendingPathComponent("meta/aB3dE5f.json").path, contents: Data()))
-            #expect(try sidecars.write(["title": "Fixture aB3dE5f"], as: "aB3dE5f.json", replacing: false))
-            #expect(try sidecar(dir, "meta/aB3dE5f.json")["title"] as? String == "Fixture aB3dE5f")
+            // Empty (ext4), or zeros as long as what was written (XFS).
+            for (name, leftover) in [("aB3dE5f.json", Data()), ("cD4eF6g.json", Data(count: 40))] {
+                #expect(FileManager.default.createFile(atPath: dir.appendingPathComponent("meta/\(name)").path, contents: leftover))
+                #expect(try sidecars.write(["title": "Fixture aB3dE5f"], as: name, replacing: false))
+                #expect(try sidecar(dir, "meta/\(name)")["title"] as? String == "Fixture aB3dE5f")
+            }
             // One that says something stays as it is.
             #expect(try !sidecars.write(["title": "Edited"], as: "aB3dE5f.json", replacing: false))
             #expect(try sidecar(dir, "meta/aB3dE5f.json")["title"] as? String == "Fixture aB3dE5f")

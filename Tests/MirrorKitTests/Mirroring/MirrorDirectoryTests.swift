@@ -32,6 +32,12 @@ struct MirrorDirectoryTests {
                 _ = try directory.synced(part, in: directory.stateFolder, beforeSync: { PartialStore.attachForCommit(record, toFile: $0) }, sync: failingSync)
             }
             #expect(!directory.stateFolder.contains(part))
+            // A file system that cannot sync at all (EINVAL) lost nothing: the partial stays.
+            let kept = try partial(in: directory, "bytes on a file system without fsync")
+            #expect(throws: MirrorError.self) {
+                _ = try directory.synced(kept, in: directory.stateFolder, sync: { _ in errno = EINVAL; return -1 })
+            }
+            #expect(directory.stateFolder.contains(kept))
         }
     }
 
