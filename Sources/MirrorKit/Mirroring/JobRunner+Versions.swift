@@ -27,6 +27,18 @@ extension JobRunner {
         return (adopted, removed, true, taken)
     }
 
+    /// Where the newest version of `job`'s item was, when it is gone (deleted by hand) while an
+    /// older version of the item has `job`'s name: a new-file run kept both, a skip-if-exists run
+    /// now restores the newest where it was, rather than take the name for somebody else's file
+    /// and leave the mirror shrunk. Nil otherwise.
+    func missingNewestBesideAnOlderVersion(of job: MirrorJob) async throws(MirrorError) -> String? {
+        guard !keepDeleted, let latest = try await state.fate(of: job.item, url: job.url).latest,
+              latest.path != job.relativePath, try !directory.fileExists(latest.path),
+              try await rowsByPath(of: job)[job.relativePath] != nil
+        else { return nil }
+        return latest.path
+    }
+
     /// The file at `job`'s name when it is this job's own download, named and not recorded (a kill
     /// came between the two): recorded now, rather than fetched again and saved beside itself.
     /// Also whether anything has the name.

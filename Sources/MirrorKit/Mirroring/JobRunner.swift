@@ -164,6 +164,7 @@ struct JobRunner: Sendable {
     }
 
     private func mirrorAlone(_ job: MirrorJob, forced: Bool) async -> Outcome {
+        var job = job
         guard !Task.isCancelled else { return .interrupted }
         if job.fence?.isLost == true { return .handedOver }
         let held: MirroredFile?
@@ -181,7 +182,10 @@ struct JobRunner: Sendable {
                 if mode == .skipIfExists || (removed && job.isMedia) { return .alreadyPresent }
             } else {
                 if removed { return .removed(job.url, known: true) }
-                if mode == .skipIfExists, nameTaken { return .alreadyPresent }
+                if mode == .skipIfExists, nameTaken {
+                    guard missing, let newest = try await missingNewestBesideAnOlderVersion(of: job) else { return .alreadyPresent }
+                    job.relativePath = newest
+                }
             }
         } catch {
             return halting(error, job)

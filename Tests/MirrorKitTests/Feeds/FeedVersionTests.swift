@@ -32,6 +32,31 @@ struct FeedVersionTests {
         server.setFeed(path: "/feeds/Python.xml", text: feed)
     }
 
+    /// A new-file run kept two versions; the newest is deleted by hand; a skip-if-exists run
+    /// restores it where it was. The older version has the name the feed gives the file, which
+    /// the run took for somebody else's and left the mirror a file short, every run.
+    @Test func aSkipIfExistsRunRestoresADeletedNewestVersionBesideAnOlderOne() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                #expect(try await run(server, feed: "podcast.rss", into: dir, mode: .newFile).isComplete)
+                let first = server.content(of: "/files/episode-1.mp3")
+                server.changeContent(path: "/files/episode-1.mp3")
+                #expect(try await run(server, feed: "podcast.rss", into: dir, mode: .newFile).newVersions == 1)
+                #expect(try enclosures(dir) == ["episode-1(1).mp3", "episode-1.mp3", "episode-2.mp3"])
+                try FileManager.default.removeItem(at: dir.appendingPathComponent("enclosures/episode-1(1).mp3"))
+                let restoring = try await run(server, feed: "podcast.rss", into: dir, mode: .skipIfExists)
+                #expect(restoring.isComplete)
+                #expect(restoring.missingFetchedAgain == 1, "\(restoring)")
+                #expect(try enclosures(dir) == ["episode-1(1).mp3", "episode-1.mp3", "episode-2.mp3"])
+                #expect(file(dir, "episode-1(1).mp3") == TestSupport.digest(server.content(of: "/files/episode-1.mp3")))
+                #expect(file(dir, "episode-1.mp3") == TestSupport.digest(first))
+                // Restored, and then left alone.
+                let after = try await run(server, feed: "podcast.rss", into: dir, mode: .skipIfExists)
+                #expect(after.downloaded == 0 && after.isComplete)
+            }
+        }
+    }
+
     @Test func aDashReleaseAtAStableURLIsKeptBesideTheOldInNewFileMode() async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
