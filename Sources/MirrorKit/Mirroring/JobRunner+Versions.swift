@@ -155,7 +155,7 @@ extension JobRunner {
     /// the row. Only once this run took the record off: a record that stays (a file this user may
     /// not change) would have the hook told again at every run, and one gone meanwhile was taken
     /// off by whoever finished the commit. A dry run changes nothing.
-    private func finishCommit(of file: Unrecorded, _ job: MirrorJob) async {
+    func finishCommit(of file: Unrecorded, _ job: MirrorJob) async {
         guard plan == nil, directory.removeAttribute(PartialStore.attribute, of: file.path) else { return }
         logger.info("\(file.path) was recorded by a run that stopped before finishing with it; finished now")
         await dateAndAnnounce(file, of: job)

@@ -89,6 +89,8 @@ package final class MirrorDriver: Sendable {
     package func run(_ sources: [any MirrorSource]) async -> [SourceResult] {
         var results: [SourceResult] = []
         var stopped: RunStopReason?
+        await runner.beginRun()
+        defer { runner.endRun() }
         for source in sources {
             let startedAt = Date()
             let verdicts = runner.health.verdicts

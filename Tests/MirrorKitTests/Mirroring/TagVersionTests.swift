@@ -573,4 +573,45 @@ struct TagVersionTests {
             }
         }
     }
+    /// A skip-if-exists run killed after a file's row, before the rest of its commit (its record
+    /// off, the hook told): the next run asks the state, finds the row, and passed the file by for
+    /// good. The mark a run leaves while it goes (the last row when it began) has the next run
+    /// finish the commits of the files recorded past it: the hook hears of the file once, its
+    /// record goes, it carries the server's date. A run that ended leaves no mark.
+    @Test func aSkipIfExistsRunKilledAfterARowHasTheNextOneFinishTheCommit() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                let mark = dir.appendingPathComponent(".mirror/\(JobRunner.runMark)").path
+                #expect(try await run(server, into: dir, mode: .skipIfExists).isComplete)
+                #expect(!FileManager.default.fileExists(atPath: mark), "a run that ended leaves no mark")
+                let file = mirroredFiles(server)[0]
+                let url = server.baseURL + file.remote
+                let database = try SQLiteConnection.open(dir.appendingPathComponent(".mirror/state.sqlite3").path)
+                let row = try #require(try database.rows("SELECT rowid AS row FROM files WHERE path = ?1", [.text(file.local)]).first?.integer("row"))
+                // As the kill left it: the mark of a run that began before the file's row, the
+                // record still on the file, dated when it was downloaded.
+                try TestSupport.write(Array("\(row - 1)\n".utf8), to: mark)
+                let bytes = try #require(server.content(of: file.remote))
+                let fd = open(dir.appendingPathComponent(file.local).path, O_WRONLY)
+                try #require(fd >= 0)
+                let record = PartialRecord(
+                    url: url, etag: server.etag(of: file.remote), lastModified: server.lastModified(of: file.remote),
+                    totalLength: Int64(bytes.count))
+                #expect(PartialStore.attachForCommit(record, toFile: fd))
+                close(fd)
+                try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: dir.appendingPathComponent(file.local).path)
+                let saved = SavedFiles()
+                let next = try await run(server, into: dir, mode: .skipIfExists, hook: saved)
+                #expect(next.isComplete && next.downloaded == 0)
+                #expect(saved.paths.withLock { $0 } == [file.local], "told once, as its commit would have")
+                try expectDated(file.local, in: dir, as: server.lastModified(of: file.remote))
+                #expect(try MirrorDirectory(root: dir).occupant(of: file.local)?.record == nil, "the record is off")
+                // Finished once: the run after it has nothing to finish.
+                let again = SavedFiles()
+                #expect(try await run(server, into: dir, mode: .skipIfExists, hook: again).isComplete)
+                #expect(again.paths.withLock { $0 }.isEmpty)
+                #expect(!FileManager.default.fileExists(atPath: mark))
+            }
+        }
+    }
 }
