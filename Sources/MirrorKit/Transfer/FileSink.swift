@@ -18,6 +18,8 @@ final class FileSink {
     private var buffered = 0
     /// The file offset the next flushed byte goes to.
     private(set) var flushedLength: Int64
+    /// Where the writeback this sink started ends (see ``flush(isLast:)``).
+    private var writebackStartedTo: Int64
     /// A running MD5 of the file from byte 0, when asked for.
     private var digest: MD5Context?
     /// Runs once, before the first bytes reach the file while more of the body may follow (what
@@ -69,6 +71,7 @@ final class FileSink {
         self.location = location
         descriptor = fd
         flushedLength = offset
+        writebackStartedTo = offset
         buffer = .allocate(byteCount: capacity, alignment: 16)
     }
 
@@ -144,14 +147,29 @@ final class FileSink {
             buffered = 0
             throw .fileWrite(error)
         }
-        // The data on its way to disk while the rest arrives, not all of it at the fsync that
-        // comes before the file gets its name: that fsync then waits for the last buffer only.
-        // The last buffer too: the commit's fsync comes later, from another thread, and a
-        // writeback started here has gone some way by then. (Left to the fsync, a run of small
-        // files once took half as long again; measured again on 2026-12-06, see BENCHMARKS.md,
-        // "what bounds the small run", it costs and saves nothing measurable either way.)
-        mirror_start_writeback(descriptor, off_t(flushedLength), off_t(buffered))
         flushedLength += Int64(buffered)
         buffered = 0
+        startWriteback(isLast: isLast)
     }
+
+    /// The data on its way to disk while the rest arrives, not all of it at the fsync that comes
+    /// before the file gets its name: that fsync then waits for the tail only.
+    ///
+    /// Only what lies ``writebackLag`` behind the end while more may follow: the page cache holds
+    /// a file in folios of up to megabytes, and one whose writeback has begun, which the next
+    /// write extends, cost that write many times its copy. Started at the end of every 1 MiB
+    /// write, a 1 GiB body took 1.4 to 4.5 s of system time on the benchmarks' machine against
+    /// 0.25 s lagging 8 MiB behind (`benchmarks/`, BENCHMARKS.md, 2026-12-07). The last bytes go
+    /// at once: the commit's fsync comes later, from another thread, and nothing follows them.
+    /// (For a small file, one write and then this, the early start costs and saves nothing
+    /// measurable either way: BENCHMARKS.md, "what bounds the small run".)
+    private func startWriteback(isLast: Bool) {
+        let end = isLast ? flushedLength : flushedLength - Self.writebackLag
+        guard end - writebackStartedTo >= (isLast ? 1 : Self.writebackLag) else { return }
+        mirror_start_writeback(descriptor, off_t(writebackStartedTo), off_t(end - writebackStartedTo))
+        writebackStartedTo = end
+    }
+
+    /// How far behind the end of the file its early writeback stays while more may follow.
+    static let writebackLag: Int64 = 8 << 20
 }
