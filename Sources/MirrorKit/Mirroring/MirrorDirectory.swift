@@ -280,9 +280,10 @@ package struct MirrorDirectory: Sendable {
                 let failure = FileSystemError.last(path: partials.path(of: partName))
                 // The disk may not hold these bytes (a write-back that failed), and the kernel
                 // says so once: the next run's sync would succeed, and the partial, as long as
-                // its record says, would be named as it is. Fetched again instead. (A file system
-                // that cannot sync at all, EINVAL, lost nothing: the partial stays.)
-                if let code = failure.errno, [EIO, ENOSPC, EDQUOT].contains(code) { partials.remove(partName) }
+                // its record says, would be named as it is. Fetched again instead, whatever the
+                // error the file system kept (NFS and FUSE pass on their own). Only one that cannot
+                // sync at all (EINVAL, ENOTSUP, ENOSYS) lost nothing: the partial stays.
+                if failure.errno.map({ ![EINVAL, ENOTSUP, ENOSYS].contains($0) }) ?? true { partials.remove(partName) }
                 throw failure
             }
             return file

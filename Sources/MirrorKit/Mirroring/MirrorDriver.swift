@@ -89,7 +89,8 @@ package final class MirrorDriver: Sendable {
     package func run(_ sources: [any MirrorSource]) async -> [SourceResult] {
         var results: [SourceResult] = []
         var stopped: RunStopReason?
-        await runner.beginRun()
+        // A file is finished by its source's runner: the hook that source has, if any.
+        await runner.beginRun { self.runner(of: $0) }
         defer { runner.endRun() }
         for source in sources {
             let startedAt = Date()
@@ -112,11 +113,18 @@ package final class MirrorDriver: Sendable {
         return results
     }
 
-    private func mirror(_ source: any MirrorSource) async -> MirrorSummary {
-        var runner = runner.named(source.name)
-        if let own = perSource[source.name] {
+    /// The runner of the source called `name`: its files recorded as its own, kept its way.
+    private func runner(of name: String?) -> JobRunner {
+        guard let name else { return runner }
+        var runner = runner.named(name)
+        if let own = perSource[name] {
             runner = runner.choosing(mode: own.mode, keepDeleted: own.keepDeleted, metadata: own.metadata, hook: own.hook)
         }
+        return runner
+    }
+
+    private func mirror(_ source: any MirrorSource) async -> MirrorSummary {
+        let runner = runner(of: source.name)
         runner.observer.observe(.source(source.name))
         let session = runner.start()
         let sink = SourceSink(name: source.name, runner: runner, session: session, sidecars: runner.sidecars)

@@ -8,6 +8,8 @@ extension StateDatabase {
         var path: String
         var item: String
         var url: String
+        var source: String?
+        var bytes: Int64
     }
 
     /// The last file row there is: a run that begins now records its files past it.
@@ -18,10 +20,12 @@ extension StateDatabase {
     /// The files recorded past `row`, at most `limit`, in the order they were recorded.
     func files(recordedAfter row: Int64, limit: Int) throws(MirrorError) -> [RecordedRow] {
         try read(
-            "SELECT rowid AS row, path, item, url FROM files WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+            "SELECT rowid AS row, path, item, url, source, bytes FROM files WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
             [.integer(row), .integer(Int64(limit))]
         ) { row throws(SQLiteError) in
-            RecordedRow(row: try row.integer("row"), path: try row.text("path"), item: try row.text("item"), url: try row.text("url"))
+            RecordedRow(
+                row: try row.integer("row"), path: try row.text("path"), item: try row.text("item"), url: try row.text("url"),
+                source: try row.optionalText("source"), bytes: try row.integer("bytes"))
         }
     }
 }

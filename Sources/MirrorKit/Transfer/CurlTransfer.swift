@@ -193,9 +193,10 @@ final class CurlTransfer {
             // An obsolete folded line (RFC 9112 §5.2) continues the field before it: a coding
             // folded onto it must not hide behind the "identity" the field began with.
             headers.continueLastField(line[...])
-            // One that reads as a field of the body's framing is kept as that field as well: a
-            // reader that does not unfold (a proxy, libcurl itself) takes it so, and the checks
-            // of what the body is must not see less than it.
+            // One that reads as the body's encoding or length is kept as that field as well: a
+            // reader that does not unfold (a proxy) takes it so, and the checks of what the body
+            // is must not see less than it. (Not Transfer-Encoding: libcurl, which frames the
+            // body, reads no folded line, and a chunked framing it never applied proves no end.)
             if let field = HTTPHeaders.parseField(line[...]), Self.framingFields.contains(where: field.name.caseInsensitiveEquals) {
                 headers.append(name: field.name, value: field.value)
             }
@@ -208,8 +209,8 @@ final class CurlTransfer {
         return bytes.count
     }
 
-    /// The fields that say how the body is framed or encoded.
-    private static let framingFields = ["Content-Encoding", "Transfer-Encoding", "Content-Length"]
+    /// The fields that say what the body is: its encoding, its length.
+    private static let framingFields = ["Content-Encoding", "Content-Length"]
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         // The pause is applied here, at the next bytes, once the connection is known: a pause

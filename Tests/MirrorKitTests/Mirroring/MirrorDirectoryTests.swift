@@ -32,6 +32,12 @@ struct MirrorDirectoryTests {
                 _ = try directory.synced(part, in: directory.stateFolder, beforeSync: { PartialStore.attachForCommit(record, toFile: $0) }, sync: failingSync)
             }
             #expect(!directory.stateFolder.contains(part))
+            // Whatever error the file system kept for the failed write-back (NFS's ESTALE here).
+            let stale = try partial(in: directory, "bytes NFS may not hold")
+            #expect(throws: MirrorError.self) {
+                _ = try directory.synced(stale, in: directory.stateFolder, sync: { _ in errno = ESTALE; return -1 })
+            }
+            #expect(!directory.stateFolder.contains(stale))
             // A file system that cannot sync at all (EINVAL) lost nothing: the partial stays.
             let kept = try partial(in: directory, "bytes on a file system without fsync")
             #expect(throws: MirrorError.self) {

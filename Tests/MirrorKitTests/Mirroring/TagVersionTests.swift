@@ -17,8 +17,10 @@ struct TagVersionTests {
         }
     }
 
+    /// `hookOfTheSource`: the hook is the tag's own (as a config file's source sets it), not the run's.
     private func run(
-        _ server: FixtureServer, into dir: URL, mode: DownloadMode, keepDeleted: Bool = false, hook: (any SavedFileHook)? = nil
+        _ server: FixtureServer, into dir: URL, mode: DownloadMode, keepDeleted: Bool = false, hook: (any SavedFileHook)? = nil,
+        hookOfTheSource: Bool = false
     ) async throws -> MirrorSummary {
         let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
         var settings = TagRun.Settings(
@@ -26,6 +28,15 @@ struct TagVersionTests {
             urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
             mode: mode, retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5)))
         settings.driver.keepDeleted = keepDeleted
+        if hookOfTheSource {
+            let source = TagSource(client: client, options: settings.crawl, urls: settings.urls, logger: TestSupport.logger)
+            var own = settings.driver
+            own.hook = hook
+            let driver = try MirrorDriver(
+                directory: try MirrorDirectory(root: dir), engine: engine, settings: settings.driver, perSource: [source.name: own],
+                logger: TestSupport.logger)
+            return await driver.run([source])[0].summary
+        }
         settings.driver.hook = hook
         return try await TagRun(
             directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
@@ -578,7 +589,9 @@ struct TagVersionTests {
     /// good. The mark a run leaves while it goes (the last row when it began) has the next run
     /// finish the commits of the files recorded past it: the hook hears of the file once, its
     /// record goes, it carries the server's date. A run that ended leaves no mark.
-    @Test func aSkipIfExistsRunKilledAfterARowHasTheNextOneFinishTheCommit() async throws {
+    /// The file is finished by its source's runner: the hook a config file gave that source.
+    @Test(arguments: [false, true])
+    func aSkipIfExistsRunKilledAfterARowHasTheNextOneFinishTheCommit(hookOfTheSource: Bool) async throws {
         try await TestSupport.withServer { server in
             try await TestSupport.withTemporaryDirectory { dir in
                 let mark = dir.appendingPathComponent(".mirror/\(JobRunner.runMark)").path
@@ -601,14 +614,14 @@ struct TagVersionTests {
                 close(fd)
                 try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: dir.appendingPathComponent(file.local).path)
                 let saved = SavedFiles()
-                let next = try await run(server, into: dir, mode: .skipIfExists, hook: saved)
+                let next = try await run(server, into: dir, mode: .skipIfExists, hook: saved, hookOfTheSource: hookOfTheSource)
                 #expect(next.isComplete && next.downloaded == 0)
                 #expect(saved.paths.withLock { $0 } == [file.local], "told once, as its commit would have")
                 try expectDated(file.local, in: dir, as: server.lastModified(of: file.remote))
                 #expect(try MirrorDirectory(root: dir).occupant(of: file.local)?.record == nil, "the record is off")
                 // Finished once: the run after it has nothing to finish.
                 let again = SavedFiles()
-                #expect(try await run(server, into: dir, mode: .skipIfExists, hook: again).isComplete)
+                #expect(try await run(server, into: dir, mode: .skipIfExists, hook: again, hookOfTheSource: hookOfTheSource).isComplete)
                 #expect(again.paths.withLock { $0 }.isEmpty)
                 #expect(!FileManager.default.fileExists(atPath: mark))
             }

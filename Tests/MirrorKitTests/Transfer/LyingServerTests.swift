@@ -132,6 +132,19 @@ struct LyingServerTests {
         }
     }
 
+    /// libcurl frames a body by no folded line: a chunked coding on one was never applied, and
+    /// the body, ended by the connection closing, proves nothing.
+    @Test func aChunkedCodingOnAFoldedLineProvesNoEnd() async throws {
+        let head = "HTTP/1.1 200 OK\r\nServer: x\r\n Transfer-Encoding: chunked\r\n\r\n"
+        let server = try RawHTTPServer(answer: Array((head + String(repeating: "b", count: 5000)).utf8))
+        defer { server.close() }
+        try await withDownloader { _, downloader, _ in
+            let url = server.baseURL + "/episode.mp3"
+            let error = await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(error?.reason == .lengthUnproven(held: 5000))
+        }
+    }
+
     /// A field named like a status line is a field: taken for a new response, it dropped the
     /// Content-Encoding before it. A status line only begins a head.
     @Test(arguments: ["HTTP/x: y", "HTTP/x : y"])
