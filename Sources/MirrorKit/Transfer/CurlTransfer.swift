@@ -197,7 +197,7 @@ final class CurlTransfer {
             // reader that does not unfold (a proxy) takes it so, and the checks of what the body
             // is must not see less than it. (Not Transfer-Encoding: libcurl, which frames the
             // body, reads no folded line, and a chunked framing it never applied proves no end.)
-            if let field = HTTPHeaders.parseField(line[...]), Self.framingFields.contains(where: field.name.caseInsensitiveEquals) {
+            if let field = HTTPHeaders.parseField(line[...]), Self.fieldsSayingWhatTheBodyIs.contains(where: field.name.caseInsensitiveEquals) {
                 headers.append(name: field.name, value: field.value)
             }
         } else if let field = HTTPHeaders.parseField(line[...]) {
@@ -208,9 +208,6 @@ final class CurlTransfer {
         }
         return bytes.count
     }
-
-    /// The fields that say what the body is: its encoding, its length.
-    private static let framingFields = ["Content-Encoding", "Content-Length"]
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         // The pause is applied here, at the next bytes, once the connection is known: a pause
@@ -340,37 +337,6 @@ final class CurlTransfer {
             if let onBodyStart, let response = makeResponse() { onBodyStart(response) }
             progress?(TransferProgress(completed: start, total: expectedTotal))
         }
-    }
-
-    /// The response's Content-Encoding when it is one to refuse: any but identity, except gzip on
-    /// a `.gz` or `.tgz` file, where it names the file's own format (Apache's `AddEncoding`
-    /// labels such files so whatever the request asked for) and the bytes are the file.
-    static func refusedEncoding(_ header: String?, url: String) -> String? {
-        guard let header else { return nil }
-        let codings = Self.codings(header).filter { $0 != "identity" }
-        if codings.isEmpty { return nil }
-        if codings.count == 1, codings[0] == "gzip" || codings[0] == "x-gzip" {
-            let path = url.split(separator: "?", maxSplits: 1).first.map { $0.lowercased() } ?? ""
-            if path.hasSuffix(".gz") || path.hasSuffix(".tgz") { return nil }
-        }
-        return header
-    }
-
-    /// The codings of a comma-separated list, lower-cased, without parameters or empty items.
-    private static func codings(_ header: String) -> [String] {
-        header.split(separator: ",").compactMap { item in
-            let coding = item.split(separator: ";").first?.trimming(.spaces).lowercased() ?? ""
-            return coding.isEmpty ? nil : coding
-        }
-    }
-
-    /// Whether the response's own validator is the one If-Range named (absent counts as a match:
-    /// only a contradiction is proof of another version).
-    static func validator(_ validator: String, matches headers: HTTPHeaders) -> Bool {
-        if validator.hasPrefix("\"") {
-            return headers["ETag"].map { $0 == validator } ?? true
-        }
-        return headers["Last-Modified"].map { $0 == validator } ?? true
     }
 
     private func reportProgressIfDue() {
