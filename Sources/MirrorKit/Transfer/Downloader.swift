@@ -298,8 +298,13 @@ struct Downloader: Sendable {
     /// Saves the validators of a response about to write the partial, before its first byte (a
     /// body written whole at once needs none: see ``TransferRequest/beforeFirstPartialWrite``).
     private func recordValidators(of response: TransferResponse, url: String) {
-        let record = PartialRecord(
+        var record = PartialRecord(
             url: url, etag: response.etag, lastModified: response.lastModified, totalLength: response.entityLength)
+        // A 206 that names no version answered the If-Range of the bytes held: they are still
+        // those bytes, and keep the validators that let the next attempt resume them.
+        if response.status == 206, record.etag == nil, record.lastModified == nil, let held = partials.record(for: url) {
+            (record.etag, record.lastModified) = (held.etag, held.lastModified)
+        }
         do {
             try partials.save(record)
         } catch {

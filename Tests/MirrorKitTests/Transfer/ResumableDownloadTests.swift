@@ -252,6 +252,27 @@ struct ResumableDownloadTests {
         }
     }
 
+    /// A 206 without validators, cut short: the partial keeps the validators of the bytes it
+    /// holds, so the next attempt resumes it rather than starting from zero.
+    @Test func aCut206WithoutValidatorsKeepsThePartialsOwn() async throws {
+        let head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 1000-4999/5000\r\nContent-Length: 4000\r\nContent-Type: application/octet-stream\r\n\r\n"
+        // 1,000 bytes of the 4,000 stated, then the connection closes.
+        let server = try RawHTTPServer(answer: Array(head.utf8) + [UInt8](repeating: 0x42, count: 1000))
+        defer { server.close() }
+        let engine = TransferEngine()
+        try await TestSupport.withTemporaryDirectory { dir in
+            let partials = try PartialStore(directory: dir.appendingPathComponent("partials"))
+            let downloader = Downloader(engine: engine, partials: partials, retry: RetryPolicy(maxAttempts: 1), logger: TestSupport.logger)
+            let url = server.baseURL + "/episode.mp3"
+            try TestSupport.write([UInt8](repeating: 0x41, count: 1000), to: partials.partPath(for: url))
+            try partials.save(PartialRecord(url: url, etag: #""v1""#, lastModified: nil, totalLength: 5000))
+            await #expect(throws: DownloadError.self) { try await downloader.fetch(url) }
+            #expect(partials.length(for: url) == 2000)
+            #expect(partials.record(for: url)?.etag == #""v1""#)
+            #expect(partials.resumePoint(for: url, named: try partials.partName(for: url))?.offset == 2000)
+        }
+    }
+
     @Test func aPartialWithoutValidatorsIsNotTrusted() async throws {
         try await withDownloader { server, downloader, partials in
             server.addMedia(path: "/orphan.bin", size: 5000)
