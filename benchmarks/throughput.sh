@@ -11,6 +11,12 @@
 #   benchmarks/throughput.sh --tools=mirror,curl small   # only these tools side by side (rerun,
 #                                                        # tag100k and three100k run mirror alone)
 #
+# floor, floor+steps and floor+grouped (small and dup, only when named in --tools) are
+# benchmarks/floor.c: libcurl's multi interface writing each file as curl does, with mirror's file
+# steps (durability and a single-step name: an fdatasync each), and with those steps' syncs
+# grouped (one syncfs for all files waiting). No tool users pick: what a tool with mirror's
+# guarantees and nothing else to do costs; "mirror / floor+steps" is the part that is mirror's own.
+#
 # mirror+warc is mirror archiving every exchange (--warc), beside its plain run and wget's
 # --warc-file (wget+warc) on small, rtt and large. Workloads: small (1,000 images: 50 KiB full-size + 8 KiB thumbnail), rtt (300 images of
 # 200 KiB through a 50 ms round trip), large (4 x 256 MiB), dup (30 % duplicate URLs: requests
@@ -51,6 +57,8 @@ if ((${#missing[@]})); then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+floor_wanted=0
+[[ "$only_tools" == *,floor* ]] && floor_wanted=1
 
 # The smoke run only shows the script works end to end: a debug build is enough and quicker.
 # Otherwise the build users run: scripts/install and the package link the Swift runtime into the
@@ -98,6 +106,10 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${BENCH_KEEP_FS:-}" ] && command -v mkfs.ext4 >
     fi
 fi
 chmod 755 "$work"
+if ((floor_wanted)); then
+    # libcurl's headers come with the package mirror builds against (scripts/setup).
+    cc -O2 -pthread -o "$work/floor" benchmarks/floor.c -lcurl
+fi
 echo fixture > "$work/client-id"
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -170,6 +182,12 @@ measure() { # tool tag base
                     rm -rf "$work/warc"
                     command+=(--warc "$work/warc")
                 fi ;;
+        # floor: curl's network with mirror's file steps and nothing else (benchmarks/floor.c).
+        floor|floor+steps|floor+grouped)
+              sort -u "$work/www/urls.txt" > "$work/unique-urls.txt"
+              local way=plain
+              [ "$tool" = floor ] || way=${tool#floor+}
+              command=("$work/floor" "$way" "$base" "$work/unique-urls.txt" "$out" 16) ;;
         curl|curl+sync) sed "s|^\(.*\)$|url = \"$base\1\"\noutput = \"$out\1\"|" "$work/www/urls.txt" > "$work/curl.cfg"
               command=(curl --parallel --parallel-max 16 -s -S -f -K "$work/curl.cfg")
               # curl+sync: then its files written to disk, what mirror pays for (it syncs each
@@ -191,6 +209,12 @@ measure() { # tool tag base
     /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${command[@]}" >/dev/null 2>"$work/$tool.stderr" || status=$?
     sleep 0.2  # nginx writes its log line after the response
     read -r wall user system rss < <(tail -1 "$work/time")
+    if [[ "$tool" == floor* ]]; then
+        local files
+        files=$(find "$out" -type f | wc -l)
+        [ "$status" -eq 0 ] || echo "$tag: $tool exited with $status: $(head -3 "$work/$tool.stderr")" >> "$work/problems"
+        [ "$files" -eq "$(wc -l < "$work/unique-urls.txt")" ] || echo "$tag: $tool saved $files files" >> "$work/problems"
+    fi
     if [ "$tool" = mirror ] || [ "$tool" = mirror+warc ]; then
         # A figure for a run that failed, or left files out, would be no figure at all.
         local want got
@@ -221,7 +245,12 @@ compare() {
     # A workload's rows and ratios are its own: no tool's results of the workload before remain.
     rm -f "$work"/results-*
     for tool in "$@"; do
-        [ -z "$only_tools" ] || [[ "$only_tools" == *",$tool,"* ]] && tools+=("$tool")
+        # The floors run only when named: they are measures of mirror, not tools users pick.
+        if [ -z "$only_tools" ]; then
+            [[ "$tool" == floor* ]] || tools+=("$tool")
+        elif [[ "$only_tools" == *",$tool,"* ]]; then
+            tools+=("$tool")
+        fi
     done
     ((${#tools[@]})) || return 0
     for tool in "${tools[@]}"; do : > "$work/results-$tool"; done
@@ -241,7 +270,7 @@ compare() {
         printf '| %-8s | %9.2f | %9.2f | %8.1f | %8d | %12d |\n' "$tool" "$wall" "$cpu" "$(echo "$rss / 1024" | bc -l)" "$requests" "$bytes"
         if [ "$tool" = mirror ]; then
             mirror_wall=$wall
-        elif [ "$tool" = mirror+warc ] || [ "$tool" = wget+warc ]; then
+        elif [ "$tool" = mirror+warc ] || [ "$tool" = wget+warc ] || [[ "$tool" == floor* ]]; then
             :
         elif [ -z "$best" ] || [ "$(echo "$wall < $best" | bc)" = 1 ]; then
             best=$wall
@@ -255,6 +284,11 @@ compare() {
     for column in 1:wall 2:CPU 3:RSS; do per_round mirror+warc mirror "$column"; done
     per_round mirror+warc wget+warc 1:wall
     per_round mirror curl 1:wall
+    for column in 1:wall 2:CPU; do
+        per_round floor+steps curl "$column"
+        per_round floor+grouped curl "$column"
+        per_round mirror floor+steps "$column"
+    done
 }
 
 # per_round TOOL OTHER COLUMN:NAME: the ratio of TOOL's figure in COLUMN to OTHER's, round by
@@ -317,7 +351,7 @@ for workload in "${workloads[@]}"; do
             images=$(scale 1000 40)
             make_tree small "$images" $((50 << 10)) $((8 << 10))
             echo; echo "## small: $images images, 50 KiB + 8 KiB, loopback"
-            compare small "$direct" mirror mirror+warc curl curl+sync aria2c wget wget+warc ;;
+            compare small "$direct" mirror mirror+warc curl curl+sync aria2c wget wget+warc floor floor+steps floor+grouped ;;
         rtt)
             images=$(scale 300 20)
             make_tree rtt "$images" $((200 << 10)) $((8 << 10))
@@ -332,7 +366,7 @@ for workload in "${workloads[@]}"; do
             images=$(scale 1000 40)
             make_tree dup "$images" $((50 << 10)) $((8 << 10)) 30
             echo; echo "## dup: $images images, and 30 % more entries repeating earlier ones (requests must be unique URLs: $(sort -u "$work/www/urls.txt" | wc -l))"
-            compare dup "$direct" mirror curl aria2c
+            compare dup "$direct" mirror curl aria2c floor+steps
             unique=$(sort -u "$work/www/urls.txt" | wc -l)
             if [ -s "$work/results-mirror" ]; then
                 asked=$(cut -d' ' -f5 "$work/results-mirror" | sort -n | tail -1)
