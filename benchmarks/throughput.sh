@@ -187,7 +187,8 @@ measure() { # tool tag base
               sort -u "$work/www/urls.txt" > "$work/unique-urls.txt"
               local way=plain
               [ "$tool" = floor ] || way=${tool#floor+}
-              command=("$work/floor" "$way" "$base" "$work/unique-urls.txt" "$out" 16) ;;
+              # FLOOR_WRAPPER profiles these runs as MIRROR_WRAPPER does mirror's.
+              command=(${FLOOR_WRAPPER:-} "$work/floor" "$way" "$base" "$work/unique-urls.txt" "$out" 16) ;;
         curl|curl+sync) sed "s|^\(.*\)$|url = \"$base\1\"\noutput = \"$out\1\"|" "$work/www/urls.txt" > "$work/curl.cfg"
               command=(curl --parallel --parallel-max 16 -s -S -f -K "$work/curl.cfg")
               # curl+sync: then its files written to disk, what mirror pays for (it syncs each

@@ -27,12 +27,39 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
     /// A Content-Length value as RFC 9110 §8.6 writes one: decimal digits only, within 64 bits,
     /// or a list of one such number repeated (as a proxy that combines duplicate fields makes
     /// it, which §8.6 lets a recipient read as the number). Nil for anything else.
+    /// Items are separated by commas and optional spaces or tabs (RFC 9110's OWS, nothing else).
+    /// Read byte by byte: every response's length goes through here, several times.
     static func contentLength(_ value: String) -> Int64? {
-        let items = value.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimming(.spaces) }
-        guard let first = items.first, !first.isEmpty, first.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-              items.allSatisfy({ $0 == first })
-        else { return nil }
-        return Int64(first)
+        var value = value
+        return value.withUTF8 { bytes -> Int64? in
+            var length: Int64?
+            var first: Range<Int>?
+            var start = 0
+            while start <= bytes.count {
+                let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.count
+                var lower = start, upper = end
+                while lower < upper, bytes[lower] == UInt8(ascii: " ") || bytes[lower] == UInt8(ascii: "\t") { lower += 1 }
+                while upper > lower, bytes[upper - 1] == UInt8(ascii: " ") || bytes[upper - 1] == UInt8(ascii: "\t") { upper -= 1 }
+                guard lower < upper else { return nil }
+                if let first {
+                    // The same number written the same way: "5, 05" is two fields that disagree.
+                    guard bytes[first].elementsEqual(bytes[lower..<upper]) else { return nil }
+                } else {
+                    var number: Int64 = 0
+                    for byte in bytes[lower..<upper] {
+                        guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                        let (times10, over) = number.multipliedReportingOverflow(by: 10)
+                        let (sum, overAgain) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+                        guard !over, !overAgain else { return nil }
+                        number = sum
+                    }
+                    first = lower..<upper
+                    length = number
+                }
+                start = end + 1
+            }
+            return length
+        }
     }
 
     /// The first Content-Length field that states no length (see ``contentLength(_:)``), as sent.
