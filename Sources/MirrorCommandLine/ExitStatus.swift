@@ -26,8 +26,8 @@ enum ExitStatus {
 extension ExitStatus {
     /// Every status a command can end with, for its help.
     static let help = """
-        Exit status: 0 everything mirrored (or a big tag stopped for the API budget or at the \
-        --max-duration deadline with nothing lost: the next run carries on); 1 some files failed \
+        Exit status: 0 everything mirrored (or a big tag stopped at the --max-duration deadline \
+        with nothing lost: the next run carries on); 1 some files failed \
         (even when the run also stopped for the budget); 64 bad usage: an unknown option, a \
         string that is no source, an empty --out; 65 the API or feed sent data of the wrong \
         shape; 66 an input file, or the mirror status is asked of, cannot be read; 69 the API or feed could not be reached or \

@@ -44,7 +44,7 @@ struct FeedCommand: AsyncParsableCommand {
         // there; a path (`/srv/x.atom`, `./x.atom`) is a file, and a missing one is said as such.
         for feed in feeds where Self.looksLikeAHostWithoutScheme(feed) && !FileManager.default.fileExists(atPath: feed) {
             throw ValidationError(
-                "'\(feed)' is neither a file nor an http or https URL; for a URL, give its scheme: https://\(feed)".escapedForTerminal)
+                "'\(URLUserinfo.redactedArgument(feed))' is neither a file nor an http or https URL; for a URL, give its scheme: \(URLUserinfo.redactedArgument("https://\(feed)"))".escapedForTerminal)
         }
         try validateFlags(flags)
     }

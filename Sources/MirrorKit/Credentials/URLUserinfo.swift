@@ -35,9 +35,16 @@ package enum URLUserinfo {
     /// A string given as a URL that may not be one (a password with `/`, `#` or `@` unescaped
     /// breaks it), as an error quotes it: everything from `://` to its last `@` shown as `***`.
     /// A feed's link is one too, and may be a network-path reference (`//user:pa/ss@host/f`).
+    /// Without a scheme (`alice:s3cret@host/feed.rss`, a scheme forgotten), what comes before
+    /// the first `/` is taken for the authority: a password typed there is hidden too.
     package static func redactedArgument(_ text: String) -> String {
         let authority = text.hasPrefix("//") ? text.startIndex..<text.index(text.startIndex, offsetBy: 2) : text.firstRange(of: "://")
-        guard let authority, let at = text.lastIndex(of: "@"), authority.upperBound <= at else {
+        guard let authority else {
+            let end = text.firstIndex(of: "/") ?? text.endIndex
+            guard let at = text[..<end].lastIndex(of: "@") else { return text }
+            return "***" + String(text[at...])
+        }
+        guard let at = text.lastIndex(of: "@"), authority.upperBound <= at else {
             return redacted(text)
         }
         return String(text[..<authority.upperBound]) + "***" + String(text[at...])

@@ -54,7 +54,8 @@ package enum ImgurAddress: Sendable, Equatable, CustomStringConvertible {
         guard let hostPart = parts.first else { throw AddressError(text: text, problem: "names no host") }
         let host = hostPart.lowercased()
         guard hosts.contains(host) else {
-            throw AddressError(text: text, problem: "is not an Imgur address (\(host))")
+            // A login typed before the host is no part of what the message may show.
+            throw AddressError(text: text, problem: "is not an Imgur address (\(URLUserinfo.redactedArgument(host)))")
         }
         let path = Array(parts.dropFirst())
         if host == "i.imgur.com" {
@@ -131,8 +132,9 @@ package struct AddressError: Error, Sendable, CustomStringConvertible {
     var text: String
     var problem: String
 
-    /// The text as given: a front end escapes it where it reaches a terminal (``escapedForTerminal``).
+    /// The text as given, any login in it hidden: a front end escapes it where it reaches a
+    /// terminal (``escapedForTerminal``).
     package var description: String {
-        "'\(text)' \(problem)"
+        "'\(URLUserinfo.redactedArgument(text))' \(problem)"
     }
 }

@@ -275,7 +275,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         }
         if let pages, pages < 1 { throw refuse(.pages, "must be at least 1") }
         if let concurrency, !(1...64).contains(concurrency) { throw refuse(.concurrency, "must be 1 to 64") }
-        if let maxApiRate, !(maxApiRate > 0) { throw refuse(.maxApiRate, "must be above 0") }
+        // Below that, the wait between two calls (a thousand seconds and more) is no rate anybody
+        // means, and far enough below it no duration can hold.
+        if let maxApiRate, !(maxApiRate >= 0.001) { throw refuse(.maxApiRate, "must be at least 0.001 (a call every 1,000 seconds)") }
         if let maxBandwidth, (ByteCount.parse(maxBandwidth) ?? 0) <= 0 {
             throw refuse(.maxBandwidth, "must be a rate such as 2M or 500k, got '\(maxBandwidth)'")
         }

@@ -59,9 +59,20 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         "postgresql://\(user)@\(host):\(port)/\(database)" + (tls.mode == .prefer ? "" : "?sslmode=\(tls.mode.rawValue)")
     }
 
-    /// `text` with any password in it replaced by `***`.
+    /// `text` with any password in it replaced by `***`: the userinfo's, and the values of its
+    /// query but the TLS options' (libpq takes `?password=` too, which mirror refuses by name).
     static func redacted(_ text: String) -> String {
-        guard let at = text.lastIndex(of: "@"), let scheme = text.firstRange(of: "://"), scheme.upperBound < at else { return text }
+        var text = text
+        if let question = text.firstIndex(of: "?") {
+            let items = text[text.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false).map { item in
+                guard let equals = item.firstIndex(of: "="), !PostgresTLS.options.contains(String(item[..<equals])) else { return String(item) }
+                return String(item[..<equals]) + "=***"
+            }
+            text = String(text[..<question]) + "?" + items.joined(separator: "&")
+        }
+        guard let at = text[..<(text.firstIndex(of: "?") ?? text.endIndex)].lastIndex(of: "@"), let scheme = text.firstRange(of: "://"),
+              scheme.upperBound < at
+        else { return text }
         let credentials = text[scheme.upperBound..<at]
         guard let colon = credentials.firstIndex(of: ":") else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])

@@ -140,4 +140,21 @@ struct PrivateFeedTests {
             }
         }
     }
+
+    /// A URL with a login given where it is no source (to `mirror` without `feed`, or without its
+    /// scheme): the usage error, which the argument parser prints itself, hides the password.
+    @Test func aMistypedPrivateFeedIsRefusedWithoutItsPassword() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let out = dir.appendingPathComponent("out").path
+            for arguments in [
+                ["https://alice:\(Self.password)@example.org/feed.rss", "--out", out],
+                ["feed", "alice:\(Self.password)@example.org/feed.rss", "--out", out],
+            ] {
+                let run = try await MirrorProcess.run(arguments)
+                #expect(run.status == 64, "\(arguments): \(run.stderr)")
+                #expect(run.stderr.contains("***@example.org"), "\(run.stderr)")
+                #expect(!run.stderr.contains("s3cr3t") && !run.stdout.contains("s3cr3t"), "\(run.stderr)")
+            }
+        }
+    }
 }

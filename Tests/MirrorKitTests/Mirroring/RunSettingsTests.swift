@@ -43,7 +43,10 @@ struct RunSettingsTests {
         #expect(throws: MirrorError.configuration("--max-wait must be a duration such as 5m, 90s or 300 (seconds), or 0 to never wait, got '-1'")) { try RunSettings(flags: flags) }
         flags = MirrorConfiguration()
         flags.maxApiRate = 0
-        #expect(throws: MirrorError.configuration("--max-api-rate must be above 0")) { try RunSettings(flags: flags) }
+        #expect(throws: MirrorError.configuration("--max-api-rate must be at least 0.001 (a call every 1,000 seconds)")) { try RunSettings(flags: flags) }
+        // A rate so small that the wait between calls would overflow a duration is refused, not a crash.
+        flags.maxApiRate = 1e-30
+        #expect(throws: MirrorError.configuration("--max-api-rate must be at least 0.001 (a call every 1,000 seconds)")) { try RunSettings(flags: flags) }
         var file = MirrorConfiguration()
         file.maxWait = "-1"
         #expect(throws: MirrorError.configuration("config file c.json: 'maxWait' must be a duration such as 5m, 90s or 300 (seconds), or 0 to never wait, got '-1'")) {
