@@ -286,14 +286,17 @@ package struct RunSettings: Sendable {
 
     package var engine: TransferEngine.Configuration {
         let credentials = CredentialStore(netrc: netrc)
-        for (url, login) in baseLogins {
+        // A source's own media base (the config's sources) may carry a login of its own.
+        let sourceLogins = sourceConfigurations.keys.sorted().flatMap { forSource($0).baseLogins }
+        for (url, login) in baseLogins + sourceLogins {
             credentials.remember(login, forOriginOf: url, given: true)
             credentials.trustDefaultLogin(forHostOf: url)
         }
         return TransferEngine.Configuration(maxBytesPerSecond: maxBytesPerSecond, credentials: credentials)
     }
 
+    /// API calls retry as files do: `--retries` bounds them too, one policy for every request.
     package var politeness: ImgurClient.Politeness {
-        ImgurClient.Politeness(maxRequestsPerSecond: maxAPIRate, maxWait: maxWait)
+        ImgurClient.Politeness(maxRequestsPerSecond: maxAPIRate, maxWait: maxWait, retry: retry)
     }
 }

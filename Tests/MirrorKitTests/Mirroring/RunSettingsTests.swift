@@ -37,6 +37,14 @@ struct RunSettingsTests {
         #expect(DownloadScheduler.Configuration().maxConcurrent == settings.concurrency)
     }
 
+    /// `--retries` bounds the API's calls as it does files' downloads (README: one policy).
+    @Test func retriesBoundAPICallsToo() throws {
+        var flags = MirrorConfiguration()
+        flags.retries = 2
+        #expect(try RunSettings(flags: flags).politeness.retry.maxAttempts == 2)
+        #expect(try RunSettings(flags: MirrorConfiguration()).politeness.retry.maxAttempts == RunSettings.Defaults.retries)
+    }
+
     @Test func aBadValueIsNamedAsItWasGiven() throws {
         var flags = MirrorConfiguration()
         flags.maxWait = "-1"
@@ -117,6 +125,18 @@ struct SourceSettingsResolutionTests {
         #expect(settings.forSource("feed https://example.org/other.atom").filter.isEmpty)
         #expect(settings.imgurDrivers().keys.sorted() == ["feed https://example.org/feed.atom", "tag cats"])
         #expect(settings.imgurDrivers()["tag cats"]?.mode == .newFile)
+    }
+
+    /// A login in one source's own media base serves that host's requests, as the run's does.
+    @Test func aSourcesOwnMediaBaseLoginServesItsRequests() throws {
+        var file = MirrorConfiguration()
+        var cats = MirrorConfiguration()
+        cats.mediaBase = "https://reader:s3cret@media.example"
+        file.sources = ["cats": cats]
+        let settings = try RunSettings(file: file, flags: MirrorConfiguration())
+        #expect(settings.forSource("tag cats").mediaBase == "https://media.example")
+        #expect(settings.engine.credentials.credentials(for: "https://media.example/abc.jpg") == URLCredentials(user: "reader", password: "s3cret"))
+        #expect(settings.engine.credentials.credentials(for: "https://other.example/abc.jpg") == nil)
     }
 
     @Test func aSourceKeyThatNamesNothingOrABadValueIsRefusedBeforeTheRun() throws {
