@@ -31,8 +31,12 @@ struct ImageJobs: Sendable {
         guard let sidecars = sink.sidecars, let item = urls.item(for: image) else { return true }
         do throws(MirrorError) {
             let name = ImageSidecar.name(of: image.id)
-            let sources = try sidecars.sources(of: name, adding: sink.name)
-            var sidecar = ImageSidecar(image, item: item, sources: sources)
+            let earlier = try sidecars.earlier(name, adding: sink.name)
+            var sidecar = ImageSidecar(image, item: item, sources: earlier.sources)
+            // A page read again says nothing of removals: what the sidecar said of them stands.
+            let removed = removed.isEmpty
+                ? earlier.removedUpstream.map { (kind: $0, kept: earlier.files[$0] != nil) }
+                : removed
             if !removed.isEmpty {
                 // The sidecar names no file the mirror does not have.
                 for (kind, kept) in removed where !kept { sidecar.files[kind] = nil }

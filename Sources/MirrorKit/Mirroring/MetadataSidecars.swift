@@ -18,21 +18,42 @@ struct MetadataSidecars: Sendable {
     /// The sources an existing sidecar says listed its file, and `source` after them when it is
     /// not among them: an image a tag and an album both list names both.
     func sources(of name: String, adding source: String) throws(MirrorError) -> [String] {
-        var sources: [String] = []
+        try earlier(name, adding: source).sources
+    }
+
+    /// What sidecar `name` said that a new one must keep: its sources, with `source` added, and
+    /// which kinds of file it said were removed upstream, with the files it named.
+    func earlier(_ name: String, adding source: String) throws(MirrorError) -> Earlier {
+        var earlier = Earlier(sources: [], removedUpstream: [], files: [:])
         if let bytes = try directory.smallFileContents(Self.path(name)),
-           let recorded = try? JSONDecoder().decode(RecordedSources.self, from: Data(bytes)) {
+           let recorded = try? JSONDecoder().decode(Recorded.self, from: Data(bytes)) {
             // An earlier version named a private feed with its password: this one writes it over.
             for recorded in recorded.sources ?? [] {
                 let named = URLUserinfo.redacted(recorded)
-                if !sources.contains(named) { sources.append(named) }
+                if !earlier.sources.contains(named) { earlier.sources.append(named) }
             }
+            earlier.removedUpstream = recorded.removedUpstream ?? []
+            earlier.files = recorded.files ?? [:]
         }
-        if !sources.contains(source) { sources.append(source) }
-        return sources
+        if !earlier.sources.contains(source) { earlier.sources.append(source) }
+        return earlier
     }
 
-    private struct RecordedSources: Decodable {
+    struct Earlier {
+        var sources: [String]
+        var removedUpstream: [String]
+        var files: [String: String]
+    }
+
+    private struct Recorded: Decodable {
         var sources: [String]?
+        var removedUpstream: [String]?
+        var files: [String: String]?
+
+        enum CodingKeys: String, CodingKey {
+            case sources, files
+            case removedUpstream = "removed_upstream"
+        }
     }
 
     /// Whether sidecar `name` exists.

@@ -7,10 +7,10 @@ import Testing
 struct MetadataSidecarTests {
     let engine = TransferEngine()
 
-    private func runTag(_ server: FixtureServer, into dir: URL, metadata: Bool = true) async throws -> MirrorSummary {
+    private func runTag(_ server: FixtureServer, into dir: URL, metadata: Bool = true, pages: Int? = nil) async throws -> MirrorSummary {
         let client = ImgurClient(apiBase: server.baseURL, clientID: "fixture", engine: engine, logger: TestSupport.logger)
         let settings = TagRun.Settings(
-            crawl: TagCrawler.Options(tag: "cats"), urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
+            crawl: TagCrawler.Options(tag: "cats", maxPages: pages), urls: MediaURLBuilder(mediaBase: server.baseURL, thumbnail: .medium),
             retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)), metadata: metadata)
         return try await TagRun(
             directory: try MirrorDirectory(root: dir), client: client, engine: engine, settings: settings,
@@ -67,6 +67,23 @@ struct MetadataSidecarTests {
                 let present = try #require(try sidecar(dir, "meta/aB3dE5f.json")["files"] as? [String: String])
                 #expect(Set(present.keys) == ["full", "preview"])
                 #expect(try sidecar(dir, "meta/aB3dE5f.json")["removed_upstream"] == nil)
+            }
+        }
+    }
+
+    /// A page read again (a pass cut short by `--pages` is read again from its start) rewrites
+    /// the sidecars of what it lists: the removal said before stands, and no file it lacks is named.
+    @Test func aRemovalStaysInTheSidecarWhenThePageIsReadAgain() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                _ = try await runTag(server, into: dir, pages: 2)
+                #expect(try sidecar(dir, "meta/Rm0vEd1.json")["removed_upstream"] as? [String] == ["full", "preview"])
+                let requests = server.requestCount(path: "/3/gallery/t/cats/time/all/1")
+                _ = try await runTag(server, into: dir, pages: 2)
+                #expect(server.requestCount(path: "/3/gallery/t/cats/time/all/1") > requests, "the page listing Rm0vEd1 was read again")
+                let removed = try sidecar(dir, "meta/Rm0vEd1.json")
+                #expect(removed["removed_upstream"] as? [String] == ["full", "preview"])
+                #expect((removed["files"] as? [String: String])?.isEmpty == true, "\(String(describing: removed["files"]))")
             }
         }
     }
