@@ -26,10 +26,22 @@ actor APIRateLimiter {
     private var lastRequest: Duration?
     private(set) var callsMade = 0
 
-    init(settings: Settings, startingFrom known: APIBudget? = nil, clock: any RunClock = SystemClock()) {
+    /// The fingerprint of the Client-ID the calls are made with (nil: none known).
+    private let application: String?
+
+    init(
+        settings: Settings, startingFrom known: APIBudget? = nil, application: String? = nil, clock: any RunClock = SystemClock()
+    ) {
         self.settings = settings
         self.clock = clock
-        budget = known?.stillValid(at: clock.now) ?? APIBudget(observedAt: clock.now)
+        self.application = application
+        budget = known?.forApplication(application).stillValid(at: clock.now) ?? APIBudget(observedAt: clock.now)
+    }
+
+    /// What tells one Client-ID's saved daily budget from another's: 32 bits of an MD5 of the
+    /// id, too few to find the id from, enough that two ids of one user differ. Nil if no digest.
+    static func fingerprint(ofClientID clientID: String) -> String? {
+        (try? Digest.md5Hex(Array("mirror Client-ID \(clientID)".utf8))).map { String($0.prefix(8)) }
     }
 
     /// The budget as last reported.
@@ -40,7 +52,7 @@ actor APIRateLimiter {
     func adopt(_ known: APIBudget) {
         let unknown = budget.userRemaining == nil && budget.clientRemaining == nil
         guard unknown || known.observedAt > budget.observedAt else { return }
-        budget = known.stillValid(at: clock.now)
+        budget = known.forApplication(application).stillValid(at: clock.now)
     }
 
     /// Calls that may still be made before the reset, keeping the reserve; nil when unknown.
@@ -88,7 +100,11 @@ actor APIRateLimiter {
         var seen = false
         if let value = headers["X-RateLimit-UserRemaining"].flatMap({ Int($0) }) { budget.userRemaining = value; seen = true }
         if let value = headers["X-RateLimit-UserLimit"].flatMap({ Int($0) }) { budget.userLimit = value }
-        if let value = headers["X-RateLimit-ClientRemaining"].flatMap({ Int($0) }) { budget.clientRemaining = value; seen = true }
+        if let value = headers["X-RateLimit-ClientRemaining"].flatMap({ Int($0) }) {
+            budget.clientRemaining = value
+            budget.application = application
+            seen = true
+        }
         // The budgets are hourly and daily: a reset said to be further away is not believed, or
         // one lying answer would stop every later run, which would never ask again.
         if let reset = headers["X-RateLimit-UserReset"].flatMap({ Int64($0) }) {

@@ -57,7 +57,7 @@ package struct ImgurClient: Sendable {
         self.logger = logger
         limiter = APIRateLimiter(settings: .init(
             maxRequestsPerSecond: politeness.maxRequestsPerSecond, maxWait: politeness.maxWait),
-            startingFrom: startingBudget, clock: clock)
+            startingFrom: startingBudget, application: APIRateLimiter.fingerprint(ofClientID: clientID), clock: clock)
     }
 
     /// The API budget as the last answer reported it.

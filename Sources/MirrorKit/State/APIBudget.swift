@@ -12,6 +12,10 @@ package struct APIBudget: Sendable, Equatable, Codable {
     package var clientRemaining: Int?
     /// When the daily budget refills, if the API said.
     var clientResetAt: Date?
+    /// Which application the daily figures are of: a fingerprint of its Client-ID (see
+    /// ``APIRateLimiter/fingerprint(ofClientID:)``), never the id itself; nil when saved before
+    /// mirror kept one. Another Client-ID has a daily budget of its own.
+    var application: String?
     /// When these figures were read.
     package var observedAt: Date
 
@@ -42,6 +46,17 @@ package struct APIBudget: Sendable, Equatable, Codable {
             budget.clientRemaining = nil
             budget.clientResetAt = nil
         }
+        return budget
+    }
+
+    /// These figures for the application `fingerprint` names: another application's daily
+    /// figures say nothing of its budget.
+    func forApplication(_ fingerprint: String?) -> APIBudget {
+        guard let fingerprint, let application, application != fingerprint else { return self }
+        var budget = self
+        budget.clientRemaining = nil
+        budget.clientResetAt = nil
+        budget.application = nil
         return budget
     }
 

@@ -100,6 +100,27 @@ struct APIPolitenessTests {
         #expect(await limiter.current.userRemaining == 3)
     }
 
+    /// The daily budget is the application's: a run with another Client-ID is not stopped by what
+    /// the last one's left, while the hourly one (the address's) still holds.
+    @Test func aSavedDailyBudgetHoldsOnlyForTheClientIDThatSpentIt() async throws {
+        let clock = TestClock()
+        let spent = APIRateLimiter(settings: .init(), application: APIRateLimiter.fingerprint(ofClientID: "first-id"), clock: clock)
+        await spent.record(HTTPHeaders([
+            ("X-RateLimit-ClientRemaining", "2"), ("X-RateLimit-UserRemaining", "300"), ("X-RateLimit-UserReset", "1800"),
+        ]))
+        let saved = await spent.current
+        #expect(saved.application != nil && saved.application != "first-id")
+        let same = APIRateLimiter(settings: .init(), startingFrom: saved, application: APIRateLimiter.fingerprint(ofClientID: "first-id"), clock: clock)
+        await #expect(throws: ImgurError.self) { try await same.acquire(url: "https://api.example/3/x") }
+        let other = APIRateLimiter(settings: .init(), startingFrom: saved, application: APIRateLimiter.fingerprint(ofClientID: "second-id"), clock: clock)
+        try await other.acquire(url: "https://api.example/3/x")
+        #expect(await other.current.userRemaining == 300)
+        // Taken from a budget group's row the same way.
+        let adopting = APIRateLimiter(settings: .init(), application: APIRateLimiter.fingerprint(ofClientID: "second-id"), clock: clock)
+        await adopting.adopt(saved)
+        #expect(await adopting.current.clientRemaining == nil)
+    }
+
     @Test func readsAUserResetGivenAsAnEpochTime() {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         #expect(APIRateLimiter.secondsUntilReset(1_700_000_600, now: now) == 600)
