@@ -67,6 +67,16 @@ actor APIRateLimiter {
     ///   within ``Settings/maxWait``.
     func acquire(url: String) async throws(ImgurError) {
         budget = budget.stillValid(at: clock.now)
+        if let paused = budget.pausedUntil {
+            let wait = Duration.seconds(seconds(until: paused))
+            guard wait <= settings.maxWait else {
+                throw ImgurError(
+                    kind: .rateLimited, url: url, message: "the API asked for a pause of calls",
+                    retryAfter: Int(wait.components.seconds))
+            }
+            try await pause(for: wait, url: url)
+            budget.pausedUntil = nil
+        }
         if let clientRemaining = budget.clientRemaining, clientRemaining <= settings.reserve {
             throw ImgurError(
                 kind: .rateLimited, url: url,
@@ -115,6 +125,20 @@ actor APIRateLimiter {
         }
         if seen { budget.observedAt = now }
     }
+
+    /// Remembers that the API refused calls for `seconds` more (or, when it did not say how long,
+    /// for ``pauseWhenUnsaid``): the rest of the run and later runs ask nothing until then.
+    func pause(forSeconds seconds: Int?) {
+        let seconds = TimeInterval(min(seconds ?? Self.pauseWhenUnsaid, 86_400))
+        guard seconds > 0 else { return }
+        let until = clock.now.addingTimeInterval(seconds)
+        if budget.pausedUntil.map({ $0 < until }) ?? true { budget.pausedUntil = until }
+        budget.observedAt = clock.now
+    }
+
+    /// A refusal that names no time: long enough that the run's other sources do not each spend
+    /// their retries on it, short enough that an hourly run is not held back by it.
+    static let pauseWhenUnsaid = 15 * 60
 
     /// The wait until the user budget resets, when one is known and the budget is spent.
     func waitForUserReset() -> Duration? {

@@ -141,14 +141,21 @@ package struct ImgurClient: Sendable {
             destination: .memory(limit: 32 << 20))
         var policy = politeness.retry
         policy.maxTotalWait = max(policy.maxTotalWait, politeness.maxWait)
-        return try await policy.run(
-            maxSingleWait: politeness.maxWait, clock: clock,
-            giveUp: { failure, reason in Self.gaveUp(failure, reason, url: url) },
-            onRetry: { failure, wait in logger.warning("\(failure); retrying in \(DurationText.spoken(wait))") }
-        ) { _ throws(ImgurError) in
-            try await limiter.acquire(url: url)
-            logger.debug("GET \(url)")
-            return try await attemptCall(request)
+        do {
+            return try await policy.run(
+                maxSingleWait: politeness.maxWait, clock: clock,
+                giveUp: { failure, reason in Self.gaveUp(failure, reason, url: url) },
+                onRetry: { failure, wait in logger.warning("\(failure); retrying in \(DurationText.spoken(wait))") }
+            ) { _ throws(ImgurError) in
+                try await limiter.acquire(url: url)
+                logger.debug("GET \(url)")
+                return try await attemptCall(request)
+            }
+        } catch {
+            // Refused for longer than this run waits (429, "over capacity"): so are the next
+            // calls, of this source, the run's others and the runs before the time said.
+            if error.kind == .rateLimited, error.lastStatus != nil, error.isAPIWide { await limiter.pause(forSeconds: error.retryAfter) }
+            throw error
         }
     }
 

@@ -16,6 +16,9 @@ package struct APIBudget: Sendable, Equatable, Codable {
     /// ``APIRateLimiter/fingerprint(ofClientID:)``), never the id itself; nil when saved before
     /// mirror kept one. Another Client-ID has a daily budget of its own.
     var application: String?
+    /// Until when the API asked for no calls at all (a 429 or "over capacity" that outlasted a
+    /// run's retries): later sources of the run, and later runs, ask nothing before then.
+    var pausedUntil: Date?
     /// When these figures were read.
     package var observedAt: Date
 
@@ -37,6 +40,7 @@ package struct APIBudget: Sendable, Equatable, Codable {
     /// that the application is never run into its daily limit (five times a month blocks it).
     func stillValid(at now: Date = Date()) -> APIBudget {
         var budget = self
+        if pausedUntil.map({ $0 <= now }) ?? false { budget.pausedUntil = nil }
         if userResetAt.map({ $0 <= now }) ?? true {
             budget.userRemaining = nil
             budget.userResetAt = nil
@@ -66,6 +70,7 @@ package struct APIBudget: Sendable, Equatable, Codable {
         var budget = self
         budget.userResetAt = userResetAt?.addingTimeInterval(seconds)
         budget.clientResetAt = clientResetAt?.addingTimeInterval(seconds)
+        budget.pausedUntil = pausedUntil?.addingTimeInterval(seconds)
         budget.observedAt = observedAt.addingTimeInterval(seconds)
         return budget
     }

@@ -159,12 +159,40 @@ struct APIPolitenessTests {
     @Test func a429ThatOutlastsEveryAttemptIsARateLimit() async throws {
         try await TestSupport.withServer { server in
             server.inject(.imgurGatewayTooManyRequests(), path: page0, times: 10)
+            let refused = client(server)
             let error = await #expect(throws: ImgurError.self) {
-                try await client(server).tagPage("cats", sort: .time, window: .all, page: 0)
+                try await refused.tagPage("cats", sort: .time, window: .all, page: 0)
             }
             #expect(error?.kind == .rateLimited)
             #expect(server.requestCount(path: page0) == 4)
+            // The refusal is remembered: the run's next source asks nothing, nor does the next
+            // run that starts from the budget saved.
+            let next = await #expect(throws: ImgurError.self) {
+                try await refused.tagPage("dogs", sort: .time, window: .all, page: 0)
+            }
+            #expect(next?.kind == .rateLimited)
+            #expect(server.requestCount(path: "/3/gallery/t/dogs/time/all/0") == 0)
+            let saved = await refused.budget()
+            let paused = try #require(saved.pausedUntil)
+            #expect(paused.timeIntervalSinceNow > 14 * 60 && paused.timeIntervalSinceNow <= 15 * 60)
+            let later = client(server, maxWait: .seconds(60))
+            await later.adopt(saved)
+            await #expect(throws: ImgurError.self) { try await later.tagPage("dogs", sort: .time, window: .all, page: 0) }
+            #expect(server.requestCount(path: "/3/gallery/t/dogs/time/all/0") == 0)
         }
+    }
+
+    /// A 429 that names its time is remembered until then, and a pause within the longest wait
+    /// is waited out rather than refused.
+    @Test func aRefusalWithARetryAfterIsRememberedForThatLong() async throws {
+        let clock = TestClock()
+        let limiter = APIRateLimiter(settings: .init(maxWait: .seconds(60)), clock: clock)
+        await limiter.pause(forSeconds: 30)
+        try await limiter.acquire(url: "https://api.example/3/x")
+        #expect(clock.waited == [.seconds(30)])
+        await limiter.pause(forSeconds: 3600)
+        let error = await #expect(throws: ImgurError.self) { try await limiter.acquire(url: "https://api.example/3/x") }
+        #expect(error?.kind == .rateLimited && (3590...3600).contains(error?.retryAfter ?? 0))
     }
 
     @Test func otherClientErrorsAreNotRetried() async throws {
