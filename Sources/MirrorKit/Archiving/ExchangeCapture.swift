@@ -177,12 +177,23 @@ final class ExchangeCapture {
     /// The transfer ended; `truncated` names why its last body is not whole (WARC-Truncated),
     /// nil when it is. `file` gives a descriptor of the file a body written into one went to, and
     /// where in it the body starts, when it is too large to have been kept.
-    func finish(truncated: String?, file: () -> (fd: Int32, offset: Int64)?, memory: [UInt8]? = nil) {
+    ///
+    /// `writtenToFile`: how much of the body its file holds; less than arrived when a write into
+    /// it failed (a full disk where the mirror is, not where the archive is). Such a body, too
+    /// large to have been kept here, is archived without it, marked truncated: read back, it
+    /// would not be what arrived, and would fail the whole archive for the rest of the run.
+    func finish(truncated: String?, file: () -> (fd: Int32, offset: Int64)?, memory: [UInt8]? = nil, writtenToFile: Int64? = nil) {
         guard !hops.isEmpty else { return }
+        var truncated = truncated
+        if intoFile, fileLength > Self.inMemoryLimit, let written = writtenToFile, written < fileLength {
+            intoFile = false
+            fileLength = 0
+            body = []
+            truncated = "unspecified"
+        }
         // What mirror was given to log in with is in no record: not in a head (a Location with
         // a login), nor in a body held here (a feed whose links carry the user's password).
         for index in hops.indices { hops[index].responseHead = Self.redacting(secrets, in: hops[index].responseHead) }
-        var truncated = truncated
         if let memory {
             body = Self.redacting(secrets, in: memory)
         } else if !intoFile {

@@ -366,7 +366,9 @@ final class CurlTransfer {
                 failure = failure ?? error
             }
         }
-        capture?.finish(truncated: code == CURLE_OK && failure == nil ? nil : "disconnect", file: archivedFile, memory: archivedMemory)
+        capture?.finish(
+            truncated: code == CURLE_OK && failure == nil ? nil : "disconnect", file: archivedFile, memory: archivedMemory,
+            writtenToFile: writtenToFile)
         var response = makeResponse()
         if code == CURLE_OK && failure == nil { response?.bodyMD5 = md5 }
         if let failure {
@@ -390,8 +392,13 @@ final class CurlTransfer {
     /// Ends the transfer because its caller cancelled it, keeping what was written.
     func cancel() {
         if let sink { try? sink.flush(isLast: false) }
-        capture?.finish(truncated: "disconnect", file: archivedFile, memory: archivedMemory)
+        capture?.finish(truncated: "disconnect", file: archivedFile, memory: archivedMemory, writtenToFile: writtenToFile)
         continuation.resume(throwing: TransferError(url: request.url, reason: .cancelled, response: makeResponse()))
+    }
+
+    /// How much of this response's body its file holds (nil: it went to no file).
+    private var writtenToFile: Int64? {
+        sink.map { $0.flushedLength - bodyOffset }
     }
 
     /// The file this transfer's body went to, for the archive: a descriptor of its own, and

@@ -289,6 +289,38 @@ struct WARCArchiveTests {
         }
     }
 
+    /// A body that its own file could not take (the mirror's disk full, the archive's not) is
+    /// archived without it, marked truncated; the archive goes on with the exchanges after it.
+    @Test(.enabled(if: Mount.isPossible, "needs root allowed to mount a file system (CAP_SYS_ADMIN, no confinement against it)"))
+    func aBodyItsFileCouldNotTakeIsArchivedTruncatedAndTheArchiveGoesOn() async throws {
+        try await TestSupport.withServer { server in
+            try await TestSupport.withTemporaryDirectory { dir in
+                server.addMedia(path: "/big.bin", size: 3 << 20)
+                server.addMedia(path: "/next.bin", size: 300_000)
+                let small = dir.appendingPathComponent("small").path
+                try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+                try #require(Mount.tmpfs(at: small, size: "1m"), "cannot mount a tmpfs here")
+                defer { Mount.unmount(small) }
+                let warc = dir.appendingPathComponent("warc").path
+                let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30)
+                var configuration = TransferEngine.Configuration()
+                configuration.archive = archive
+                let engine = TransferEngine(configuration: configuration)
+                await #expect(throws: TransferError.self) {
+                    try await engine.perform(TransferRequest(url: server.baseURL + "/big.bin", destination: .file(path: small + "/big", offset: 0)))
+                }
+                let next = try await engine.perform(TransferRequest(url: server.baseURL + "/next.bin", destination: .file(path: dir.path + "/next", offset: 0)))
+                #expect(next.status == 200)
+                await engine.shutDown()
+                try archive.close()
+                let records = try await WARCReader.records(in: warc)
+                let responses = records.filter { $0.type == "response" }
+                #expect(responses.contains { $0.uri == server.baseURL + "/next.bin" }, "\(records.map { ($0.type, $0.uri) })")
+                #expect(responses.first { $0.uri == server.baseURL + "/big.bin" }?.truncated == "unspecified", "\(responses)")
+            }
+        }
+    }
+
     /// Exchanges wait in memory (or as descriptors of their files) only up to the archive's
     /// limit: past it a new exchange waits to begin, while handing records over never blocks
     /// (the transfers' thread does it, and must go on serving the transfers already running).
