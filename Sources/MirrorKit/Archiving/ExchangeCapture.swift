@@ -39,6 +39,11 @@ final class ExchangeCapture {
     /// The last hop's body went into the transfer's file: its length and CRC-32 as it arrived
     /// (the archive digests it as it reads it back, off the transfers' thread).
     private var intoFile = false
+    /// Whether the next line of a head is a status line: at a hop's start, and after an interim
+    /// (1xx) answer's blank line. Elsewhere a line beginning `HTTP/` is a field.
+    private var statusLineNext = true
+    /// Whether the hop's final head has ended (its blank line): later lines are a trailer.
+    private var headEnded = false
     private var fileLength: Int64 = 0
     private var fileCRC = crc32(0, nil, 0)
     /// A large body's record, archived as its bytes are written out (``WARCStream``): looked at
@@ -91,6 +96,8 @@ final class ExchangeCapture {
         bodyCut = false
         bodyStarted = false
         intoFile = false
+        statusLineNext = true
+        headEnded = false
         fileLength = 0
         fileCRC = crc32(0, nil, 0)
         // Another request on the same transfer (libcurl trying again): what began is not this hop's.
@@ -102,10 +109,16 @@ final class ExchangeCapture {
 
     /// A line of a response head, as libcurl passes it (its CRLF included).
     func responseHeader(_ bytes: UnsafeRawBufferPointer) {
-        // After the body, lines are a chunked body's trailer: not part of the head recorded (and
-        // digested) before the body.
-        guard !hops.isEmpty, !bodyStarted else { return }
-        if bytes.starts(with: "HTTP/".utf8) {
+        // After the body, or after a final head with no body (an empty chunked one), lines are a
+        // trailer: not part of the head recorded (and digested) before the body.
+        guard !hops.isEmpty, !bodyStarted, !headEnded else { return }
+        if bytes.elementsEqual("\r\n".utf8) || bytes.elementsEqual("\n".utf8) {
+            hops[hops.count - 1].responseHead += Array(bytes)
+            if (100..<200).contains(hops[hops.count - 1].status) { statusLineNext = true } else { headEnded = true }
+            return
+        }
+        if statusLineNext, bytes.starts(with: "HTTP/".utf8) {
+            statusLineNext = false
             let line = String(decoding: bytes, as: UTF8.self)
             let parts = line.split(separator: " ", maxSplits: 2)
             let status = parts.count > 1 ? Int(parts[1].prefix(3)) ?? 0 : 0

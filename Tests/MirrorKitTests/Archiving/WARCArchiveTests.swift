@@ -321,6 +321,34 @@ struct WARCArchiveTests {
         }
     }
 
+    /// A head is recorded as it came: a field named like a status line is a field (taken for a
+    /// new head, it dropped the status and the fields before it), and a chunked body's trailer
+    /// after an empty body is no part of the head (nor of the payload after it).
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nHTTP/x: y\r\nContent-Length: 11\r\n\r\nwhole bytes", 11),
+        ("HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\nTransfer-Encoding: chunked\r\nTrailer: X-Check\r\n\r\n0\r\nX-Check: 1\r\n\r\n", 0),
+    ])
+    func aHeadIsArchivedAsItCameWhateverItsLinesLookLike(answer: String, length: Int) async throws {
+        let server = try RawHTTPServer(answer: Array(answer.utf8))
+        defer { server.close() }
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            let archive = try WARCArchive(path: warc, maxFileSize: 1 << 30)
+            var configuration = TransferEngine.Configuration()
+            configuration.archive = archive
+            let engine = TransferEngine(configuration: configuration)
+            let response = try await engine.perform(TransferRequest(url: server.baseURL + "/a.jpg", destination: .memory(limit: 1 << 20)))
+            #expect(response.status == 200)
+            await engine.shutDown()
+            try archive.close()
+            let record = try #require(try await WARCReader.records(in: warc).first { $0.type == "response" })
+            #expect(record.status == 200, "\(record.head)")
+            #expect(record.head.contains("Content-Type: image/jpeg"), "\(record.head)")
+            #expect(!record.head.contains("X-Check: 1"), "\(record.head)")
+            #expect(record.length == length)
+        }
+    }
+
     /// Exchanges wait in memory (or as descriptors of their files) only up to the archive's
     /// limit: past it a new exchange waits to begin, while handing records over never blocks
     /// (the transfers' thread does it, and must go on serving the transfers already running).
