@@ -39,8 +39,13 @@ final class CDXJIndex {
         field("url", url)
         if let mime = record.mime { field("mime", mime) }
         if let status = record.status { field("status", String(status)) }
-        // A record without one (a 304's revisit) is given the digest of no bytes, as cdxj-indexer gives it.
-        field("digest", record.payloadDigest ?? Self.emptyPayloadDigest)
+        // A revisit without one (a 304's: its payload is the original's) has none in the index,
+        // as cdxj-indexer writes it; any other record without one, the digest of no bytes.
+        if let digest = record.payloadDigest {
+            field("digest", digest)
+        } else if record.type != "revisit" {
+            field("digest", Self.emptyPayloadDigest)
+        }
         field("length", String(length))
         field("offset", String(offset))
         field("filename", file)

@@ -210,6 +210,8 @@ struct WARCArchiveTests {
                 #expect(copy != nil && copy?.refersToURI == whole.first?.uri && copy?.payloadDigest == whole.first?.payloadDigest && copy?.length == 0)
                 let revalidated = records.filter { $0.type == "revisit" && $0.profile == WARCArchive.notModifiedProfile }
                 #expect(revalidated.count == 2 && revalidated.allSatisfy { $0.status == 304 }, "\(revalidated.map(\.uri))")
+                // No payload of their own: no payload digest (the empty body's would name no capture).
+                #expect(revalidated.allSatisfy { $0.payloadDigest == nil }, "\(revalidated.map(\.payloadDigest))")
                 for name in try FileManager.default.contentsOfDirectory(atPath: warc) where name.hasSuffix(".warc.gz") {
                     #expect(try await WARCReader.index(warc + "/" + name) == TestSupport.bytes(at: warc + "/" + name.replacingOccurrences(of: ".warc.gz", with: ".cdxj")), "\(name)")
                 }
