@@ -163,7 +163,7 @@ final class ExchangeCapture {
         streamedUpTo = flushed
         if !streamConsidered {
             streamConsidered = true
-            let head = Self.redacting(secrets, in: hop.responseHead)
+            let head = Self.redacting(secrets, in: hop.responseHead, isResponseHead: true)
             let http = HTTPHead(head)
             guard hop.status == 200, let length = http.contentLength, length >= archive.streamsFrom, !archive.hasFailed else { return }
             var record = WARCRecord(type: "response", fields: [("WARC-Target-URI", hop.url)], head: head, body: .bytes([]))
@@ -206,7 +206,7 @@ final class ExchangeCapture {
         }
         // What mirror was given to log in with is in no record: not in a head (a Location with
         // a login), nor in a body held here (a feed whose links carry the user's password).
-        for index in hops.indices { hops[index].responseHead = Self.redacting(secrets, in: hops[index].responseHead) }
+        for index in hops.indices { hops[index].responseHead = Self.redacting(secrets, in: hops[index].responseHead, isResponseHead: true) }
         if let memory {
             body = Self.redacting(secrets, in: memory)
         } else if !intoFile {
@@ -284,21 +284,44 @@ final class ExchangeCapture {
         }
     }
 
-    /// `bytes` with every occurrence of each of `secrets` (the longest first) replaced by
-    /// ``redacted``.
-    static func redacting(_ secrets: [[UInt8]], in bytes: [UInt8]) -> [UInt8] {
-        guard !secrets.isEmpty, !bytes.isEmpty else { return bytes }
+    /// Passwords shorter than this are not looked for in what was exchanged: one of a few
+    /// characters (`200`, `1`) is in every other head and body by chance, and masking those would
+    /// break the records, not hide a password.
+    static let shortestSought = 4
+
+    /// `bytes` with every occurrence of each of `secrets` (the longest first) masked, byte for
+    /// byte, by `*`: a body keeps its length (its head's Content-Length still true). In a
+    /// response's head (`isResponseHead`), the status line and the fields that frame the body
+    /// (Content-Length, Content-Range) are left as they are: a reader must still parse them.
+    static func redacting(_ secrets: [[UInt8]], in bytes: [UInt8], isResponseHead: Bool = false) -> [UInt8] {
+        let secrets = secrets.filter { $0.count >= shortestSought }
+        guard !secrets.isEmpty, !bytes.isEmpty, secrets.contains(where: { bytes.firstRange(of: $0) != nil }) else { return bytes }
         var result = bytes
-        let mark = Array(redacted.utf8)
-        for secret in secrets where !secret.isEmpty {
-            guard result.firstRange(of: secret) != nil else { continue }
-            var replaced: [UInt8] = []
-            var rest = result[...]
-            while let found = rest.firstRange(of: secret) {
-                replaced += rest[..<found.lowerBound] + mark
-                rest = rest[found.upperBound...]
+        result.withUnsafeMutableBufferPointer { result in
+            var lineStart = 0
+            var isFirstLine = true
+            while lineStart < result.count {
+                var lineEnd = lineStart
+                if isResponseHead {
+                    while lineEnd < result.count, result[lineEnd] != 10 { lineEnd += 1 }
+                    lineEnd = min(lineEnd + 1, result.count)
+                } else {
+                    lineEnd = result.count
+                }
+                let line = UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: result[lineStart..<lineEnd]))
+                let framing = isResponseHead && (isFirstLine || startsIgnoringCase(line, "content-length:") || startsIgnoringCase(line, "content-range:"))
+                if !framing {
+                    for secret in secrets {
+                        var from = lineStart
+                        while from < lineEnd, let found = result[from..<lineEnd].firstRange(of: secret) {
+                            for index in found { result[index] = UInt8(ascii: "*") }
+                            from = found.upperBound
+                        }
+                    }
+                }
+                isFirstLine = false
+                lineStart = lineEnd
             }
-            result = replaced + rest
         }
         return result
     }

@@ -52,8 +52,10 @@ extension WARCArchive {
         ]
         fields += info.withLock { $0 }.map { "\($0.0): \($0.1)" }
         fields.append(
-            "mirror-redaction: the value of every Authorization field of a request, and every password mirror was given "
-                + "(as typed, percent-encoded, or in a Basic token) anywhere in a head or an API answer or feed, is written as \"\(ExchangeCapture.redacted)\"")
+            "mirror-redaction: the value of every Authorization field of a request is written as \"\(ExchangeCapture.redacted)\"; "
+                + "every password mirror was given (as typed, percent-encoded, or in a Basic token) of \(ExchangeCapture.shortestSought) "
+                + "characters or more is masked with '*', byte for byte, anywhere in a head (but a response's status line, "
+                + "Content-Length and Content-Range) or an API answer or feed")
         var info = WARCRecord(
             type: "warcinfo", fields: [("WARC-Filename", name)], head: Array((fields.joined(separator: "\r\n") + "\r\n").utf8),
             body: .bytes([]))
