@@ -92,44 +92,8 @@ final class CDXJIndex {
         var mime: String?
     }
 
-    /// The Sort-friendly URI Reordering Transform, as the `surt` package (and so cdxj-indexer and
-    /// pywb) makes it: no scheme, the host lower-cased without `www.` and its labels reversed, a
-    /// port other than the scheme's kept, the rest lower-cased, the query's parameters sorted and
-    /// the fragment dropped.
-    static func surt(_ url: String) -> String {
-        var rest = Substring(url)
-        var scheme = ""
-        if let range = rest.firstRange(of: "://") {
-            scheme = rest[..<range.lowerBound].lowercased()
-            rest = rest[range.upperBound...]
-        }
-        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
-        let pathStart = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        var authority = rest[..<pathStart].lowercased()
-        if let at = authority.lastIndex(of: "@") { authority = String(authority[authority.index(after: at)...]) }
-        var port = ""
-        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
-            port = String(authority[authority.index(after: colon)...])
-            authority = String(authority[..<colon])
-        }
-        if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") { port = "" }
-        authority = authority.filter { $0 != "[" && $0 != "]" }
-        var labels = authority.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        if let first = labels.first, labels.count > 2, first.hasPrefix("www"), first.dropFirst(3).allSatisfy(\.isNumber) {
-            labels.removeFirst()
-        }
-        var key = labels.reversed().joined(separator: ",") + (port.isEmpty ? "" : ":" + port) + ")"
-        var pathAndQuery = rest[pathStart...].lowercased()
-        var query = ""
-        if let question = pathAndQuery.firstIndex(of: "?") {
-            query = String(pathAndQuery[pathAndQuery.index(after: question)...])
-            pathAndQuery = String(pathAndQuery[..<question])
-        }
-        key += pathAndQuery.isEmpty ? "/" : pathAndQuery
-        let parameters = query.split(separator: "&").map(String.init).sorted()
-        if !parameters.isEmpty { key += "?" + parameters.joined(separator: "&") }
-        return key
-    }
+    /// The key a capture of `url` is looked up by (see ``SURT``).
+    static func surt(_ url: String) -> String { SURT.of(url) }
 
     /// ``quoted(_:)``'s bytes, appended to `bytes`.
     static func appendQuoted(_ text: String, to bytes: inout [UInt8]) {

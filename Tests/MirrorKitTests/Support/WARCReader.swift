@@ -171,6 +171,14 @@ enum WARCReader {
     /// cooperative pool (two threads on two cores) would stall every other test's tasks meanwhile,
     /// the fixture servers' answers among them. Through ``ChildProcess``, not Foundation's
     /// `Process`, which crashes at times in a process with many descriptors open.
+    /// The `surt` package's key of each of `urls` (its defaults, as cdxj-indexer and pywb use it).
+    static func surtKeys(_ urls: [String]) async throws -> [String] {
+        let script = "import sys, json, surt; print(json.dumps([surt.surt(u) for u in json.loads(sys.argv[1])]))"
+        let made = try await run(python, ["-c", script, String(decoding: try JSONEncoder().encode(urls), as: UTF8.self)])
+        guard made.status == 0 else { throw Unreadable(description: "surt: " + String(decoding: made.errors, as: UTF8.self)) }
+        return try JSONDecoder().decode([String].self, from: made.output)
+    }
+
     private static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: Data, errors: Data) {
         try await TestSupport.apart { try runBlocking(executable, arguments) }
     }
