@@ -71,6 +71,8 @@ struct RecentPayloads {
             fields: record.fields.filter { $0.name != "WARC-Block-Digest" } + [
                 ("WARC-Block-Digest", WARCRecord.digestLabel(sha1: block)), ("WARC-Profile", Self.identicalPayloadProfile),
                 ("WARC-Refers-To-Target-URI", first.uri), ("WARC-Refers-To-Date", first.date), ("WARC-Refers-To", first.id),
+                // The response's head without its body (WARC 1.1 §6.7.2, as wget writes it).
+                ("WARC-Truncated", "length"),
             ],
             head: record.head, body: .bytes([]))
         revisit.contentType = record.contentType

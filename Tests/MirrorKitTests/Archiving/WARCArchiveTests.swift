@@ -208,6 +208,7 @@ struct WARCArchiveTests {
                 #expect(whole.count == 1, "\(records.map { "\($0.type) \($0.uri ?? "") \($0.status ?? 0)" })")
                 let copy = records.first { $0.type == "revisit" && $0.profile == RecentPayloads.identicalPayloadProfile }
                 #expect(copy != nil && copy?.refersToURI == whole.first?.uri && copy?.payloadDigest == whole.first?.payloadDigest && copy?.length == 0)
+                #expect(copy?.truncated == "length", "a head without its body is a truncated block (WARC 1.1 §6.7.2)")
                 let revalidated = records.filter { $0.type == "revisit" && $0.profile == WARCArchive.notModifiedProfile }
                 #expect(revalidated.count == 2 && revalidated.allSatisfy { $0.status == 304 }, "\(revalidated.map(\.uri))")
                 // No payload of their own: no payload digest (the empty body's would name no capture).
