@@ -18,6 +18,11 @@ extension WARCArchive {
             let (record, hashedCRC) = try Self.digested(record, state: &state)
             try writeMember(state.payloads.deduplicated(record, date: date), date: date, hashedCRC: hashedCRC, state: &state)
         }
+    }
+
+    /// Closes the file once it has reached its size: after a whole exchange, so that a request
+    /// and its response are never in two files.
+    func closeIfFull(_ state: inout State) throws(FileSystemError) {
         if let file = state.file, file.end >= maxFileSize { try closeFile(&state) }
     }
 

@@ -110,6 +110,7 @@ package final class WARCArchive: Sendable {
             state.withLock { state in
                 do throws(FileSystemError) {
                     for record in records { try write(record, date: date, state: &state) }
+                    try closeIfFull(&state)
                 } catch {
                     fail(error)
                 }

@@ -119,6 +119,32 @@ struct WARCArchiveTests {
         }
     }
 
+    /// A file that reaches its size is closed after the exchange, not between its request and
+    /// its response: each pair is in one file.
+    @Test func aRequestAndItsResponseAreNeverInTwoFiles() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let warc = dir.appendingPathComponent("warc").path
+            let archive = try WARCArchive(path: warc, maxFileSize: 1)
+            for index in 0..<3 {
+                let response = WARCRecord(
+                    type: "response", fields: [("WARC-Target-URI", "https://h/\(index)")],
+                    head: Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n".utf8), body: .bytes([UInt8(index)]))
+                let request = WARCRecord(
+                    type: "request", fields: [("WARC-Target-URI", "https://h/\(index)"), ("WARC-Concurrent-To", response.id)],
+                    head: Array("GET /\(index) HTTP/1.1\r\nHost: h\r\n\r\n".utf8), body: .bytes([]))
+                archive.append([request, response], date: WARCRecord.now())
+            }
+            try archive.close()
+            let names = try FileManager.default.contentsOfDirectory(atPath: warc).filter { $0.hasSuffix(".warc.gz") }.sorted()
+            #expect(names.count == 3, "\(names)")
+            for name in names {
+                let records = try await WARCReader.records(files: [warc + "/" + name])
+                #expect(records.map(\.type) == ["warcinfo", "request", "response"], "\(name)")
+                #expect(records.first { $0.type == "request" }?.concurrentTo == records.first { $0.type == "response" }?.id)
+            }
+        }
+    }
+
     /// SIGKILL a third to four fifths into a 64 MiB file, then run again: every file of the
     /// archive reads to its end, the 206 that finished the file is there, and so is the whole
     /// file as one `resource` record at its URL.
