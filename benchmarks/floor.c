@@ -12,7 +12,9 @@
 //            created in a folder apart and written once the body is whole (mirror buffers a small
 //            body), its writeback started; then, on one of 16 threads (mirror's blocking queues),
 //            reopened, its record attached, fdatasync, renamed into place with RENAME_NOREPLACE,
-//            its date set, its record taken off: durability before naming, nothing corrupt on a kill
+//            its date set, its record taken off: durability before naming, nothing corrupt on a kill;
+//            the folder synced every 128 names and at the end, as mirror syncs the folders that
+//            gained names
 //   grouped  `steps` with one syncfs for many files: the loop hands each written file to one
 //            committer, which (once it has named the last batch) syncs the file system once and
 //            names all it was handed; no transfer waits for its file's sync
@@ -62,9 +64,22 @@ static void commit(struct transfer *transfer) {
     transfer->fd = fd;
 }
 
+// mirror syncs the folders that gained names every 128 names (and at the end): so does this.
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static int names_since_sync;
+
+static void note_name(void) {
+    pthread_mutex_lock(&names_lock);
+    int due = ++names_since_sync >= 128;
+    if (due) names_since_sync = 0;
+    pthread_mutex_unlock(&names_lock);
+    if (due && fsync(final_dir) != 0) fail("fsync", "the folder");
+}
+
 static void name_file(struct transfer *transfer) {
     if (syscall(SYS_renameat2, parts_dir, transfer->part, final_dir, transfer->name, 1 /* RENAME_NOREPLACE */) != 0)
         fail("renameat2", transfer->name);
+    note_name();
     struct timespec times[2] = {{0, UTIME_OMIT}, {1764000000, 0}};
     if (futimens(transfer->fd, times) != 0) fail("futimens", transfer->name);
     if (fremovexattr(transfer->fd, "user.mirror.partial") != 0) fail("fremovexattr", transfer->name);
@@ -256,6 +271,12 @@ int main(int argc, char **argv) {
             if (message->data.result != CURLE_OK) {
                 fprintf(stderr, "floor: %s: %s\n", transfer->name, curl_easy_strerror(message->data.result));
                 failures++;
+                if (transfer->fd >= 0) {
+                    close(transfer->fd);
+                    unlinkat(way == PLAIN ? final_dir : parts_dir, way == PLAIN ? transfer->name : transfer->part, 0);
+                }
+                free(transfer->body);
+                free(transfer);
             } else {
                 finish(transfer);
             }
@@ -274,6 +295,7 @@ int main(int argc, char **argv) {
     pthread_cond_broadcast(&queue_filled);
     pthread_mutex_unlock(&queue_lock);
     for (int index = 0; index < committer_count; index++) pthread_join(committers[index], NULL);
+    if (way != PLAIN && names_since_sync > 0 && fsync(final_dir) != 0) fail("fsync", "the folder");
     if (way == GROUPED) fprintf(stderr, "syncs %d\n", syncs);
     if (way != PLAIN && unlinkat(final_dir, ".partials", AT_REMOVEDIR) != 0) fail("rmdir", ".partials");
     return failures ? 1 : 0;

@@ -33,18 +33,18 @@ struct FeedCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let baseURL, !HTTPURL.isValid(baseURL) {
-            throw ValidationError("--base-url must be an http or https URL, got '\(URLUserinfo.redactedArgument(baseURL))'")
+            throw ValidationError("--base-url must be an http or https URL, got '\(URLUserinfo.redactedArgument(baseURL, schemeless: true))'")
         }
         guard !feeds.isEmpty else { throw ValidationError("name at least one feed") }
         for feed in feeds where feed.contains("://") && !HTTPURL.isValid(feed) {
-            throw ValidationError("the feed URL must be http or https, got '\(URLUserinfo.redactedArgument(feed))'")
+            throw ValidationError("the feed URL must be http or https, got '\(URLUserinfo.redactedArgument(feed, schemeless: true))'")
         }
         if feeds.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read once") }
         // `example.org/feed.xml` is a URL without its scheme more often than a file that is not
         // there; a path (`/srv/x.atom`, `./x.atom`) is a file, and a missing one is said as such.
         for feed in feeds where Self.looksLikeAHostWithoutScheme(feed) && !FileManager.default.fileExists(atPath: feed) {
             throw ValidationError(
-                "'\(URLUserinfo.redactedArgument(feed))' is neither a file nor an http or https URL; for a URL, give its scheme: \(URLUserinfo.redactedArgument("https://\(feed)"))".escapedForTerminal)
+                "'\(URLUserinfo.redactedArgument(feed, schemeless: true))' is neither a file nor an http or https URL; for a URL, give its scheme: \(URLUserinfo.redactedArgument("https://\(feed)"))".escapedForTerminal)
         }
         try validateFlags(flags)
     }
@@ -54,7 +54,8 @@ struct FeedCommand: AsyncParsableCommand {
         guard text != "-", !text.contains("://"), !text.hasPrefix("/"), !text.hasPrefix("."), !text.hasPrefix("~") else {
             return false
         }
-        return text.split(separator: "/").first?.contains(".") ?? false
+        // A login before the host (`alice:pa/ss@host/feed`) makes it one too, whatever its first `/` cuts.
+        return text.split(separator: "/").first?.contains(".") ?? false || URLUserinfo.redactedArgument(text, schemeless: true) != text
     }
 
     private var flags: MirrorConfiguration {

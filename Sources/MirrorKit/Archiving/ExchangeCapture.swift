@@ -284,6 +284,25 @@ final class ExchangeCapture {
         }
     }
 
+    /// Masks the password of every URL login (`scheme://user:password@`, also with JSON's
+    /// escaped slashes) in `bytes` that is one of `passwords`.
+    private static func maskPasswords(_ passwords: [[UInt8]], inURLsOf bytes: inout [UInt8]) {
+        let ends: Set<UInt8> = [0x2F, 0x3F, 0x23, 0x5C, 0x22, 0x27, 0x3C, 0x3E, 0x20, 0x09, 0x0D, 0x0A]
+        var index = 0
+        let separators = [Array("://".utf8), Array(#":\/\/"#.utf8)]
+        while let found = separators.compactMap({ bytes[index...].firstRange(of: $0) }).min(by: { $0.lowerBound < $1.lowerBound }) {
+            let start = found.upperBound
+            var end = start
+            while end < bytes.count, !ends.contains(bytes[end]) { end += 1 }
+            index = max(end, start)
+            guard let at = bytes[start..<end].lastIndex(of: UInt8(ascii: "@")),
+                  let colon = bytes[start..<at].firstIndex(of: UInt8(ascii: ":")),
+                  passwords.contains(where: { bytes[(colon + 1)..<at].elementsEqual($0) })
+            else { continue }
+            for position in (colon + 1)..<at { bytes[position] = UInt8(ascii: "*") }
+        }
+    }
+
     /// Passwords shorter than this are not looked for in what was exchanged: one of a few
     /// characters (`200`, `1`) is in every other head and body by chance, and masking those would
     /// break the records, not hide a password.
@@ -293,10 +312,13 @@ final class ExchangeCapture {
     /// byte, by `*`: a body keeps its length (its head's Content-Length still true). In a
     /// response's head (`isResponseHead`), the status line and the fields that frame the body
     /// (Content-Length, Content-Range) are left as they are: a reader must still parse them.
-    static func redacting(_ secrets: [[UInt8]], in bytes: [UInt8], isResponseHead: Bool = false) -> [UInt8] {
-        let secrets = secrets.filter { $0.count >= shortestSought }
-        guard !secrets.isEmpty, !bytes.isEmpty, secrets.contains(where: { bytes.firstRange(of: $0) != nil }) else { return bytes }
+    static func redacting(_ all: [[UInt8]], in bytes: [UInt8], isResponseHead: Bool = false) -> [UInt8] {
+        let secrets = all.filter { $0.count >= shortestSought }
+        let short = all.filter { !$0.isEmpty && $0.count < shortestSought }
         var result = bytes
+        // A short one is still hidden where it is a login: a URL's `user:password@`.
+        if !short.isEmpty { maskPasswords(short, inURLsOf: &result) }
+        guard !secrets.isEmpty, !result.isEmpty, secrets.contains(where: { result.firstRange(of: $0) != nil }) else { return result }
         result.withUnsafeMutableBufferPointer { result in
             var lineStart = 0
             var isFirstLine = true

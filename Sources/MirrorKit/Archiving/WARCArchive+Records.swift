@@ -20,8 +20,9 @@ extension WARCArchive {
         }
     }
 
-    /// Closes the file once it has reached its size: after a whole exchange, so that a request
-    /// and its response are never in two files.
+    /// Closes the file once it has reached its size: after a whole exchange, so that the size
+    /// never splits a request from its response. (A response streamed into a file of its own,
+    /// 64 MiB and more, is in another file than its request by design.)
     func closeIfFull(_ state: inout State) throws(FileSystemError) {
         if let file = state.file, file.end >= maxFileSize { try closeFile(&state) }
     }

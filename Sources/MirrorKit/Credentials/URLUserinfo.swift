@@ -35,13 +35,22 @@ package enum URLUserinfo {
     /// A string given as a URL that may not be one (a password with `/`, `#` or `@` unescaped
     /// breaks it), as an error quotes it: everything from `://` to its last `@` shown as `***`.
     /// A feed's link is one too, and may be a network-path reference (`//user:pa/ss@host/f`).
-    /// Without a scheme (`alice:s3cret@host/feed.rss`, a scheme forgotten), what comes before
-    /// the first `/` is taken for the authority: a password typed there is hidden too.
-    package static func redactedArgument(_ text: String) -> String {
+    ///
+    /// `schemeless`: text typed where a URL was expected may have lost its scheme
+    /// (`alice:s3cret@host/feed.rss`): a login at its start is hidden too, up to its last `@`
+    /// when the password may hold a `/` (`alice:s3/cret@host`). Not for text that is no URL by
+    /// design (`mailto:someone@example.org`), which keeps its `@`.
+    package static func redactedArgument(_ text: String, schemeless: Bool = false) -> String {
         let authority = text.hasPrefix("//") ? text.startIndex..<text.index(text.startIndex, offsetBy: 2) : text.firstRange(of: "://")
         guard let authority else {
+            guard schemeless else { return redacted(text) }
             let end = text.firstIndex(of: "/") ?? text.endIndex
-            guard let at = text[..<end].lastIndex(of: "@") else { return text }
+            if let at = text[..<end].lastIndex(of: "@") { return "***" + String(text[at...]) }
+            // `user:pa/ss@host`: a colon not followed by a port's digits, and an `@` further on.
+            guard let colon = text[..<end].firstIndex(of: ":"),
+                  !text[text.index(after: colon)..<end].allSatisfy(\.isNumber) || text.index(after: colon) == end,
+                  let at = text.lastIndex(of: "@")
+            else { return text }
             return "***" + String(text[at...])
         }
         guard let at = text.lastIndex(of: "@"), authority.upperBound <= at else {

@@ -33,10 +33,10 @@ struct ImageJobs: Sendable {
             let name = ImageSidecar.name(of: image.id)
             let earlier = try sidecars.earlier(name, adding: sink.name)
             var sidecar = ImageSidecar(image, item: item, sources: earlier.sources)
-            // A page read again says nothing of removals: what the sidecar said of them stands.
-            let removed = removed.isEmpty
-                ? earlier.removedUpstream.map { (kind: $0, kept: earlier.files[$0] != nil) }
-                : removed
+            // What the sidecar said of removals stands (a page read again, a job that found its
+            // file held, says nothing of them); this run's removals join them.
+            let removed = removed + earlier.removedUpstream.filter { kind in !removed.contains { $0.kind == kind } }
+                .map { (kind: $0, kept: earlier.files[$0] != nil) }
             if !removed.isEmpty {
                 // The sidecar names no file the mirror does not have.
                 for (kind, kept) in removed where !kept { sidecar.files[kind] = nil }

@@ -54,8 +54,9 @@ package enum ImgurAddress: Sendable, Equatable, CustomStringConvertible {
         guard let hostPart = parts.first else { throw AddressError(text: text, problem: "names no host") }
         let host = hostPart.lowercased()
         guard hosts.contains(host) else {
-            // A login typed before the host is no part of what the message may show.
-            throw AddressError(text: text, problem: "is not an Imgur address (\(URLUserinfo.redactedArgument(host)))")
+            // A login typed before the host (its password may hold a `/`, which cut the host
+            // short here) is no part of what the message may show: the quoted text shows the host.
+            throw AddressError(text: text, problem: text.contains("@") ? "is not an Imgur address" : "is not an Imgur address (\(host))")
         }
         let path = Array(parts.dropFirst())
         if host == "i.imgur.com" {
@@ -135,6 +136,6 @@ package struct AddressError: Error, Sendable, CustomStringConvertible {
     /// The text as given, any login in it hidden: a front end escapes it where it reaches a
     /// terminal (``escapedForTerminal``).
     package var description: String {
-        "'\(URLUserinfo.redactedArgument(text))' \(problem)"
+        "'\(URLUserinfo.redactedArgument(text, schemeless: true))' \(problem)"
     }
 }

@@ -295,7 +295,7 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
             throw refuse(.maxDuration, "must be a duration such as 50m, 1h30m or 3000 (seconds), got '\(maxDuration)'")
         }
         for (key, value) in [(CodingKeys.apiBase, apiBase), (.mediaBase, mediaBase)] {
-            if let value, !HTTPURL.isValid(value) { throw refuse(key, "must be an http or https URL, got '\(URLUserinfo.redactedArgument(value))'") }
+            if let value, !HTTPURL.isValid(value) { throw refuse(key, "must be an http or https URL, got '\(URLUserinfo.redactedArgument(value, schemeless: true))'") }
         }
         if let metricsFile, metricsFile.isEmpty || metricsFile.hasSuffix("/") {
             throw refuse(.metricsFile, "must name a file, got '\(metricsFile)'")

@@ -59,22 +59,24 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         "postgresql://\(user)@\(host):\(port)/\(database)" + (tls.mode == .prefer ? "" : "?sslmode=\(tls.mode.rawValue)")
     }
 
-    /// `text` with any password in it replaced by `***`: the userinfo's, and the values of its
-    /// query but the TLS options' (libpq takes `?password=` too, which mirror refuses by name).
+    /// `text` with any password in it replaced by `***`: the userinfo's (up to the last `@`, so
+    /// that a password holding `/`, `?` or `@` is hidden whole), and the values of its query but
+    /// the TLS options' (libpq takes `?password=` too, which mirror refuses by name).
     static func redacted(_ text: String) -> String {
-        var text = text
-        if let question = text.firstIndex(of: "?") {
-            let items = text[text.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false).map { item in
-                guard let equals = item.firstIndex(of: "="), !PostgresTLS.options.contains(String(item[..<equals])) else { return String(item) }
-                return String(item[..<equals]) + "=***"
+        var head = ""
+        var rest = Substring(text)
+        if let scheme = text.firstRange(of: "://"), let at = text.lastIndex(of: "@"), scheme.upperBound < at {
+            let credentials = text[scheme.upperBound..<at]
+            if let colon = credentials.firstIndex(of: ":") {
+                head = String(text[..<colon]) + ":***@"
+                rest = text[text.index(after: at)...]
             }
-            text = String(text[..<question]) + "?" + items.joined(separator: "&")
         }
-        guard let at = text[..<(text.firstIndex(of: "?") ?? text.endIndex)].lastIndex(of: "@"), let scheme = text.firstRange(of: "://"),
-              scheme.upperBound < at
-        else { return text }
-        let credentials = text[scheme.upperBound..<at]
-        guard let colon = credentials.firstIndex(of: ":") else { return text }
-        return String(text[..<colon]) + ":***" + String(text[at...])
+        guard let question = rest.firstIndex(of: "?") else { return head + rest }
+        let items = rest[rest.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false).map { item in
+            guard let equals = item.firstIndex(of: "="), !PostgresTLS.options.contains(String(item[..<equals])) else { return String(item) }
+            return String(item[..<equals]) + "=***"
+        }
+        return head + rest[...question] + items.joined(separator: "&")
     }
 }

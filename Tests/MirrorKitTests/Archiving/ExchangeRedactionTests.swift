@@ -31,4 +31,12 @@ struct ExchangeRedactionTests {
         #expect(masked(head, ["200"], responseHead: true) == head)
         #expect(masked("[1, 2, 3]", ["1"]) == "[1, 2, 3]")
     }
+
+    /// ... but where it is a URL's login, as a feed's links or a Location carry it, it is hidden.
+    @Test func aShortPasswordIsMaskedWhereItIsALogin() {
+        #expect(masked("<link>https://reader:abc@host.example/ep1.mp3</link> abc", ["abc"])
+            == "<link>https://reader:***@host.example/ep1.mp3</link> abc")
+        #expect(masked(#"{"url":"https:\/\/reader:abc@host.example\/x"}"#, ["abc"]) == #"{"url":"https:\/\/reader:***@host.example\/x"}"#)
+        #expect(masked("Location: http://reader:abd@host.example/\r\n", ["abc"]) == "Location: http://reader:abd@host.example/\r\n")
+    }
 }

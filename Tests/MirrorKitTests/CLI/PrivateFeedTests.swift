@@ -150,6 +150,11 @@ struct PrivateFeedTests {
             for arguments in [
                 ["https://alice:\(Self.password)@example.org/feed.rss", "--out", out],
                 ["feed", "alice:\(Self.password)@example.org/feed.rss", "--out", out],
+                // A password holding a `/` (which ends a host) or a `?`.
+                ["https://alice:pa/\(Self.password)@example.org/feed.rss", "--out", out],
+                ["https://alice:pa?\(Self.password)@example.org/feed.rss", "--out", out],
+                ["alice:pa/\(Self.password)@example.org/feed.rss", "--out", out],
+                ["feed", "alice:pa/\(Self.password)@example.org/feed.rss", "--out", out],
             ] {
                 let run = try await MirrorProcess.run(arguments)
                 #expect(run.status == 64, "\(arguments): \(run.stderr)")

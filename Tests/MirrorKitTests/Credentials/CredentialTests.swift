@@ -46,6 +46,12 @@ struct CredentialTests {
         #expect(URLUserinfo.redacting(in: #"{"message":"not a URL: https:\/\/alice:s3c\/ret@h.example\/f"}"#)
             == #"{"message":"not a URL: https:\/\/***@h.example\/f"}"#)
         #expect(URLUserinfo.redactedArgument("//alice:s3c/ret@h.example/f") == "//***@h.example/f")
+        // Typed without its scheme: a login is hidden up to its last `@` when the password may
+        // hold a `/`; a host and port, or text that is no URL, keep theirs.
+        #expect(URLUserinfo.redactedArgument("alice:s3cret@h.example/f", schemeless: true) == "***@h.example/f")
+        #expect(URLUserinfo.redactedArgument("alice:s3c/ret@h.example/f", schemeless: true) == "***@h.example/f")
+        #expect(URLUserinfo.redactedArgument("h.example:8080/users/@me", schemeless: true) == "h.example:8080/users/@me")
+        #expect(URLUserinfo.redactedArgument("mailto:someone@example.org") == "mailto:someone@example.org")
     }
 
     @Test func credentialsServeTheirOriginOnly() {

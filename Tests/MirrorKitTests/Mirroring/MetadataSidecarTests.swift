@@ -103,6 +103,14 @@ struct MetadataSidecarTests {
                 let files = try #require(removed["files"] as? [String: String])
                 #expect(files["full"] == "full/Ij2kL3m.jpg", "the sidecar names the copy the mirror kept: \(files)")
                 #expect(removed["removed_upstream"] as? [String] == ["full"])
+                // Then its thumbnail goes too: the removal said before stays beside the new one
+                // (the full-size file's job found its copy held and said nothing of it).
+                server.inject(.respond(status: 404, headers: [:], body: "gone"), path: "/Ij2kL3mm.jpg", times: 10)
+                let again = try await MirrorProcess.run(arguments)
+                #expect(again.status == 0, "\(again.stderr)")
+                let both = try sidecar(URL(fileURLWithPath: out), "meta/Ij2kL3m.json")
+                #expect(both["removed_upstream"] as? [String] == ["full", "preview"], "\(both)")
+                #expect((both["files"] as? [String: String])?["full"] == "full/Ij2kL3m.jpg")
             }
         }
     }

@@ -115,6 +115,11 @@ struct PostgresTLSTests {
         #expect(try tls("\(base)?sslmode=disable", ["PGSSLMODE": "verify-full"]).mode == .disable)
         #expect(try PostgresLocation("\(base)?sslmode=verify-full&sslrootcert=\(root.path)", environment: noHome).description
             == "postgresql://u@db.example:5432/mirror?sslmode=verify-full")
+        // A password holding `?`, `/` or `=` is hidden whole, whatever follows it.
+        #expect(PostgresLocation.redacted("postgresql://u:pa?s3cret@h.example/db") == "postgresql://u:***@h.example/db")
+        #expect(PostgresLocation.redacted("postgresql://u:p?a=s3cret@h.example/db?sslmode=require&password=s3cret")
+            == "postgresql://u:***@h.example/db?sslmode=require&password=***")
+        #expect(PostgresLocation.redacted("postgresql://u:p/s3cret@h.example/db") == "postgresql://u:***@h.example/db")
         for (url, expected) in [
             ("\(base)?sslmode=verify-full", "needs the CA certificates to trust"),
             ("\(base)?sslmode=verify-ca&sslrootcert=/nonexistent/root.crt", "sslrootcert /nonexistent/root.crt cannot be read"),

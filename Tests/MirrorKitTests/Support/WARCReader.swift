@@ -164,13 +164,6 @@ enum WARCReader {
         URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent(name).path
     }
 
-    /// Runs `executable` to its end: its status, standard output, and standard error (each kept
-    /// in a file, so that a full pipe of one never holds up the other).
-    ///
-    /// On a thread of its own: a reader takes seconds on a slow machine, and waiting for it on the
-    /// cooperative pool (two threads on two cores) would stall every other test's tasks meanwhile,
-    /// the fixture servers' answers among them. Through ``ChildProcess``, not Foundation's
-    /// `Process`, which crashes at times in a process with many descriptors open.
     /// The `surt` package's key of each of `urls` (its defaults, as cdxj-indexer and pywb use it).
     static func surtKeys(_ urls: [String]) async throws -> [String] {
         let script = "import sys, json, surt; print(json.dumps([surt.surt(u) for u in json.loads(sys.argv[1])]))"
@@ -179,6 +172,13 @@ enum WARCReader {
         return try JSONDecoder().decode([String].self, from: made.output)
     }
 
+    /// Runs `executable` to its end: its status, standard output, and standard error (each kept
+    /// in a file, so that a full pipe of one never holds up the other).
+    ///
+    /// On a thread of its own: a reader takes seconds on a slow machine, and waiting for it on the
+    /// cooperative pool (two threads on two cores) would stall every other test's tasks meanwhile,
+    /// the fixture servers' answers among them. Through ``ChildProcess``, not Foundation's
+    /// `Process`, which crashes at times in a process with many descriptors open.
     private static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: Data, errors: Data) {
         try await TestSupport.apart { try runBlocking(executable, arguments) }
     }
