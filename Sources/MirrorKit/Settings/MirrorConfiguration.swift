@@ -206,7 +206,9 @@ package struct MirrorConfiguration: Sendable, Equatable, Decodable {
         case .failed(let code): throw .configuration("config file \(path): cannot be read (\(String(cString: strerror(code))))")
         }
         guard let document = JSONValue.parse(data) else {
-            throw .configuration("config file \(path): not valid JSON")
+            // The decoder says only that the text is no JSON: where, a strict reading tells.
+            let place = JSONSyntaxError.find(in: Array(data)).map { " (\($0))" } ?? ""
+            throw .configuration("config file \(path): not valid JSON\(place)")
         }
         guard let keys = document.object?.keys else {
             throw .configuration("config file \(path): expected a JSON object at the top level")

@@ -131,7 +131,23 @@ struct ConfigurationTests {
 
     @Test func notJSONAtAll() async throws {
         try await withFile("apiBase = 1") { path in
-            #expect(throws: MirrorError.configuration("config file \(path): not valid JSON")) {
+            #expect(throws: MirrorError.configuration("config file \(path): not valid JSON (line 1, column 1: expected a value, found 'a')")) {
+                try MirrorConfiguration.load(from: path)
+            }
+        }
+    }
+
+    /// A mistake in a config file edited by hand is named where it is, as jq and python -m json.tool do.
+    @Test(arguments: [
+        ("{\n  \"concurrency\": 4\n  \"mode\": \"new-file\"\n}\n", "line 3, column 3: expected ',' or '}', found '\"'"),
+        ("{\n  \"mode\": \"new-file,\n  \"concurrency\": 4\n}\n", "line 2, column 21: a string runs past the end of its line"),
+        ("{\n  \"concurrency\": 4,\n  \"mode\": new-file\n}\n", "line 3, column 11: expected 'null'"),
+        ("{\"concurrency\": 4}}", "line 1, column 19: text after the end of the document"),
+        ("{\"sources\": {\"cats\": {\"sort\": \"top\"}", "line 1, column 37: the text ends inside an object"),
+    ])
+    func aSyntaxErrorIsNamedWhereItIs(text: String, place: String) async throws {
+        try await withFile(text) { path in
+            #expect(throws: MirrorError.configuration("config file \(path): not valid JSON (\(place))")) {
                 try MirrorConfiguration.load(from: path)
             }
         }
