@@ -34,7 +34,7 @@ enum SURT {
             query = Array(path[(question + 1)...])
             path = Array(path[..<question])
         }
-        let portNumber = Int(String(decoding: port, as: UTF8.self)).map { $0 }
+        let portNumber = Int(String(decoding: port, as: UTF8.self))
         let defaultPort = scheme == Array("http".utf8) ? 80 : scheme == Array("https".utf8) ? 443 : nil
         let keptPort = portNumber.flatMap { $0 == defaultPort ? nil : $0 }
 
@@ -133,7 +133,8 @@ enum SURT {
     /// `&` after it.
     private static func withoutSessionIDs(_ query: [UInt8]) -> [UInt8] {
         var query = query
-        for (name, length) in [("jsessionid=", 32), ("phpsessid=", 32), ("sid=", 32)] {
+        let length = 32
+        for name in ["jsessionid=", "phpsessid=", "sid="] {
             let lowered = query.map(lower)
             // The last match, as the pattern's greedy `^(.*)` finds it.
             var found: Range<Int>?
@@ -160,15 +161,6 @@ enum SURT {
 
     private static func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
-    }
-
     private static func unescapedRepeatedly(_ bytes: [UInt8]) -> [UInt8] {
         var current = bytes
         while true {
@@ -177,7 +169,7 @@ enum SURT {
             var index = 0
             while index < current.count {
                 if current[index] == UInt8(ascii: "%"), index + 2 < current.count,
-                   let high = hexValue(current[index + 1]), let low = hexValue(current[index + 2]) {
+                   let high = String.hexValue(current[index + 1]), let low = String.hexValue(current[index + 2]) {
                     next.append(high << 4 | low)
                     index += 3
                 } else {

@@ -58,10 +58,8 @@ struct JSONSyntaxError: Error, Equatable, CustomStringConvertible {
         }
 
         mutating func object(depth: Int) throws(JSONSyntaxError) {
-            index += 1
-            skipSpace()
-            if current == UInt8(ascii: "}") { index += 1; return }
-            while true {
+            if isEmpty(closedBy: UInt8(ascii: "}")) { return }
+            repeat {
                 guard current == UInt8(ascii: "\"") else {
                     throw error(current == nil ? "the text ends inside an object" : "expected a quoted name, found '\(Self.shown(current!))'")
                 }
@@ -71,32 +69,40 @@ struct JSONSyntaxError: Error, Equatable, CustomStringConvertible {
                 index += 1
                 skipSpace()
                 try value(depth: depth + 1)
-                skipSpace()
-                if current == UInt8(ascii: "}") { index += 1; return }
-                guard current == UInt8(ascii: ",") else {
-                    throw error(current == nil ? "the text ends inside an object" : "expected ',' or '}', found '\(Self.shown(current!))'")
-                }
-                index += 1
-                skipSpace()
-                if current == UInt8(ascii: "}") { throw error("a ',' before '}'") }
-            }
+            } while try !closes(UInt8(ascii: "}"), inside: "an object")
         }
 
         mutating func array(depth: Int) throws(JSONSyntaxError) {
+            if isEmpty(closedBy: UInt8(ascii: "]")) { return }
+            repeat {
+                try value(depth: depth + 1)
+            } while try !closes(UInt8(ascii: "]"), inside: "a list")
+        }
+
+        /// Past the opening `{` or `[`: whether `closing` follows at once (and is read).
+        mutating func isEmpty(closedBy closing: UInt8) -> Bool {
             index += 1
             skipSpace()
-            if current == UInt8(ascii: "]") { index += 1; return }
-            while true {
-                try value(depth: depth + 1)
-                skipSpace()
-                if current == UInt8(ascii: "]") { index += 1; return }
-                guard current == UInt8(ascii: ",") else {
-                    throw error(current == nil ? "the text ends inside a list" : "expected ',' or ']', found '\(Self.shown(current!))'")
-                }
+            guard current == closing else { return false }
+            index += 1
+            return true
+        }
+
+        /// After a member: true when `closing` ends the container (and is read); otherwise the
+        /// `,` is read, and another member must follow it.
+        mutating func closes(_ closing: UInt8, inside container: String) throws(JSONSyntaxError) -> Bool {
+            skipSpace()
+            if current == closing {
                 index += 1
-                skipSpace()
-                if current == UInt8(ascii: "]") { throw error("a ',' before ']'") }
+                return true
             }
+            guard current == UInt8(ascii: ",") else {
+                throw error(current == nil ? "the text ends inside \(container)" : "expected ',' or '\(Self.shown(closing))', found '\(Self.shown(current!))'")
+            }
+            index += 1
+            skipSpace()
+            if current == closing { throw error("a ',' before '\(Self.shown(closing))'") }
+            return false
         }
 
         mutating func string() throws(JSONSyntaxError) {
