@@ -204,6 +204,11 @@ package actor DownloadScheduler {
             }
             callers[caller.id] = continuation
             handle(.schedule(url: url, forced: forced, expectedSize: expectedSize, held: held, caller: caller.id))
+            // An unforced transfer's word on receiving is not sent (it changes nothing): joined
+            // with `forced`, the scheduler hears it now, and every later word as it comes.
+            if forced, let current = reports[url], current.report.markForced() {
+                handle(.receiving(url: url, id: current.id, current.report.receiving))
+            }
         case .leave(let url, let caller):
             // Not arrived yet (or answered already, when marking it costs nothing).
             guard callers[caller.id] != nil else {
@@ -262,7 +267,7 @@ package actor DownloadScheduler {
     private func start(_ url: String, id: TransferID, expectedSize: ExpectedSize?, held: HeldVersion?, forced: Bool) {
         // What the partial holds is not looked up here, on every start: the transfer reports it
         // when its body starts (see ``TransferReport``).
-        let report = TransferReport()
+        let report = TransferReport(forced: forced)
         reports[url] = (id, report)
         hub.emit(.started(url: url, forced: forced))
         let hub = hub
@@ -273,7 +278,8 @@ package actor DownloadScheduler {
                 hub.emit(.progress(url: url, completed: progress.completed, total: progress.total))
             },
             receiving: { [weak self] receiving in
-                // Only the latest word counts, however the hops that carry it are ordered.
+                // Only the latest word counts, however the hops that carry it are ordered; an
+                // unforced transfer's is not sent at all: a hop and a settling per file for nothing.
                 guard report.setReceiving(receiving) else { return }
                 self?.post(.receivingChanged(url: url, id: id))
             },
@@ -308,7 +314,8 @@ package actor DownloadScheduler {
 }
 
 /// What one transfer reports from the engine thread: its progress, for the status, and whether
-/// it is receiving, for the scheduler.
+/// it is receiving, for the scheduler (which needs it only of a forced transfer: see
+/// ``setReceiving(_:)``).
 ///
 /// Its first progress comes when the body starts and counts what the partial held then (nothing
 /// when the server sends the whole file again): bytes received in this run are counted from there,
@@ -318,9 +325,14 @@ final class TransferReport: Sendable {
         var progress: TransferProgress?
         var heldAtFirstBody: Int64?
         var receiving = false
+        var forced: Bool
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+
+    init(forced: Bool) {
+        state = Mutex(State(forced: forced))
+    }
 
     /// Nil until the body starts.
     var progress: TransferProgress? { state.withLock { $0.progress } }
@@ -342,11 +354,21 @@ final class TransferReport: Sendable {
 
     var receiving: Bool { state.withLock { $0.receiving } }
 
-    /// Records whether the transfer is receiving; true when that changed.
+    /// Records whether the transfer is receiving; true when that changed and the transfer is
+    /// forced, the only kind whose receiving holds others back.
     func setReceiving(_ receiving: Bool) -> Bool {
         state.withLock { state in
             defer { state.receiving = receiving }
-            return state.receiving != receiving
+            return state.receiving != receiving && state.forced
+        }
+    }
+
+    /// Marks the transfer forced (its item was joined with `forced`); true when it was not: its
+    /// word on receiving has not been sent.
+    func markForced() -> Bool {
+        state.withLock { state in
+            defer { state.forced = true }
+            return !state.forced
         }
     }
 }

@@ -17,33 +17,34 @@ extension SchedulerCore {
         tally.reset(maxConcurrent: limits.maxConcurrent)
         defer { spareTally = tally }
         // Read while `self` is being changed, so it must not capture `self`.
-        let limit = HostLimits(maxPerHost: limits.maxPerHost, dynamic: hostLimit)
+        let limit = HostLimits(maxPerHost: limits.maxPerHost, names: hosts.names, dynamic: hostLimit)
         for handle in withTransfer {
-            guard let item = items[handle], case .running(var run) = item.phase else { continue }
-            if !run.unholdable, !run.paused, !holdable(run.id) || multiplexingHosts.contains(item.host) {
+            let state = states[handle]
+            guard case .running(var run) = state.phase else { continue }
+            if !run.unholdable, !run.paused, !holdable(run.id) || hosts.isMultiplexing(state.host) {
                 // Kept, so that pausing (which reads the item) and the tally agree.
                 run.unholdable = true
-                multiplexingHosts.insert(item.host)
-                items[handle]!.phase = .running(run)
+                hosts.markMultiplexing(state.host)
+                states[handle].phase = .running(run)
             }
-            tally.add(handle, item: item, run: run)
+            tally.add(handle, host: state.host, forced: state.forced, run: run)
         }
         // Forced first: paused ones (an unforced item upgraded while paused), then waiting ones.
         for handle in tally.pausedForced
-        where tally.forcedAccepts(items[handle]!.host, limit: limit) && tally.roomCanBeMade(for: items[handle]!.host, limit: limit) {
-            makeRoom(for: items[handle]!.host, limit: limit, tally: &tally, into: &actions)
+        where tally.forcedAccepts(states[handle].host, limit: limit) && tally.roomCanBeMade(for: states[handle].host, limit: limit) {
+            makeRoom(for: states[handle].host, limit: limit, tally: &tally, into: &actions)
             resume(handle, tally: &tally, into: &actions)
         }
         while tally.forcedRunning < limits.maxConcurrent,
               let handle = popNewest(forced: true, accepts: { tally.forcedAccepts($0, limit: limit) && tally.roomCanBeMade(for: $0, limit: limit) }) {
-            makeRoom(for: items[handle]!.host, limit: limit, tally: &tally, into: &actions)
+            makeRoom(for: states[handle].host, limit: limit, tally: &tally, into: &actions)
             start(handle, tally: &tally, into: &actions)
         }
         if tally.forcedReceiving {
             for handle in tally.runningUnforced { pause(handle, into: &actions) }
             return
         }
-        for handle in tally.pausedUnforced where tally.accepts(items[handle]!.host, limit: limit) {
+        for handle in tally.pausedUnforced where tally.accepts(states[handle].host, limit: limit) {
             resume(handle, tally: &tally, into: &actions)
         }
         while tally.running < limits.maxConcurrent,
@@ -55,10 +56,12 @@ extension SchedulerCore {
     /// The fixed per-host limit, lowered by the transport while a host throttles.
     struct HostLimits {
         let maxPerHost: Int
+        /// Host names by ``HostKey``.
+        let names: [String]
         let dynamic: (String) -> Int?
 
-        func callAsFunction(_ host: String) -> Int {
-            guard let lowered = dynamic(host) else { return maxPerHost }
+        func callAsFunction(_ host: HostKey) -> Int {
+            guard let lowered = dynamic(names[host]) else { return maxPerHost }
             return min(maxPerHost, max(lowered, 1))
         }
     }
@@ -66,51 +69,51 @@ extension SchedulerCore {
     /// Queues a waiting item as the newest of its tier.
     mutating func enqueue(_ handle: Handle) {
         sequence += 1
-        items[handle]!.phase = .waiting(order: sequence)
-        if items[handle]!.forced {
-            forcedWaiting.push(sequence, handle, host: items[handle]!.host)
+        states[handle].phase = .waiting(order: sequence)
+        if states[handle].forced {
+            forcedWaiting.push(sequence, handle, host: states[handle].host)
         } else {
-            unforcedWaiting.push(sequence, handle, host: items[handle]!.host)
+            unforcedWaiting.push(sequence, handle, host: states[handle].host)
         }
     }
 
-    private mutating func popNewest(forced: Bool, accepts: (String) -> Bool) -> Handle? {
+    private mutating func popNewest(forced: Bool, accepts: (HostKey) -> Bool) -> Handle? {
         var stacks = WaitingStacks()
         // Moved out and back rather than mutated in place, so that checking an entry may read
         // `items` without copying the stacks.
         if forced { swap(&stacks, &forcedWaiting) } else { swap(&stacks, &unforcedWaiting) }
         defer { if forced { swap(&stacks, &forcedWaiting) } else { swap(&stacks, &unforcedWaiting) } }
         return stacks.popNewest(accepts: accepts) { order, handle in
-            guard let item = items[handle], item.forced == forced else { return false }
-            return item.phase == .waiting(order: order)
+            guard items[handle] != nil, states[handle].forced == forced else { return false }
+            return states[handle].phase == .waiting(order: order)
         }
     }
 
     private mutating func makeRoom(
-        for host: String, limit: HostLimits, tally: inout Tally, into actions: inout [Action]
+        for host: HostKey, limit: HostLimits, tally: inout Tally, into actions: inout [Action]
     ) {
         // `while`: a host that throttles may have a limit below what it runs now.
-        while tally.perHost[host, default: 0] >= limit(host),
-              let victim = tally.runningUnforced.first(where: { items[$0]!.host == host }) {
+        while tally.perHost[host] >= limit(host),
+              let victim = tally.runningUnforced.first(where: { states[$0].host == host }) {
             tally.stopCounting(victim, host: host)
             pause(victim, into: &actions)
         }
         if tally.running >= limits.maxConcurrent, let victim = tally.runningUnforced.first {
-            tally.stopCounting(victim, host: items[victim]!.host)
+            tally.stopCounting(victim, host: states[victim].host)
             pause(victim, into: &actions)
         }
     }
 
     private mutating func start(_ handle: Handle, tally: inout Tally, into actions: inout [Action]) {
-        let item = items[handle]!
+        let (item, state) = (items[handle]!, states[handle])
         let run = Run(id: .next())
         setPhase(handle, .running(run))
-        tally.count(item, forced: item.forced)
-        actions.append(.start(url: item.url, id: run.id, expectedSize: item.expectedSize, held: item.held, forced: item.forced))
+        tally.count(host: state.host, forced: state.forced)
+        actions.append(.start(url: item.url, id: run.id, expectedSize: item.expectedSize, held: item.held, forced: state.forced))
     }
 
     private mutating func pause(_ handle: Handle, into actions: inout [Action]) {
-        guard case .running(var run) = items[handle]!.phase, !run.paused, !run.unholdable else { return }
+        guard case .running(var run) = states[handle].phase, !run.paused, !run.unholdable else { return }
         run.paused = true
         run.pauses += 1
         setPhase(handle, .running(run))
@@ -118,12 +121,12 @@ extension SchedulerCore {
     }
 
     private mutating func resume(_ handle: Handle, tally: inout Tally, into actions: inout [Action]) {
-        guard case .running(var run) = items[handle]!.phase, run.paused else { return }
+        guard case .running(var run) = states[handle].phase, run.paused else { return }
         run.paused = false
         setPhase(handle, .running(run))
-        tally.count(items[handle]!, forced: items[handle]!.forced)
+        tally.count(host: states[handle].host, forced: states[handle].forced)
         // Paused while unforced, then joined with `forced`: it may be receiving already.
-        if items[handle]!.forced && run.receiving { tally.forcedReceiving = true }
+        if states[handle].forced && run.receiving { tally.forcedReceiving = true }
         actions.append(.resume(url: items[handle]!.url, id: run.id))
     }
 
@@ -153,7 +156,7 @@ extension SchedulerCore {
             let (order, handle) = suspendedQueue[suspendedQueueHead]
             suspendedQueueHead += 1
             guard let item = items[handle] else { continue }
-            switch item.phase {
+            switch states[handle].phase {
             case .suspended(order, let bytes) where bytes > 0:
                 account(removing: bytes)
                 remove(handle, counting: .cancelled)
@@ -173,8 +176,9 @@ extension SchedulerCore {
     }
 
     private func isSuspended(_ handle: Handle, order: UInt64) -> Bool {
-        switch items[handle]?.phase {
-        case .suspended(order, _)?, .stopping(_, .suspend(order, _))?: true
+        guard items[handle] != nil else { return false }
+        return switch states[handle].phase {
+        case .suspended(order, _), .stopping(_, .suspend(order, _)): true
         default: false
         }
     }
@@ -193,7 +197,7 @@ extension SchedulerCore {
             guard let item = items[handle] else { continue }
             let current = progress(item.url) ?? TransferProgress(completed: partialLength(item.url), total: nil)
             list.append(SchedulerStatus.Item(
-                url: item.url, state: Self.state(of: item.phase), isForced: item.forced,
+                url: item.url, state: Self.state(of: states[handle].phase), isForced: states[handle].forced,
                 completedBytes: current.completed, totalBytes: current.total ?? item.expectedSize?.shown,
                 receivedBytes: received(item.url)))
         }
@@ -205,13 +209,13 @@ extension SchedulerCore {
 /// The running transfers, counted for one settling.
 struct Tally {
     var running = 0
-    var perHost: [String: Int] = [:]
+    var perHost = HostCounts()
     var forcedRunning = 0
-    var forcedPerHost: [String: Int] = [:]
+    var forcedPerHost = HostCounts()
     var forcedReceiving = false
     /// Unforced transfers a pause holds: the ones that can make room.
     var runningUnforced: [SchedulerCore.Handle] = []
-    var runningUnforcedPerHost: [String: Int] = [:]
+    var runningUnforcedPerHost = HostCounts()
     var pausedForced: [SchedulerCore.Handle] = []
     var pausedUnforced: [SchedulerCore.Handle] = []
     var maxConcurrent = 0
@@ -220,62 +224,62 @@ struct Tally {
     mutating func reset(maxConcurrent: Int) {
         self.maxConcurrent = maxConcurrent
         (running, forcedRunning, forcedReceiving) = (0, 0, false)
-        perHost.removeAll(keepingCapacity: true)
-        forcedPerHost.removeAll(keepingCapacity: true)
+        perHost.removeAll()
+        forcedPerHost.removeAll()
         runningUnforced.removeAll(keepingCapacity: true)
-        runningUnforcedPerHost.removeAll(keepingCapacity: true)
+        runningUnforcedPerHost.removeAll()
         pausedForced.removeAll(keepingCapacity: true)
         pausedUnforced.removeAll(keepingCapacity: true)
     }
 
-    mutating func add(_ handle: SchedulerCore.Handle, item: SchedulerCore.Item, run: SchedulerCore.Run) {
-        switch (item.forced, run.paused) {
+    mutating func add(_ handle: SchedulerCore.Handle, host: HostKey, forced: Bool, run: SchedulerCore.Run) {
+        switch (forced, run.paused) {
         case (true, true): pausedForced.append(handle)
         case (false, true): pausedUnforced.append(handle)
         case (true, false):
-            count(item, forced: true)
+            count(host: host, forced: true)
             if run.receiving { forcedReceiving = true }
         case (false, false):
-            count(item, forced: false)
+            count(host: host, forced: false)
             // One no pause holds keeps its slot: it makes no room, and is not held back.
             if !run.unholdable {
                 runningUnforced.append(handle)
-                runningUnforcedPerHost[item.host, default: 0] += 1
+                runningUnforcedPerHost[host] += 1
             }
         }
     }
 
-    mutating func count(_ item: SchedulerCore.Item, forced: Bool) {
+    mutating func count(host: HostKey, forced: Bool) {
         running += 1
-        perHost[item.host, default: 0] += 1
+        perHost[host] += 1
         if forced {
             forcedRunning += 1
-            forcedPerHost[item.host, default: 0] += 1
+            forcedPerHost[host] += 1
         }
     }
 
     /// An unforced transfer about to be paused no longer holds a slot.
-    mutating func stopCounting(_ handle: SchedulerCore.Handle, host: String) {
+    mutating func stopCounting(_ handle: SchedulerCore.Handle, host: HostKey) {
         running -= 1
-        perHost[host, default: 1] -= 1
+        perHost[host] -= 1
         runningUnforced.removeAll { $0 == handle }
-        runningUnforcedPerHost[host, default: 1] -= 1
+        runningUnforcedPerHost[host] -= 1
     }
 
     /// Whether pausing what a pause holds (see ``SchedulerCore/makeRoom``) leaves room for one
     /// more transfer on `host`: with transfers no pause holds (HTTP/2 streams), it may not.
-    func roomCanBeMade(for host: String, limit: SchedulerCore.HostLimits) -> Bool {
-        let onHost = perHost[host, default: 0]
-        guard onHost - runningUnforcedPerHost[host, default: 0] < limit(host) else { return false }
+    func roomCanBeMade(for host: HostKey, limit: SchedulerCore.HostLimits) -> Bool {
+        let onHost = perHost[host]
+        guard onHost - runningUnforcedPerHost[host] < limit(host) else { return false }
         let pausedOnHost = max(0, onHost - limit(host) + 1)
         return running - pausedOnHost < maxConcurrent || runningUnforced.count > pausedOnHost
     }
 
-    func accepts(_ host: String, limit: SchedulerCore.HostLimits) -> Bool {
-        running < maxConcurrent && perHost[host, default: 0] < limit(host)
+    func accepts(_ host: HostKey, limit: SchedulerCore.HostLimits) -> Bool {
+        running < maxConcurrent && perHost[host] < limit(host)
     }
 
-    func forcedAccepts(_ host: String, limit: SchedulerCore.HostLimits) -> Bool {
-        forcedRunning < maxConcurrent && forcedPerHost[host, default: 0] < limit(host)
+    func forcedAccepts(_ host: HostKey, limit: SchedulerCore.HostLimits) -> Bool {
+        forcedRunning < maxConcurrent && forcedPerHost[host] < limit(host)
     }
 }

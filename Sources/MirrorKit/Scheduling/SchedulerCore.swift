@@ -68,14 +68,21 @@ struct SchedulerCore {
         case discard
     }
 
+    /// What an item is fetched with and who waits for it.
     struct Item {
         let url: String
-        let host: String
         let expectedSize: ExpectedSize?
         /// Kept for the item's life, as its expected size is: a stopped transfer restarts with it.
         var held: HeldVersion?
-        var forced: Bool
         var callers: Callers
+    }
+
+    /// What settling reads of an item at every event, kept apart from its ``Item``: plain values,
+    /// so that reading it retains and copies nothing (an item's URL and validators would be, for
+    /// every transfer at every event).
+    struct ItemState {
+        let host: HostKey
+        var forced: Bool
         var phase: Phase
     }
 
@@ -89,10 +96,13 @@ struct SchedulerCore {
     /// Whether a pause would hold a transfer: false for one known to be an HTTP/2 stream, which
     /// goes on receiving (and keeps its slot) however it is asked.
     let holdable: (TransferID) -> Bool
-    /// Hosts whose streams were found to share HTTP/2 connections: no pause holds theirs.
-    var multiplexingHosts: Set<String> = []
+    /// Every host scheduled so far; those whose streams were found to share HTTP/2 connections
+    /// are marked, and no pause holds theirs.
+    var hosts = HostNames()
 
     var items: [Item?] = []
+    /// By handle, beside `items`: meaningful while the handle's item is there.
+    var states: [ItemState] = []
     var freeHandles: [Handle] = []
     var handles: [String: Handle] = [:]
     /// Items with a transfer (running or stopping): never more than a few times the slot limit.
@@ -131,21 +141,24 @@ struct SchedulerCore {
             guard let handle = handles[url] else { return [] }
             cancel(handle, into: &actions)
         case .receiving(let url, let id, let receiving):
-            guard let handle = handles[url], case .running(var run) = items[handle]!.phase, run.id == id else { return [] }
+            guard let handle = handles[url], case .running(var run) = states[handle].phase, run.id == id else { return [] }
             run.receiving = receiving
-            items[handle]!.phase = .running(run)
+            states[handle].phase = .running(run)
+            // Only a forced transfer that receives holds others back: an unforced one's word
+            // changes nothing until it is forced, and is kept for then.
+            guard states[handle].forced else { return [] }
         case .finished(let url, let id, let result):
             finished(url, id: id, result: result, into: &actions)
         case .pauseExpired(let url, let id, let number):
-            guard let handle = handles[url], case .running(let run) = items[handle]!.phase,
+            guard let handle = handles[url], case .running(let run) = states[handle].phase,
                   run.id == id, run.paused, run.pauses == number else { return [] }
             setPhase(handle, .stopping(run.id, then: .wait))
             actions.append(.stop(url: url, id: run.id))
         case .holdRefused(let url, let id):
-            guard let handle = handles[url], case .running(var run) = items[handle]!.phase, run.id == id else { return [] }
+            guard let handle = handles[url], case .running(var run) = states[handle].phase, run.id == id else { return [] }
             run.unholdable = true
             // The host's streams share connections: later ones are never taken for held either.
-            multiplexingHosts.insert(items[handle]!.host)
+            hosts.markMultiplexing(states[handle].host)
             if run.paused {
                 // Counted as running again, with no grace running out: a stream still receiving
                 // would otherwise be stopped after it and fetched again by Range. Its host may
@@ -166,9 +179,9 @@ struct SchedulerCore {
         _ url: String, forced: Bool, expectedSize: ExpectedSize?, held: HeldVersion?, caller: CallerID, into actions: inout [Action]
     ) {
         guard let handle = handles[url] else {
-            let handle = insert(Item(
-                url: url, host: URLAuthority.of(url), expectedSize: expectedSize, held: held, forced: forced,
-                callers: Callers(caller), phase: .waiting(order: 0)))
+            let handle = insert(
+                Item(url: url, expectedSize: expectedSize, held: held, callers: Callers(caller)),
+                ItemState(host: hosts.key(of: URLAuthority.of(url)), forced: forced, phase: .waiting(order: 0)))
             counts[.waiting, default: 0] += 1
             enqueue(handle)
             actions.append(.notify(.queued(url: url, forced: forced)))
@@ -176,28 +189,28 @@ struct SchedulerCore {
         }
         items[handle]!.callers.add(caller)
         items[handle]!.held = held
-        if forced { items[handle]!.forced = true }
-        let item = items[handle]!
-        switch item.phase {
+        if forced { states[handle].forced = true }
+        let (item, state) = (items[handle]!, states[handle])
+        switch state.phase {
         case .suspended(_, let bytes):
             account(removing: bytes)
             setPhase(handle, .waiting(order: 0))
             enqueue(handle)
-            actions.append(.notify(.queued(url: url, forced: item.forced)))
+            actions.append(.notify(.queued(url: url, forced: state.forced)))
         case .stopping(let id, .suspend(_, let bytes)):
             account(removing: bytes)
             setPhase(handle, .stopping(id, then: .wait))
-            actions.append(.notify(.queued(url: url, forced: item.forced)))
+            actions.append(.notify(.queued(url: url, forced: state.forced)))
         case .stopping(let id, .discard):
             // Purged while its transfer wound down: the partial is still there, so keep it.
             setPhase(handle, .stopping(id, then: .wait))
-            actions.append(.notify(.queued(url: url, forced: item.forced)))
+            actions.append(.notify(.queued(url: url, forced: state.forced)))
         case .waiting:
             // An upgrade to forced moves it to the forced queue; a plain join changes nothing.
             if forced { enqueue(handle) }
-            actions.append(.notify(.coalesced(url: url, callers: item.callers.count, forced: item.forced)))
+            actions.append(.notify(.coalesced(url: url, callers: item.callers.count, forced: state.forced)))
         case .running, .stopping(_, .wait):
-            actions.append(.notify(.coalesced(url: url, callers: item.callers.count, forced: item.forced)))
+            actions.append(.notify(.coalesced(url: url, callers: item.callers.count, forced: state.forced)))
         }
     }
 
@@ -205,7 +218,7 @@ struct SchedulerCore {
     private mutating func cancel(_ handle: Handle, into actions: inout [Action]) {
         let item = items[handle]!
         let bytes: Int64
-        switch item.phase {
+        switch states[handle].phase {
         case .suspended, .stopping(_, .suspend), .stopping(_, .discard):
             return
         case .waiting:
@@ -225,7 +238,7 @@ struct SchedulerCore {
         let callers = items[handle]!.callers.takeAll()
         if !callers.isEmpty { actions.append(.answer(callers: callers, .failure(Self.cancelled(item.url)))) }
         // A suspended item belongs to no tier; whoever revives it decides whether it is forced.
-        items[handle]!.forced = false
+        states[handle].forced = false
         account(adding: bytes)
         suspendedQueue.append((sequence, handle))
         actions.append(.notify(.suspended(url: item.url, bytes: bytes)))
@@ -236,15 +249,15 @@ struct SchedulerCore {
         _ url: String, id: TransferID, result: Result<FetchedFile, DownloadError>, into actions: inout [Action]
     ) {
         guard let handle = handles[url] else { return }
-        let item = items[handle]!
-        let current = if case .running(let run) = item.phase { run.id == id } else { false }
-        switch item.phase {
+        let (item, state) = (items[handle]!, states[handle])
+        let current = if case .running(let run) = state.phase { run.id == id } else { false }
+        switch state.phase {
         case .stopping(id, .wait) where result.isCancellation:
             // Stopped after a long pause (or to give its host back its limit): it waits again and
             // resumes from its partial.
             setPhase(handle, .waiting(order: 0))
             enqueue(handle)
-            actions.append(.notify(.queued(url: url, forced: item.forced)))
+            actions.append(.notify(.queued(url: url, forced: state.forced)))
         case .running where current, .stopping(id, .wait):
             // A transfer told to stop may have ended first: its file or its error stands.
             switch result {
@@ -283,24 +296,26 @@ struct SchedulerCore {
 
     /// The one place an item's phase changes, keeping the counts and the set of transfers.
     mutating func setPhase(_ handle: Handle, _ phase: Phase) {
-        let old = items[handle]!.phase
+        let old = states[handle].phase
         counts[Self.state(of: old), default: 0] -= 1
         counts[Self.state(of: phase), default: 0] += 1
-        items[handle]!.phase = phase
+        states[handle].phase = phase
         switch phase {
         case .running, .stopping: withTransfer.insert(handle)
         case .waiting, .suspended: withTransfer.remove(handle)
         }
     }
 
-    private mutating func insert(_ item: Item) -> Handle {
+    private mutating func insert(_ item: Item, _ state: ItemState) -> Handle {
         let handle: Handle
         if let free = freeHandles.popLast() {
             handle = free
             items[handle] = item
+            states[handle] = state
         } else {
             handle = items.count
             items.append(item)
+            states.append(state)
         }
         handles[item.url] = handle
         return handle
@@ -309,7 +324,7 @@ struct SchedulerCore {
     /// Drops a finished item, counting it as `state`.
     mutating func remove(_ handle: Handle, counting state: DownloadState) {
         let item = items[handle]!
-        counts[Self.state(of: item.phase), default: 0] -= 1
+        counts[Self.state(of: states[handle].phase), default: 0] -= 1
         counts[state, default: 0] += 1
         withTransfer.remove(handle)
         handles[item.url] = nil
@@ -319,7 +334,7 @@ struct SchedulerCore {
 
     /// Where `url` stands, while it is known.
     func state(of url: String) -> DownloadState? {
-        handles[url].flatMap { items[$0] }.map { Self.state(of: $0.phase) }
+        handles[url].map { Self.state(of: states[$0].phase) }
     }
 
     /// What the public status calls a phase.

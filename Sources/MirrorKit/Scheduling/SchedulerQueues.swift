@@ -39,17 +39,17 @@ struct Callers: Equatable {
 /// since) is dropped when it reaches the top.
 struct WaitingStacks {
     typealias Entry = (order: UInt64, handle: SchedulerCore.Handle)
-    private var stacks: [String: [Entry]] = [:]
+    private var stacks: [HostKey: [Entry]] = [:]
 
-    mutating func push(_ order: UInt64, _ handle: SchedulerCore.Handle, host: String) {
+    mutating func push(_ order: UInt64, _ handle: SchedulerCore.Handle, host: HostKey) {
         stacks[host, default: []].append((order, handle))
     }
 
     /// Removes and returns the newest live entry whose host `accepts`.
     mutating func popNewest(
-        accepts: (String) -> Bool, isLive: (UInt64, SchedulerCore.Handle) -> Bool
+        accepts: (HostKey) -> Bool, isLive: (UInt64, SchedulerCore.Handle) -> Bool
     ) -> SchedulerCore.Handle? {
-        var best: (index: Dictionary<String, [Entry]>.Index, order: UInt64)?
+        var best: (index: Dictionary<HostKey, [Entry]>.Index, order: UInt64)?
         // Stepped by hand: `indices` would hold a copy of the dictionary, and the first removal
         // below would then copy a whole stack.
         var index = stacks.startIndex
@@ -64,5 +64,56 @@ struct WaitingStacks {
         }
         guard let best, let entry = stacks.values[best.index].popLast() else { return nil }
         return entry.handle
+    }
+}
+
+/// A host as the scheduler counts it: a number given to each host name the first time an item
+/// of it is scheduled, so that counting transfers per host on every event hashes no names.
+typealias HostKey = Int
+
+/// The host names the scheduler has seen, each with its ``HostKey`` and whether its transfers
+/// share HTTP/2 connections.
+struct HostNames {
+    private var keys: [String: HostKey] = [:]
+    private(set) var names: [String] = []
+    /// By key: the host's streams share connections, so no pause holds them.
+    private var multiplexing: [Bool] = []
+
+    /// The key of `host`, given now if it has none.
+    mutating func key(of host: String) -> HostKey {
+        if let key = keys[host] { return key }
+        let key = names.count
+        keys[host] = key
+        names.append(host)
+        multiplexing.append(false)
+        return key
+    }
+
+    func isMultiplexing(_ host: HostKey) -> Bool { multiplexing[host] }
+
+    mutating func markMultiplexing(_ host: HostKey) { multiplexing[host] = true }
+}
+
+/// Transfers per host, for one settling: there are never more hosts in it than slots, so a short
+/// list searched in order costs less than a dictionary's hashing.
+struct HostCounts {
+    private var hosts: [HostKey] = []
+    private var counts: [Int] = []
+
+    subscript(host: HostKey) -> Int {
+        get { hosts.firstIndex(of: host).map { counts[$0] } ?? 0 }
+        set {
+            if let index = hosts.firstIndex(of: host) {
+                counts[index] = newValue
+            } else {
+                hosts.append(host)
+                counts.append(newValue)
+            }
+        }
+    }
+
+    mutating func removeAll() {
+        hosts.removeAll(keepingCapacity: true)
+        counts.removeAll(keepingCapacity: true)
     }
 }

@@ -331,6 +331,26 @@ struct DownloadSchedulerTests {
         other.cancel()
     }
 
+    /// An unforced transfer's word on receiving is not sent (it changes no decision): one joined
+    /// with `forced` while it receives must still hold the others back from the join on.
+    @Test func anUnforcedTransferJoinedWithForcedWhileReceivingHoldsTheOthersBack() async throws {
+        let scheduler = scheduler(maxConcurrent: 2)
+        let other = request(scheduler, url("other"))
+        let item = request(scheduler, url("item"))
+        await scheduler.settled()
+        #expect(Set(transport.running) == [url("other"), url("item")])
+        #expect(transport.pauses.isEmpty)
+        let upgraded = request(scheduler, url("item"), forced: true)
+        await scheduler.settled()
+        #expect(transport.pauses == [url("other")])
+        transport.setReceiving(url("item"), false)
+        await scheduler.settled()
+        #expect(transport.resumes == [url("other")])
+        transport.complete(url("item"))
+        _ = try await (item.cancellableValue, upgraded.cancellableValue)
+        other.cancel()
+    }
+
     // MARK: - Soft cancel and purge
 
     @Test func aCancelledItemIsSuspendedAndRevivedFromItsPartial() async throws {
