@@ -373,7 +373,11 @@ final class Directory: Sendable {
     }
 
     func checkName(_ name: String) throws(FileSystemError) {
-        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")), !name.utf8.contains(0) else {
+        let isSeparatorOrNUL = { (byte: UInt8) in byte == UInt8(ascii: "/") || byte == 0 }
+        // Over the name's storage when it has one: every file step checks its names.
+        let unusable = name.utf8.withContiguousStorageIfAvailable { $0.contains(where: isSeparatorOrNUL) }
+            ?? name.utf8.contains(where: isSeparatorOrNUL)
+        guard !name.isEmpty, name != ".", name != "..", !unusable else {
             throw FileSystemError(path: path(of: name), problem: .invalidName)
         }
     }

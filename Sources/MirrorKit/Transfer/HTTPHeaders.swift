@@ -110,10 +110,19 @@ extension StringProtocol {
     /// Equal but for ASCII case, as header names and schemes are compared; without allocating.
     func caseInsensitiveEquals(_ other: some StringProtocol) -> Bool {
         // Lengths first: nearly every header looked at is another name, and most of a different length.
-        utf8.count == other.utf8.count && utf8.elementsEqual(other.utf8) { Self.asciiLowercased($0) == Self.asciiLowercased($1) }
+        guard utf8.count == other.utf8.count else { return false }
+        // Byte by byte over the strings' storage: some 20 lookups a response, each of which
+        // cost more through the views' indices than the rest of reading the header.
+        let compared = utf8.withContiguousStorageIfAvailable { mine in
+            other.utf8.withContiguousStorageIfAvailable { theirs in
+                zip(mine, theirs).allSatisfy { Self.asciiLowercased($0) == Self.asciiLowercased($1) }
+            }
+        }
+        if let compared, let equal = compared { return equal }
+        return utf8.elementsEqual(other.utf8) { Self.asciiLowercased($0) == Self.asciiLowercased($1) }
     }
 
     private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
-        (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
+        byte &- 0x41 < 26 ? byte | 0x20 : byte
     }
 }
