@@ -66,4 +66,5 @@ struct ClusterHostGate: DownloadTransport {
     func partialLength(of url: String) -> Int64 { inner.partialLength(of: url) }
     func discardPartial(of url: String) { inner.discardPartial(of: url) }
     func concurrencyLimit(forHost host: String) -> Int? { inner.concurrencyLimit(forHost: host) }
+    func onLimitRaised(_ handler: @escaping @Sendable () -> Void) { inner.onLimitRaised(handler) }
 }

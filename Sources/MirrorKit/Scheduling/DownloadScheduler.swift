@@ -82,6 +82,7 @@ package actor DownloadScheduler {
             partialLength: { transport.partialLength(of: $0) },
             holdable: { transport.isHoldable($0) })
         transport.onHoldRefused { [weak self] id in self?.post(.holdRefused(id: id)) }
+        transport.onLimitRaised { [weak self] in self?.post(.limitRaised) }
     }
 
     /// Transfers and timers hold the scheduler weakly: when it goes, they stop.
@@ -176,7 +177,7 @@ package actor DownloadScheduler {
             // On the poster's thread while the actor is free (a caller's task, a transfer's): a
             // task of its own would wake another thread for every request and answer.
             Task.immediate { await self.carryOut() }
-        case .receivingChanged, .pauseExpired, .holdRefused:
+        case .receivingChanged, .pauseExpired, .holdRefused, .limitRaised:
             // Posted from the engine's thread and the timers': the drain may start transfers (a
             // stat of each partial) and delete partials, which must not hold up every transfer.
             Task { await self.carryOut() }
@@ -203,12 +204,13 @@ package actor DownloadScheduler {
                 return
             }
             callers[caller.id] = continuation
-            handle(.schedule(url: url, forced: forced, expectedSize: expectedSize, held: held, caller: caller.id))
-            // An unforced transfer's word on receiving is not sent (it changes nothing): joined
-            // with `forced`, the scheduler hears it now, and every later word as it comes.
+            // An unforced transfer's word on receiving is not sent: joined with `forced`, its
+            // item hears it first (kept, nothing settled while unforced) and every later word as
+            // it comes, so that the join's settling knows whether it holds the others back.
             if forced, let current = reports[url], current.report.markForced() {
                 handle(.receiving(url: url, id: current.id, current.report.receiving))
             }
+            handle(.schedule(url: url, forced: forced, expectedSize: expectedSize, held: held, caller: caller.id))
         case .leave(let url, let caller):
             // Not arrived yet (or answered already, when marking it costs nothing).
             guard callers[caller.id] != nil else {
@@ -226,6 +228,8 @@ package actor DownloadScheduler {
         case .holdRefused(let id):
             guard let url = reports.first(where: { $0.value.id == id })?.key else { return }
             handle(.holdRefused(url: url, id: id))
+        case .limitRaised:
+            handle(.limitRaised)
         }
     }
 
@@ -279,7 +283,8 @@ package actor DownloadScheduler {
             },
             receiving: { [weak self] receiving in
                 // Only the latest word counts, however the hops that carry it are ordered; an
-                // unforced transfer's is not sent at all: a hop and a settling per file for nothing.
+                // unforced transfer's is not sent at all (a hop and a settling per file): no
+                // decision reads it, and a host limit raised as a body starts is posted on its own.
                 guard report.setReceiving(receiving) else { return }
                 self?.post(.receivingChanged(url: url, id: id))
             },

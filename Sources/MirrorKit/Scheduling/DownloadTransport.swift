@@ -44,10 +44,14 @@ package protocol DownloadTransport: Sendable {
     /// How many transfers `host` should get at once now, when the transport knows better than
     /// the scheduler's fixed limit (a host that throttles); nil for no opinion.
     func concurrencyLimit(forHost host: String) -> Int?
+    /// Tells `handler` whenever a limit ``concurrencyLimit(forHost:)`` gives goes up.
+    func onLimitRaised(_ handler: @escaping @Sendable () -> Void)
 }
 
 extension DownloadTransport {
     package func concurrencyLimit(forHost host: String) -> Int? { nil }
+    /// No limit of its own, so none is raised.
+    package func onLimitRaised(_ handler: @escaping @Sendable () -> Void) {}
     /// Every pause applies.
     package func onHoldRefused(_ handler: @escaping @Sendable (TransferID) -> Void) {}
     package func isHoldable(_ id: TransferID) -> Bool { true }
@@ -125,4 +129,5 @@ package struct EngineTransport: DownloadTransport {
         partials.remove(url)
     }
     package func concurrencyLimit(forHost host: String) -> Int? { health?.concurrencyLimit(forHost: host) }
+    package func onLimitRaised(_ handler: @escaping @Sendable () -> Void) { health?.onLimitRaised(handler) }
 }

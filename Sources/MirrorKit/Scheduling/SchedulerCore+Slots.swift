@@ -22,7 +22,7 @@ extension SchedulerCore {
             let state = states[handle]
             guard case .running(var run) = state.phase else { continue }
             if !run.unholdable, !run.paused, !holdable(run.id) || hosts.isMultiplexing(state.host) {
-                // Kept, so that pausing (which reads the item) and the tally agree.
+                // Kept, so that pausing (which reads the item's state) and the tally agree.
                 run.unholdable = true
                 hosts.markMultiplexing(state.host)
                 states[handle].phase = .running(run)
@@ -80,7 +80,7 @@ extension SchedulerCore {
     private mutating func popNewest(forced: Bool, accepts: (HostKey) -> Bool) -> Handle? {
         var stacks = WaitingStacks()
         // Moved out and back rather than mutated in place, so that checking an entry may read
-        // `items` without copying the stacks.
+        // `items` and `states` without copying the stacks.
         if forced { swap(&stacks, &forcedWaiting) } else { swap(&stacks, &unforcedWaiting) }
         defer { if forced { swap(&stacks, &forcedWaiting) } else { swap(&stacks, &unforcedWaiting) } }
         return stacks.popNewest(accepts: accepts) { order, handle in
@@ -260,6 +260,7 @@ struct Tally {
 
     /// An unforced transfer about to be paused no longer holds a slot.
     mutating func stopCounting(_ handle: SchedulerCore.Handle, host: HostKey) {
+        assert(perHost[host] > 0 && runningUnforcedPerHost[host] > 0, "a transfer not counted is uncounted")
         running -= 1
         perHost[host] -= 1
         runningUnforced.removeAll { $0 == handle }

@@ -25,6 +25,8 @@ struct SchedulerCore {
         case pauseExpired(url: String, id: TransferID, pause: UInt64)
         /// Transfer `id` was asked to pause and goes on receiving (an HTTP/2 stream).
         case holdRefused(url: String, id: TransferID)
+        /// A host's limit (``hostLimit``) went up: items held back for it may start.
+        case limitRaised
     }
 
     enum Action: Equatable {
@@ -168,6 +170,8 @@ struct SchedulerCore {
                 actions.append(.resume(url: url, id: id))
             }
             setPhase(handle, .running(run))
+        case .limitRaised:
+            break
         }
         settle(into: &actions)
         return actions

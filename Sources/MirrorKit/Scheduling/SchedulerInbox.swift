@@ -11,6 +11,8 @@ enum SchedulerMail: Sendable {
     case pauseExpired(url: String, id: TransferID, pause: UInt64)
     /// The transfer was asked to pause and goes on receiving (an HTTP/2 stream).
     case holdRefused(id: TransferID)
+    /// A host's limit went up (see ``DownloadTransport/onLimitRaised(_:)``).
+    case limitRaised
 }
 
 /// The scheduler's mailbox. Whoever posts into an inbox nobody has promised to drain is told to

@@ -72,7 +72,8 @@ struct WaitingStacks {
 typealias HostKey = Int
 
 /// The host names the scheduler has seen, each with its ``HostKey`` and whether its transfers
-/// share HTTP/2 connections.
+/// share HTTP/2 connections. Kept for the scheduler's life: one entry per host, and a run's
+/// hosts are a few (Imgur's) or a feed's enclosure hosts, never one per file.
 struct HostNames {
     private var keys: [String: HostKey] = [:]
     private(set) var names: [String] = []
@@ -94,8 +95,8 @@ struct HostNames {
     mutating func markMultiplexing(_ host: HostKey) { multiplexing[host] = true }
 }
 
-/// Transfers per host, for one settling: there are never more hosts in it than slots, so a short
-/// list searched in order costs less than a dictionary's hashing.
+/// Transfers per host, for one settling: there are about as many hosts in it as slots at most, so
+/// a short list searched in order costs less than a dictionary's hashing.
 struct HostCounts {
     private var hosts: [HostKey] = []
     private var counts: [Int] = []

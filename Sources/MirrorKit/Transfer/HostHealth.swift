@@ -93,6 +93,7 @@ package final class HostHealth: Sendable {
 
     let settings: Settings
     private let hosts = Mutex<[String: Host]>([:])
+    private let limitRaised = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(settings: Settings = Settings()) {
         self.settings = settings
@@ -112,6 +113,12 @@ package final class HostHealth: Sendable {
         hosts.withLock { $0.values.compactMap(\.verdict) }.sorted { $0.host < $1.host }
     }
 
+    /// Tells `handler` whenever a host's ``concurrencyLimit(forHost:)`` goes up: a scheduler holding
+    /// transfers back for it may start them (nothing else need happen meanwhile to make it look).
+    func onLimitRaised(_ handler: @escaping @Sendable () -> Void) {
+        limitRaised.withLock { $0 = handler }
+    }
+
     /// How many transfers `host` should have running now.
     func concurrencyLimit(forHost host: String) -> Int {
         hosts.withLock { hosts in hosts[host].map { max(Int($0.limit), 1) } ?? settings.maxPerHost }
@@ -119,7 +126,10 @@ package final class HostHealth: Sendable {
 
     /// A response came (any status but a throttling one): the host answers and serves.
     func recordAnswer(url: String) {
+        var raised = false
         update(url) { host in
+            let before = max(Int(host.limit), 1)
+            defer { raised = max(Int(host.limit), 1) > before }
             host.resolved = true
             host.failuresInARow = 0
             host.unconnectedInARow = 0
@@ -128,6 +138,7 @@ package final class HostHealth: Sendable {
             host.throttledURLs = []
             host.limit = min(host.limit + 1 / host.limit, Double(settings.maxPerHost))
         }
+        if raised { limitRaised.withLock { $0 }?() }
     }
 
     /// Nothing was answered.

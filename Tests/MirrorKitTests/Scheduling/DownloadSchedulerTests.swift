@@ -331,6 +331,24 @@ struct DownloadSchedulerTests {
         other.cancel()
     }
 
+    /// A host throttled down to one transfer gets its second as soon as its limit goes up, with no
+    /// other event to make the scheduler look (a long transfer running alone on it): its transfers'
+    /// words on receiving, which used to make it look, are no longer sent.
+    @Test func aRaisedHostLimitStartsTheItemsHeldBackForItAtOnce() async throws {
+        transport.setLimit(1, forHost: "a.example")
+        let scheduler = scheduler(maxConcurrent: 4, maxPerHost: 4)
+        let requests = ["long", "next", "later"].map { request(scheduler, url($0)) }
+        await scheduler.settled()
+        #expect(transport.running.count == 1)
+        transport.setLimit(2, forHost: "a.example")
+        await scheduler.settled()
+        #expect(transport.running.count == 2)
+        transport.setLimit(4, forHost: "a.example")
+        await scheduler.settled()
+        #expect(transport.running.count == 3)
+        requests.forEach { $0.cancel() }
+    }
+
     /// An unforced transfer's word on receiving is not sent (it changes no decision): one joined
     /// with `forced` while it receives must still hold the others back from the join on.
     @Test func anUnforcedTransferJoinedWithForcedWhileReceivingHoldsTheOthersBack() async throws {

@@ -27,6 +27,8 @@ final class FakeTransport: DownloadTransport {
         var resumes: [String] = []
         var discarded: [String] = []
         var receiving: [String: @Sendable (Bool) -> Void] = [:]
+        var hostLimits: [String: Int] = [:]
+        var limitRaised: (@Sendable () -> Void)?
     }
 
     private let state = Mutex(State())
@@ -78,6 +80,10 @@ final class FakeTransport: DownloadTransport {
 
     func partialLength(of url: String) -> Int64 { state.withLock { $0.partials[url, default: 0] } }
 
+    func concurrencyLimit(forHost host: String) -> Int? { state.withLock { $0.hostLimits[host] } }
+
+    func onLimitRaised(_ handler: @escaping @Sendable () -> Void) { state.withLock { $0.limitRaised = handler } }
+
     func discardPartial(of url: String) {
         state.withLock {
             $0.partials[url] = nil
@@ -99,6 +105,16 @@ final class FakeTransport: DownloadTransport {
     /// Bytes arrive for `url`'s partial.
     func receive(_ url: String, bytes: Int64) {
         state.withLock { $0.partials[url, default: 0] += bytes }
+    }
+
+    /// `host` gets at most `limit` transfers at once from now on; a limit raised is told to the
+    /// scheduler, as ``HostHealth`` tells it.
+    func setLimit(_ limit: Int, forHost host: String) {
+        let (raised, handler) = state.withLock { state in
+            defer { state.hostLimits[host] = limit }
+            return (state.hostLimits[host].map { limit > $0 } ?? false, state.limitRaised)
+        }
+        if raised { handler?() }
     }
 
     /// The running transfer of `url` starts (true) or stops (false) receiving its body.

@@ -1,5 +1,6 @@
 import FixtureServer
 import Foundation
+import Synchronization
 import Testing
 @testable import MirrorKit
 
@@ -93,6 +94,21 @@ struct HostHealthTests {
         // Additive: back to 8 in tens of answers, not at once.
         #expect((20...60).contains(answers), "\(answers) answers")
         #expect(health.verdicts.isEmpty)
+    }
+
+    /// A scheduler holding transfers back for a host hears when its limit goes up, and only
+    /// then: not for every answer (an answer at the full limit raises nothing).
+    @Test func aRaisedLimitIsToldOnceForEachStepUp() {
+        let health = HostHealth(settings: .init(maxPerHost: 4, throttledOutAfter: 100))
+        let raises = Mutex<[Int]>([])
+        health.onLimitRaised { raises.withLock { $0.append(health.concurrencyLimit(forHost: "cdn.test")) } }
+        for _ in 0..<5 { health.recordAnswer(url: "https://cdn.test/ok.jpg") }
+        #expect(raises.withLock { $0 }.isEmpty)
+        health.recordThrottle(url: "https://cdn.test/a.mp4", status: 429)
+        health.recordThrottle(url: "https://cdn.test/b.mp4", status: 429)
+        #expect(health.concurrencyLimit(forHost: "cdn.test") == 1)
+        for _ in 0..<100 { health.recordAnswer(url: "https://cdn.test/ok.jpg") }
+        #expect(raises.withLock { $0 } == [2, 3, 4])
     }
 
     @Test func aHostThatAnswersNothingButThrottlingIsGivenUp() {
