@@ -182,8 +182,7 @@ final class CurlTransfer {
 
     private func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {
         capture?.responseHeader(bytes)
-        let line = String(decoding: bytes, as: UTF8.self)
-        if isStatusLineNext, line.hasPrefix("HTTP/") {
+        if isStatusLineNext, bytes.starts(with: "HTTP/".utf8) {
             // A new response begins (after a redirect or a 100 Continue): only the last one counts.
             // Only where a head begins: "HTTP/x: y" further down is a field (libcurl 7.88 passes
             // it on as one), and taken for a new response it would drop the fields before it.
@@ -192,15 +191,15 @@ final class CurlTransfer {
         } else if let first = bytes.first, first == 0x20 || first == 0x09 {
             // An obsolete folded line (RFC 9112 §5.2) continues the field before it: a coding
             // folded onto it must not hide behind the "identity" the field began with.
-            headers.continueLastField(line[...])
+            headers.continueLastField(String(decoding: bytes, as: UTF8.self)[...])
             // One that reads as the body's encoding or length is kept as that field as well: a
             // reader that does not unfold (a proxy) takes it so, and the checks of what the body
             // is must not see less than it. (Not Transfer-Encoding: libcurl, which frames the
             // body, reads no folded line, and a chunked framing it never applied proves no end.)
-            if let field = HTTPHeaders.parseField(line[...]), Self.fieldsSayingWhatTheBodyIs.contains(where: field.name.caseInsensitiveEquals) {
+            if let field = HTTPHeaders.parseField(bytes), Self.fieldsSayingWhatTheBodyIs.contains(where: field.name.caseInsensitiveEquals) {
                 headers.append(name: field.name, value: field.value)
             }
-        } else if let field = HTTPHeaders.parseField(line[...]) {
+        } else if let field = HTTPHeaders.parseField(bytes) {
             headers.append(name: field.name, value: field.value)
         } else if bytes.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
             // The blank line that ends a head: a status line may follow (a 1xx's final answer).

@@ -87,19 +87,35 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
     }
 
     /// Parses one raw header line as libcurl delivers it (with its CRLF). Returns nil for the
-    /// status line, the blank line and anything without a colon.
-    static func parseField(_ line: Substring) -> (name: String, value: String)? {
-        let bytes = line.utf8
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
-        let name = trimmed(bytes[..<colon])
-        guard !name.isEmpty, !name.contains(UInt8(ascii: " ")) else { return nil }
-        let value = trimmed(bytes[bytes.index(after: colon)...])
-        return (String(Substring(name)), String(Substring(value)))
+    /// status line, the blank line and anything without a colon. Read from the bytes as they
+    /// came: only the name and the value become strings (bytes that are no UTF-8 replaced in
+    /// each, as decoding the whole line would), and no view's indices are stepped through: every
+    /// line of every response comes through here on the engine's thread.
+    static func parseField(_ line: UnsafeRawBufferPointer) -> (name: String, value: String)? {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let name = trimmed(line, line.startIndex..<colon)
+        guard !name.isEmpty, !line[name].contains(UInt8(ascii: " ")) else { return nil }
+        let value = trimmed(line, (colon + 1)..<line.endIndex)
+        return (text(line, name), text(line, value))
+    }
+
+    private static func trimmed(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Range<Int> {
+        var (start, end) = (range.lowerBound, range.upperBound)
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        return start..<end
+    }
+
+    private static func text(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A
     }
 
     /// Without the spaces, tabs, CR and LF around it: the only white space a header line has.
     private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> Substring.UTF8View.SubSequence {
-        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
         guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
         else { return bytes[bytes.startIndex..<bytes.startIndex] }
         return bytes[first...last]

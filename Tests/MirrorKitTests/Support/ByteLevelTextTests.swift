@@ -61,4 +61,30 @@ struct ByteLevelTextTests {
             #expect(URLAuthority.of(String(("<" + url).dropFirst())) == authority, "\(url), cut")
         }
     }
+
+    /// A header line as libcurl hands it over, CRLF and all, read from its bytes.
+    @Test func aHeaderLineIsSplitAtItsFirstColonAndTrimmedOfItsWhiteSpace() {
+        func field(_ bytes: [UInt8]) -> [String]? {
+            bytes.withUnsafeBytes { HTTPHeaders.parseField($0) }.map { [$0.name, $0.value] }
+        }
+        func field(_ line: String) -> [String]? { field(Array(line.utf8)) }
+        #expect(field("Content-Length: 51200\r\n") == ["Content-Length", "51200"])
+        #expect(field("ETag:\t\"a:b\" \r\n") == ["ETag", "\"a:b\""])
+        #expect(field("  X-Odd :  spaced value  \r\n") == ["X-Odd", "spaced value"])
+        #expect(field("Empty:\r\n") == ["Empty", ""])
+        #expect(field("Last-Modified: Tue, 01 Dec 2026 10:00:00 GMT\r\n") == ["Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT"])
+        // Not fields: the status line, the blank line, a name with a space, no name.
+        #expect(field("HTTP/1.1 200 OK\r\n") == nil)
+        #expect(field("\r\n") == nil)
+        #expect(field("Bad Name: x\r\n") == nil)
+        #expect(field(": x\r\n") == nil)
+        // Bytes that are no UTF-8 are replaced, as decoding the whole line replaced them.
+        let latin1: [UInt8] = Array("Content-Disposition: attachment; filename=caf".utf8) + [0xE9] + Array(".jpg\r\n".utf8)
+        #expect(field(latin1) == ["Content-Disposition", "attachment; filename=caf\u{FFFD}.jpg"])
+        #expect(field([0xFF, 0x3A, 0x20, 0x78]) == ["\u{FFFD}", "x"])
+        // Cut from a longer buffer: read within its own bounds only.
+        let buffer = Array("junk:Name: value\r\n".utf8)
+        let cut = buffer.withUnsafeBytes { HTTPHeaders.parseField(UnsafeRawBufferPointer(rebasing: $0[5...])) }
+        #expect(cut?.name == "Name" && cut?.value == "value")
+    }
 }
