@@ -44,7 +44,10 @@ package protocol DownloadTransport: Sendable {
     /// How many transfers `host` should get at once now, when the transport knows better than
     /// the scheduler's fixed limit (a host that throttles); nil for no opinion.
     func concurrencyLimit(forHost host: String) -> Int?
-    /// Tells `handler` whenever a limit ``concurrencyLimit(forHost:)`` gives goes up.
+    /// Tells `handler` whenever a limit ``concurrencyLimit(forHost:)`` gives goes up: the
+    /// scheduler looks again only when something happens, and a transport that gives limits must
+    /// say so when one rises (a wrapper forwards it), or items held back for it wait for the
+    /// next transfer to end. One handler: the scheduler's.
     func onLimitRaised(_ handler: @escaping @Sendable () -> Void)
 }
 

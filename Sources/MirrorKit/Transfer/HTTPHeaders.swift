@@ -99,6 +99,7 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
         return (text(line, name), text(line, value))
     }
 
+    /// `range` without the spaces, tabs, CR and LF at either end.
     private static func trimmed(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Range<Int> {
         var (start, end) = (range.lowerBound, range.upperBound)
         while start < end, isSpace(bytes[start]) { start += 1 }

@@ -115,6 +115,7 @@ package final class HostHealth: Sendable {
 
     /// Tells `handler` whenever a host's ``concurrencyLimit(forHost:)`` goes up: a scheduler holding
     /// transfers back for it may start them (nothing else need happen meanwhile to make it look).
+    /// One handler, replaced by the next: a run has one scheduler per health.
     func onLimitRaised(_ handler: @escaping @Sendable () -> Void) {
         limitRaised.withLock { $0 = handler }
     }

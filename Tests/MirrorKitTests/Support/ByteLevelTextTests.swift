@@ -40,9 +40,6 @@ struct ByteLevelTextTests {
             for name in ["a.jpg", "...", ".hidden", "a\\b", String(repeating: "n", count: 255), "Ünïcode ☃.png"] {
                 #expect(throws: Never.self, "\(name.debugDescription)") { try directory.checkName(name) }
             }
-            // Refused for its byte wherever it sits, also in a name cut from a longer string.
-            #expect(throws: FileSystemError.self) { try directory.checkName(String("folder/x/y".dropFirst(7))) }
-            #expect(throws: Never.self) { try directory.checkName(String("folder/x.jpg".dropFirst(7))) }
         }
     }
 
@@ -57,8 +54,6 @@ struct ByteLevelTextTests {
         ]
         for (url, authority) in cases {
             #expect(URLAuthority.of(url) == authority, "\(url)")
-            // Cut from a longer string, the same.
-            #expect(URLAuthority.of(String(("<" + url).dropFirst())) == authority, "\(url), cut")
         }
     }
 
@@ -82,7 +77,8 @@ struct ByteLevelTextTests {
         let latin1: [UInt8] = Array("Content-Disposition: attachment; filename=caf".utf8) + [0xE9] + Array(".jpg\r\n".utf8)
         #expect(field(latin1) == ["Content-Disposition", "attachment; filename=caf\u{FFFD}.jpg"])
         #expect(field([0xFF, 0x3A, 0x20, 0x78]) == ["\u{FFFD}", "x"])
-        // Cut from a longer buffer: read within its own bounds only.
+        // Handed a slice of a longer buffer (as libcurl hands a line of its own): nothing before
+        // the slice is read.
         let buffer = Array("junk:Name: value\r\n".utf8)
         let cut = buffer.withUnsafeBytes { HTTPHeaders.parseField(UnsafeRawBufferPointer(rebasing: $0[5...])) }
         #expect(cut?.name == "Name" && cut?.value == "value")
