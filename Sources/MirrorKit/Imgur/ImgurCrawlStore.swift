@@ -33,7 +33,7 @@ struct ImgurCrawlStore: Sendable {
             newEntryIDs: newEntryIDs, images: images.compactMap { Self.found($0.image, albumID: $0.albumID) },
             pendingAlbumIDs: pendingAlbumIDs, pendingAlbumContexts: pendingAlbumContexts.compactMapValues(Self.json),
             cursor: cursor, lister: Self.lister(source, wants: wants))
-        return try await store.recordPage(page, source: source).compactMap(Self.image)
+        return Self.images(try await store.recordPage(page, source: source), listed: images)
     }
 
     func cachedAlbum(_ albumID: String) async throws(MirrorError) -> [ImgurImage]? {
@@ -66,8 +66,8 @@ struct ImgurCrawlStore: Sendable {
     ) async throws(MirrorError) -> [ImgurImage] {
         let list = Self.json(images) ?? "[]"
         let found = images.compactMap { Self.found($0, albumID: albumID) }
-        return try await store.recordAlbum(albumID, images: found, list: list, source: holder, lister: Self.lister(listing, wants: wants))
-            .compactMap(Self.image)
+        let added = try await store.recordAlbum(albumID, images: found, list: list, source: holder, lister: Self.lister(listing, wants: wants))
+        return Self.images(added, listed: images.map { ($0, albumID) })
     }
 
     func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError) {
@@ -92,6 +92,27 @@ struct ImgurCrawlStore: Sendable {
     /// `image` as the store keeps it; nil if it cannot be encoded (it always can: strings and numbers).
     static func found(_ image: ImgurImage, albumID: String?) -> FoundImage? {
         json(image).map { FoundImage(id: image.id, payload: $0, albumID: albumID) }
+    }
+
+    /// The images of `added` (rows the store took from `listed`) as `listed` has them: what
+    /// decoding each row's JSON again gives (``image(_:)``, tested), without decoding it, some
+    /// 28 k instructions an image on a first run. A row that is none of them is decoded.
+    static func images(_ added: [FoundImage], listed: [(image: ImgurImage, albumID: String?)]) -> [ImgurImage] {
+        guard !added.isEmpty else { return [] }
+        var byRow: [RowKey: ImgurImage] = [:]
+        for (image, albumID) in listed { byRow[RowKey(id: image.id, albumID: albumID)] = image }
+        return added.compactMap { row in
+            guard var image = byRow[RowKey(id: row.id, albumID: row.albumID)] else { return Self.image(row) }
+            if image.album == nil, let albumID = row.albumID { image.album = ImgurAlbumContext(id: albumID) }
+            return image
+        }
+    }
+
+    /// An image as the store queues it: an image listed on its own and the same image listed in
+    /// an album are two rows of the caller's list.
+    private struct RowKey: Hashable {
+        var id: String
+        var albumID: String?
     }
 
     /// The image a stored row holds; nil for JSON that is not an image (a damaged row is left be).
