@@ -29,11 +29,12 @@ struct ImgurCrawlStore: Sendable {
         newEntryIDs: [String], images: [(image: ImgurImage, albumID: String?)], pendingAlbumIDs: [String],
         pendingAlbumContexts: [String: ImgurAlbumContext], cursor: CrawlCursor, source: String, wants: Set<String>
     ) async throws(MirrorError) -> [ImgurImage] {
+        let listed = images.compactMap { entry in Self.found(entry.image, albumID: entry.albumID).map { (image: entry.image, row: $0) } }
         let page = ListedPage(
-            newEntryIDs: newEntryIDs, images: images.compactMap { Self.found($0.image, albumID: $0.albumID) },
+            newEntryIDs: newEntryIDs, images: listed.map(\.row),
             pendingAlbumIDs: pendingAlbumIDs, pendingAlbumContexts: pendingAlbumContexts.compactMapValues(Self.json),
             cursor: cursor, lister: Self.lister(source, wants: wants))
-        return Self.images(try await store.recordPage(page, source: source), listed: images)
+        return Self.handedBack(try await store.recordPage(page, source: source), listed: listed)
     }
 
     func cachedAlbum(_ albumID: String) async throws(MirrorError) -> [ImgurImage]? {
@@ -65,9 +66,10 @@ struct ImgurCrawlStore: Sendable {
         _ albumID: String, images: [ImgurImage], holder: String, listing: String, wants: Set<String>
     ) async throws(MirrorError) -> [ImgurImage] {
         let list = Self.json(images) ?? "[]"
-        let found = images.compactMap { Self.found($0, albumID: albumID) }
-        let added = try await store.recordAlbum(albumID, images: found, list: list, source: holder, lister: Self.lister(listing, wants: wants))
-        return Self.images(added, listed: images.map { ($0, albumID) })
+        let listed = images.compactMap { image in Self.found(image, albumID: albumID).map { (image: image, row: $0) } }
+        let added = try await store.recordAlbum(
+            albumID, images: listed.map(\.row), list: list, source: holder, lister: Self.lister(listing, wants: wants))
+        return Self.handedBack(added, listed: listed)
     }
 
     func recordAlbumGone(_ albumID: String, problem: String, source: String) async throws(MirrorError) {
@@ -94,25 +96,20 @@ struct ImgurCrawlStore: Sendable {
         json(image).map { FoundImage(id: image.id, payload: $0, albumID: albumID) }
     }
 
-    /// The images of `added` (rows the store took from `listed`) as `listed` has them: what
-    /// decoding each row's JSON again gives (``image(_:)``, tested), without decoding it, some
-    /// 28 k instructions an image on a first run. A row that is none of them is decoded.
-    static func images(_ added: [FoundImage], listed: [(image: ImgurImage, albumID: String?)]) -> [ImgurImage] {
-        guard !added.isEmpty else { return [] }
-        var byRow: [RowKey: ImgurImage] = [:]
-        for (image, albumID) in listed { byRow[RowKey(id: image.id, albumID: albumID)] = image }
-        return added.compactMap { row in
-            guard var image = byRow[RowKey(id: row.id, albumID: row.albumID)] else { return Self.image(row) }
+    /// The images of the rows a store hands back (`rows`), each what ``image(_:)`` decodes from
+    /// it: the caller's own image when the row is one the caller made from it (`listed`, each
+    /// image with its row), the row decoded otherwise. Decoding every image of a first run again,
+    /// right after encoding it, cost more than queueing it (see BENCHMARKS.md). Matched by the
+    /// whole row, not by id: a row the store kept from another listing holds that listing's JSON.
+    static func handedBack(_ rows: [FoundImage], listed: [(image: ImgurImage, row: FoundImage)]) -> [ImgurImage] {
+        guard !rows.isEmpty else { return [] }
+        var byRow: [FoundImage: ImgurImage] = [:]
+        for entry in listed where byRow[entry.row] == nil { byRow[entry.row] = entry.image }
+        return rows.compactMap { row in
+            guard var image = byRow[row] else { return Self.image(row) }
             if image.album == nil, let albumID = row.albumID { image.album = ImgurAlbumContext(id: albumID) }
             return image
         }
-    }
-
-    /// An image as the store queues it: an image listed on its own and the same image listed in
-    /// an album are two rows of the caller's list.
-    private struct RowKey: Hashable {
-        var id: String
-        var albumID: String?
     }
 
     /// The image a stored row holds; nil for JSON that is not an image (a damaged row is left be).

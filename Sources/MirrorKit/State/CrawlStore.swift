@@ -52,7 +52,7 @@ package struct CrawlCursor: Sendable, Equatable, Codable {
 
 /// An image a listing found, as the store keeps it: its id, what the listing said of it (JSON
 /// that the store keeps and never reads), and the album it came from, if any.
-package struct FoundImage: Sendable, Equatable {
+package struct FoundImage: Sendable, Hashable {
     package var id: String
     package var payload: String
     package var albumID: String?

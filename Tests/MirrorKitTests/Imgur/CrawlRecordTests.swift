@@ -2,15 +2,17 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-/// The images a crawl store hands back after queueing a page or an album are the caller's own,
-/// not decoded again from the rows just written: they must be the images decoding those rows
-/// gives (what a later run that finds them pending gets), field for field.
+/// The images a crawl store hands back after queueing a page or an album are the caller's own
+/// where a row handed back is one the caller made, not decoded again from it: they must be what
+/// decoding the rows handed back gives, field for field.
 @Suite("Images handed back by the crawl store", .timeLimit(.minutes(1)))
 struct CrawlRecordTests {
     /// Every image of the bundled pages and albums, those of ../shared/real-data when present,
     /// and images with every field odd: each as listed on its own and as listed in an album.
     @Test func theImagesHandedBackAreWhatDecodingTheirRowsGives() throws {
-        var images = try Self.bundledImages() + Self.realImages()
+        let bundled = try Self.bundledImages()
+        #expect(bundled.count >= 10)
+        var images = try bundled + Self.realImages()
         images += [
             ImgurImage(id: "Quo1e", type: "image/png", animated: false, title: "\"quoted\" \\ back\\slash \u{0} nul\ttab",
                        description: "line\nbreak, émoji 🐈, \u{7F} and \u{2028}", width: 0, height: -1, tags: []),
@@ -19,41 +21,63 @@ struct CrawlRecordTests {
             ImgurImage(id: "Alb01", album: ImgurAlbumContext(id: "AAAAA", title: "album \"t\"", tags: ["x"], datetime: 1)),
             ImgurImage(id: "Emp01"),
         ]
-        #expect(images.count > 4)
         for image in images {
             for albumID in [nil, "ZZZZZ"] as [String?] {
                 let row = try #require(ImgurCrawlStore.found(image, albumID: albumID))
                 let decoded = try #require(ImgurCrawlStore.image(row), "\(image.id) decodes")
-                let handedBack = ImgurCrawlStore.images([row], listed: [(image, albumID)])
+                let handedBack = ImgurCrawlStore.handedBack([row], listed: [(image, row)])
                 #expect(handedBack == [decoded], "\(image.id) in \(albumID ?? "no album")")
             }
         }
     }
 
-    /// Only the rows the store took come back, in its order; an image listed twice (on its own and
-    /// in an album) comes back as the row it was; a row the caller did not list is decoded.
-    @Test func onlyTheRowsTakenComeBackAsTheyWereListed() throws {
+    /// Only the rows handed back come back, in the store's order. A row the caller did not make (a
+    /// row kept from another listing: the same image, another listing's JSON) is decoded, not
+    /// taken for the caller's image of the same id; of two entries with one row, the first.
+    @Test func eachRowHandedBackIsTheImageItHolds() throws {
         let a = ImgurImage(id: "Aaaaa", title: "a")
-        let b = ImgurImage(id: "Bbbbb", title: "b")
         let inAlbum = ImgurImage(id: "Aaaaa", title: "a, as the album has it")
-        let stranger = ImgurImage(id: "Ccccc", title: "not listed")
-        let listed: [(image: ImgurImage, albumID: String?)] = [(a, nil), (b, nil), (inAlbum, "AAAAA")]
-        let rows = try [(b, nil), (inAlbum, "AAAAA"), (stranger, nil)].map { image, albumID in
+        let b = ImgurImage(id: "Bbbbb", title: "b")
+        let bAgain = ImgurImage(id: "Bbbbb", title: "b")
+        let keptElsewhere = ImgurImage(id: "Aaaaa", title: "a, as another listing had it")
+        func row(_ image: ImgurImage, _ albumID: String? = nil) throws -> FoundImage {
             try #require(ImgurCrawlStore.found(image, albumID: albumID))
         }
-        let handedBack = ImgurCrawlStore.images(rows, listed: listed)
-        #expect(handedBack.map(\.id) == ["Bbbbb", "Aaaaa", "Ccccc"])
-        #expect(handedBack[1].title == "a, as the album has it")
-        #expect(handedBack[1].album == ImgurAlbumContext(id: "AAAAA"))
-        #expect(handedBack[2] == stranger)
-        #expect(ImgurCrawlStore.images([], listed: listed).isEmpty)
+        let listed = try [(inAlbum, row(inAlbum, "AAAAA")), (a, row(a)), (b, row(b)), (bAgain, row(bAgain))]
+            .map { (image: $0.0, row: $0.1) }
+        let rows = try [row(b), row(a), row(inAlbum, "AAAAA"), row(keptElsewhere)]
+        let handedBack = ImgurCrawlStore.handedBack(rows, listed: listed)
+        #expect(handedBack.map(\.title) == ["b", "a", "a, as the album has it", "a, as another listing had it"])
+        #expect(handedBack[2].album == ImgurAlbumContext(id: "AAAAA"))
+        #expect(handedBack == rows.compactMap(ImgurCrawlStore.image))
+        #expect(ImgurCrawlStore.handedBack([], listed: listed).isEmpty)
+    }
+
+    /// Through a real store: what a page's recording hands back is what a later run reads as the
+    /// listing's pending images, also for an image listed twice (on its own, then in an album).
+    @Test func aRecordedPageHandsBackWhatALaterRunReads() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+            let crawl = ImgurCrawlStore(state)
+            var cursor = CrawlCursor(source: "imgur tag cats time all")
+            cursor.nextPage = 1
+            let alone = ImgurImage(id: "Aaaaa", title: "alone", tags: ["cats"])
+            let inAlbum = ImgurImage(id: "Aaaaa", title: "in the album", album: ImgurAlbumContext(id: "AAAAA", title: "t"))
+            let other = ImgurImage(id: "Bbbbb", datetime: 1_700_000_000, description: "\"b\"")
+            let handedBack = try await crawl.recordPage(
+                newEntryIDs: ["Aaaaa", "Bbbbb"], images: [(alone, nil), (inAlbum, "AAAAA"), (other, nil)], pendingAlbumIDs: [],
+                pendingAlbumContexts: [:], cursor: cursor, source: cursor.source, wants: [])
+            let pending = try await crawl.pendingImages(of: "cats", after: 0, limit: 10).images
+            #expect(handedBack == pending)
+            #expect(handedBack.map(\.title) == ["alone", nil])
+        }
     }
 
     private static func bundledImages() throws -> [ImgurImage] {
         let folder = TestSupport.fixtures.appendingPathComponent("imgur")
         var images: [ImgurImage] = []
         for name in try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() {
-            images += try Self.images(in: Data(contentsOf: folder.appendingPathComponent(name)), named: name)
+            images += try Self.images(in: Data(contentsOf: folder.appendingPathComponent(name)))
         }
         return images
     }
@@ -64,12 +88,12 @@ struct CrawlRecordTests {
         var images: [ImgurImage] = []
         for name in ["gallery-tag-cats-page.json", "album-images.json", "gallery-album-50-images.json"] {
             guard let data = try? Data(contentsOf: folder.appendingPathComponent(name)) else { continue }
-            images += try Self.images(in: data, named: name)
+            images += try Self.images(in: data)
         }
         return images
     }
 
-    private static func images(in data: Data, named name: String) throws -> [ImgurImage] {
+    private static func images(in data: Data) throws -> [ImgurImage] {
         if let page = try? JSONDecoder().decode(ImgurEnvelope<TagPage>.self, from: data) {
             return page.data.items.flatMap { item -> [ImgurImage] in
                 switch item {
