@@ -280,7 +280,7 @@ final class ExchangeCapture {
     private static func startsIgnoringCase(_ bytes: UnsafeRawBufferPointer, _ prefix: StaticString) -> Bool {
         guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
         return prefix.withUTF8Buffer { prefix in
-            zip(bytes, prefix).allSatisfy { byte, expected in ((0x41...0x5A).contains(byte) ? byte | 0x20 : byte) == expected }
+            zip(bytes, prefix).allSatisfy { byte, expected in byte.asciiLowercased == expected }
         }
     }
 

@@ -16,7 +16,7 @@ enum SURT {
         var rest = Array(url.utf8.drop { $0 <= 0x20 }.reversed().drop { $0 <= 0x20 }.reversed().filter { $0 != 0x09 && $0 != 0x0A && $0 != 0x0D })
         var scheme: [UInt8] = []
         if let separator = rest.firstRange(of: Array("://".utf8)) {
-            scheme = Array(rest[..<separator.lowerBound]).map(lower)
+            scheme = Array(rest[..<separator.lowerBound]).map(\.asciiLowercased)
             rest = Array(rest[separator.upperBound...])
         }
         if let hash = rest.firstIndex(of: UInt8(ascii: "#")) { rest = Array(rest[..<hash]) }
@@ -65,7 +65,7 @@ enum SURT {
             let address = UInt32(truncatingIfNeeded: number)
             host = Array("\(address >> 24).\(address >> 16 & 0xFF).\(address >> 8 & 0xFF).\(address & 0xFF)".utf8)
         }
-        host = escapedOnce(host).map(lower)
+        host = escapedOnce(host).map(\.asciiLowercased)
         // `www`, `www2`… and its dot.
         if host.starts(with: "www".utf8) {
             let digits = host.dropFirst(3).prefix { (0x30...0x39).contains($0) }
@@ -97,14 +97,14 @@ enum SURT {
                 normalized.append(UInt8(ascii: "/"))
             }
         }
-        var result = escapedOnce(normalized).map(lower)
+        var result = escapedOnce(normalized).map(\.asciiLowercased)
         if result.count > 1, result.last == UInt8(ascii: "/") { result.removeLast() }
         return result
     }
 
     private static func canonicalQuery(_ raw: [UInt8]) -> [UInt8] {
         guard !raw.isEmpty else { return [] }
-        let query = withoutSessionIDs(escapedOnce(unescapedRepeatedly(raw))).map(lower)
+        let query = withoutSessionIDs(escapedOnce(unescapedRepeatedly(raw))).map(\.asciiLowercased)
         guard query.count > 1 else { return query }
         let parameters = query.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false).map { parameter -> (key: ArraySlice<UInt8>, value: ArraySlice<UInt8>?) in
             guard let equals = parameter.firstIndex(of: UInt8(ascii: "=")) else { return (parameter, nil) }
@@ -135,7 +135,7 @@ enum SURT {
         var query = query
         let length = 32
         for name in ["jsessionid=", "phpsessid=", "sid="] {
-            let lowered = query.map(lower)
+            let lowered = query.map(\.asciiLowercased)
             // The last match, as the pattern's greedy `^(.*)` finds it.
             var found: Range<Int>?
             var from = 0
@@ -159,7 +159,6 @@ enum SURT {
         (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
     }
 
-    private static func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
 
     private static func unescapedRepeatedly(_ bytes: [UInt8]) -> [UInt8] {
         var current = bytes

@@ -373,10 +373,8 @@ final class Directory: Sendable {
     }
 
     func checkName(_ name: String) throws(FileSystemError) {
-        let isSeparatorOrNUL = { (byte: UInt8) in byte == UInt8(ascii: "/") || byte == 0 }
-        // Over the name's storage when it has one: every file step checks its names.
-        let unusable = name.utf8.withContiguousStorageIfAvailable { $0.contains(where: isSeparatorOrNUL) }
-            ?? name.utf8.contains(where: isSeparatorOrNUL)
+        // Over the name's bytes: every file step checks its names.
+        let unusable = name.withUTF8Bytes { $0.contains { $0 == UInt8(ascii: "/") || $0 == 0 } }
         guard !name.isEmpty, name != ".", name != "..", !unusable else {
             throw FileSystemError(path: path(of: name), problem: .invalidName)
         }

@@ -118,9 +118,7 @@ struct JSONSyntaxError: Error, Equatable, CustomStringConvertible {
                     index += 1
                     if escaped == UInt8(ascii: "u") {
                         for _ in 0..<4 {
-                            guard let hex = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(hex)
-                                || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(hex | 0x20)
-                            else { throw error("\\u needs four hex digits") }
+                            guard let hex = current, String.hexValue(hex) != nil else { throw error("\\u needs four hex digits") }
                             index += 1
                         }
                     }

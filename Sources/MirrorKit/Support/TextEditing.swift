@@ -57,6 +57,14 @@ extension StringProtocol {
         return result
     }
 
+    /// `body` over this text's UTF-8 bytes: in place where the text keeps them together (every
+    /// native String and Substring), else over a copy. Byte scans on hot paths (header names,
+    /// file names, URLs) read them so, not through the view's indices.
+    func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        if let result = try utf8.withContiguousStorageIfAvailable(body) { return result }
+        return try Array(utf8).withUnsafeBufferPointer(body)
+    }
+
     /// The value of a hex digit, either case; nil for any other byte.
     static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
@@ -66,4 +74,9 @@ extension StringProtocol {
         default: nil
         }
     }
+}
+
+extension UInt8 {
+    /// This byte with an ASCII capital made small; any other byte as it is.
+    var asciiLowercased: UInt8 { self &- UInt8(ascii: "A") < 26 ? self | 0x20 : self }
 }

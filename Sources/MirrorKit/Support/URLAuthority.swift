@@ -1,19 +1,14 @@
 /// The authority (`host[:port]`) of a URL: the unit of per-host limits and of host health.
 enum URLAuthority {
-    /// A plain scan of the UTF-8 bytes, over the string's storage when it has one: every
-    /// schedule, fetch and answer computes it, and Foundation's string search (or stepping
-    /// through the view's indices) costs more than the rest of a schedule. Empty when `url` has
-    /// no authority.
+    /// A plain scan of the UTF-8 bytes: every schedule, fetch and answer computes it, and
+    /// Foundation's string search (or stepping through the view's indices) costs more than the
+    /// rest of a schedule. Empty when `url` has no authority.
     static func of(_ url: String) -> String {
-        if let found = url.utf8.withContiguousStorageIfAvailable({ bytes in range(in: bytes).map { String(decoding: bytes[$0], as: UTF8.self) } }) {
-            return found ?? ""
-        }
-        let bytes = Array(url.utf8)
-        return range(in: bytes).map { String(decoding: bytes[$0], as: UTF8.self) } ?? ""
+        url.withUTF8Bytes { bytes in range(in: bytes).map { String(decoding: bytes[$0], as: UTF8.self) } } ?? ""
     }
 
     /// Where the authority is among `bytes`: after "scheme://", up to the first "/", "?" or "#".
-    private static func range(in bytes: some RandomAccessCollection<UInt8>) -> Range<Int>? {
+    private static func range(in bytes: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
         var state = 0  // 0: scheme, 1 and 2: the slashes, 3: authority
         var start = 0
         for (index, byte) in bytes.enumerated() {

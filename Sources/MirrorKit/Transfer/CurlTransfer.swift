@@ -191,7 +191,7 @@ final class CurlTransfer {
         } else if let first = bytes.first, first == 0x20 || first == 0x09 {
             // An obsolete folded line (RFC 9112 §5.2) continues the field before it: a coding
             // folded onto it must not hide behind the "identity" the field began with.
-            headers.continueLastField(String(decoding: bytes, as: UTF8.self)[...])
+            headers.continueLastField(bytes)
             // One that reads as the body's encoding or length is kept as that field as well: a
             // reader that does not unfold (a proxy) takes it so, and the checks of what the body
             // is must not see less than it. (Not Transfer-Encoding: libcurl, which frames the

@@ -79,11 +79,12 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
 
     /// Adds a folded line (one beginning with a space or a tab) to the value of the last field,
     /// the fold read as one space (RFC 9112 §5.2); nothing when no field came before it.
-    mutating func continueLastField(_ line: Substring) {
+    mutating func continueLastField(_ line: UnsafeRawBufferPointer) {
         guard let last = fields.indices.last else { return }
-        let continuation = Substring(Self.trimmed(line.utf8[...]))
+        let continuation = Self.trimmed(line, line.startIndex..<line.endIndex)
         guard !continuation.isEmpty else { return }
-        fields[last].value = fields[last].value.isEmpty ? String(continuation) : fields[last].value + " " + continuation
+        let text = Self.text(line, continuation)
+        fields[last].value = fields[last].value.isEmpty ? text : fields[last].value + " " + text
     }
 
     /// Parses one raw header line as libcurl delivers it (with its CRLF). Returns nil for the
@@ -99,7 +100,8 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
         return (text(line, name), text(line, value))
     }
 
-    /// `range` without the spaces, tabs, CR and LF at either end.
+    /// `range` without the spaces, tabs, CR and LF at either end: the only white space a header
+    /// line has.
     private static func trimmed(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Range<Int> {
         var (start, end) = (range.lowerBound, range.upperBound)
         while start < end, isSpace(bytes[start]) { start += 1 }
@@ -114,13 +116,6 @@ struct HTTPHeaders: Sendable, Equatable, Sequence {
     private static func isSpace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A
     }
-
-    /// Without the spaces, tabs, CR and LF around it: the only white space a header line has.
-    private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> Substring.UTF8View.SubSequence {
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
-        else { return bytes[bytes.startIndex..<bytes.startIndex] }
-        return bytes[first...last]
-    }
 }
 
 extension StringProtocol {
@@ -128,18 +123,10 @@ extension StringProtocol {
     func caseInsensitiveEquals(_ other: some StringProtocol) -> Bool {
         // Lengths first: nearly every header looked at is another name, and most of a different length.
         guard utf8.count == other.utf8.count else { return false }
-        // Byte by byte over the strings' storage: some 20 lookups a response, each of which
-        // cost more through the views' indices than the rest of reading the header.
-        let compared = utf8.withContiguousStorageIfAvailable { mine in
-            other.utf8.withContiguousStorageIfAvailable { theirs in
-                zip(mine, theirs).allSatisfy { Self.asciiLowercased($0) == Self.asciiLowercased($1) }
-            }
+        // Byte by byte over the strings' bytes: some 20 lookups a response, each of which cost
+        // more through the views' indices than the rest of reading the header.
+        return withUTF8Bytes { mine in
+            other.withUTF8Bytes { theirs in zip(mine, theirs).allSatisfy { $0.asciiLowercased == $1.asciiLowercased } }
         }
-        if let compared, let equal = compared { return equal }
-        return utf8.elementsEqual(other.utf8) { Self.asciiLowercased($0) == Self.asciiLowercased($1) }
-    }
-
-    private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
-        byte &- 0x41 < 26 ? byte | 0x20 : byte
     }
 }

@@ -83,4 +83,19 @@ struct ByteLevelTextTests {
         let cut = buffer.withUnsafeBytes { HTTPHeaders.parseField(UnsafeRawBufferPointer(rebasing: $0[5...])) }
         #expect(cut?.name == "Name" && cut?.value == "value")
     }
+
+    /// An obsolete folded line continues the field before it, joined by one space.
+    @Test func aFoldedLineContinuesTheFieldBeforeIt() {
+        var headers = HTTPHeaders()
+        func fold(_ line: String) { Array(line.utf8).withUnsafeBytes { headers.continueLastField($0) } }
+        fold("  before any field\r\n")
+        #expect(headers.fields.isEmpty)
+        headers.append(name: "Content-Encoding", value: "identity,")
+        fold(" \t gzip \r\n")
+        fold("   \r\n")
+        #expect(headers["Content-Encoding"] == "identity, gzip")
+        headers.append(name: "X-Empty", value: "")
+        fold("\tcaf\u{E9}\r\n")
+        #expect(headers["X-Empty"] == "café")
+    }
 }
