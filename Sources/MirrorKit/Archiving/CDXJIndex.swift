@@ -32,9 +32,9 @@ final class CDXJIndex {
         line += " {".utf8
         func field(_ name: String, _ value: String) {
             if line[line.count - 1] != 0x7B { line += ", ".utf8 }
-            Self.appendQuoted(name, to: &line)
+            JSONText.appendQuoted(name, to: &line)
             line += ": ".utf8
-            Self.appendQuoted(value, to: &line)
+            JSONText.appendQuoted(value, to: &line)
         }
         field("url", url)
         if let mime = record.mime { field("mime", mime) }
@@ -94,38 +94,6 @@ final class CDXJIndex {
 
     /// The key a capture of `url` is looked up by (see ``SURT``).
     static func surt(_ url: String) -> String { SURT.of(url) }
-
-    /// ``quoted(_:)``'s bytes, appended to `bytes`.
-    static func appendQuoted(_ text: String, to bytes: inout [UInt8]) {
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }) {
-            bytes.append(0x22)
-            bytes += text.utf8
-            bytes.append(0x22)
-        } else {
-            bytes += quoted(text).utf8
-        }
-    }
-
-    /// A JSON string, as Python's `json.dumps` writes one (non-ASCII as `\u` escapes).
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for unit in text.utf16 {
-            switch unit {
-            case 0x22: out += "\\\""
-            case 0x5C: out += "\\\\"
-            case 0x0A: out += "\\n"
-            case 0x0D: out += "\\r"
-            case 0x09: out += "\\t"
-            case 0x08: out += "\\b"
-            case 0x0C: out += "\\f"
-            case 0x20..<0x7F: out.unicodeScalars.append(Unicode.Scalar(UInt8(unit)))
-            default:
-                let hex = String(unit, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            }
-        }
-        return out + "\""
-    }
 }
 
 extension CDXJIndex.IndexedRecord {

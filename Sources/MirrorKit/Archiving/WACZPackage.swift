@@ -136,7 +136,7 @@ package enum WACZPackage {
         let created = String(WARCRecord.date(WARCRecord.now()).prefix(19)) + "Z"
         let resources = entries.map { entry in
             let name = entry.name.split(separator: "/").last.map { $0.lowercased() } ?? entry.name
-            return "    {\"name\": \(CDXJIndex.quoted(name)), \"path\": \(CDXJIndex.quoted(entry.name)), "
+            return "    {\"name\": \(JSONText.quoted(name)), \"path\": \(JSONText.quoted(entry.name)), "
                 + "\"hash\": \"\(entry.hash)\", \"bytes\": \(entry.bytes)}"
         }
         let text = """
@@ -205,7 +205,7 @@ struct PageList {
         let digits = String(decoding: stamp, as: UTF8.self)
         func slice(_ from: Int, _ count: Int) -> String { String(digits.dropFirst(from).prefix(count)) }
         let ts = "\(slice(0, 4))-\(slice(4, 2))-\(slice(6, 2))T\(slice(8, 2)):\(slice(10, 2)):\(slice(12, 2))Z"
-        return Array("{\"id\": \"\(count)\", \"url\": \(CDXJIndex.quoted(url)), \"ts\": \"\(ts)\"}\n".utf8)
+        return Array("{\"id\": \"\(count)\", \"url\": \(JSONText.quoted(url)), \"ts\": \"\(ts)\"}\n".utf8)
     }
 }
 

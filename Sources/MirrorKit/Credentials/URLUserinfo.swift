@@ -19,7 +19,9 @@ package enum URLUserinfo {
     /// `url` without its userinfo, and the credentials that userinfo held (percent-decoded).
     package static func split(_ url: String) -> (url: String, credentials: URLCredentials?) {
         // The URL's own authority only: a URL quoted in its query (`?next=https://u:p@other/`) is not its login.
-        guard let range = userinfoRange(in: url.utf8, from: url.utf8.startIndex, wholeURL: true) else { return (url, nil) }
+        // Most URLs have no `@` at all: one scan of the bytes says so (every response's URL comes here).
+        guard url.withUTF8Bytes({ $0.contains(UInt8(ascii: "@")) }),
+              let range = userinfoRange(in: url.utf8, from: url.utf8.startIndex, wholeURL: true) else { return (url, nil) }
         let userinfo = String(url[range.userinfo])
         let (user, password) = userinfo.firstIndex(of: ":").map {
             (String(userinfo[..<$0]), String(userinfo[userinfo.index(after: $0)...]))

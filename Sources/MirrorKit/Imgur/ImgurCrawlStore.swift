@@ -29,10 +29,10 @@ struct ImgurCrawlStore: Sendable {
         newEntryIDs: [String], images: [(image: ImgurImage, albumID: String?)], pendingAlbumIDs: [String],
         pendingAlbumContexts: [String: ImgurAlbumContext], cursor: CrawlCursor, source: String, wants: Set<String>
     ) async throws(MirrorError) -> [ImgurImage] {
-        let listed = images.compactMap { entry in Self.found(entry.image, albumID: entry.albumID).map { (image: entry.image, row: $0) } }
+        let listed = images.map { entry in (image: entry.image, row: Self.found(entry.image, albumID: entry.albumID)) }
         let page = ListedPage(
             newEntryIDs: newEntryIDs, images: listed.map(\.row),
-            pendingAlbumIDs: pendingAlbumIDs, pendingAlbumContexts: pendingAlbumContexts.compactMapValues(Self.json),
+            pendingAlbumIDs: pendingAlbumIDs, pendingAlbumContexts: pendingAlbumContexts.mapValues(Self.json),
             cursor: cursor, lister: Self.lister(source, wants: wants))
         return Self.handedBack(try await store.recordPage(page, source: source), listed: listed)
     }
@@ -65,8 +65,8 @@ struct ImgurCrawlStore: Sendable {
     func recordAlbum(
         _ albumID: String, images: [ImgurImage], holder: String, listing: String, wants: Set<String>
     ) async throws(MirrorError) -> [ImgurImage] {
-        let list = Self.json(images) ?? "[]"
-        let listed = images.compactMap { image in Self.found(image, albumID: albumID).map { (image: image, row: $0) } }
+        let list = Self.json(images)
+        let listed = images.map { image in (image: image, row: Self.found(image, albumID: albumID)) }
         let added = try await store.recordAlbum(
             albumID, images: listed.map(\.row), list: list, source: holder, lister: Self.lister(listing, wants: wants))
         return Self.handedBack(added, listed: listed)
@@ -91,9 +91,9 @@ struct ImgurCrawlStore: Sendable {
         try await store.saveBudget(budget, api: api)
     }
 
-    /// `image` as the store keeps it; nil if it cannot be encoded (it always can: strings and numbers).
-    static func found(_ image: ImgurImage, albumID: String?) -> FoundImage? {
-        json(image).map { FoundImage(id: image.id, payload: $0, albumID: albumID) }
+    /// `image` as the store keeps it.
+    static func found(_ image: ImgurImage, albumID: String?) -> FoundImage {
+        FoundImage(id: image.id, payload: json(image), albumID: albumID)
     }
 
     /// The images of the rows a store hands back (`rows`), each what ``image(_:)`` decodes from
@@ -120,7 +120,53 @@ struct ImgurCrawlStore: Sendable {
         return image
     }
 
-    private static func json(_ value: some Encodable) -> String? {
-        (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) }
+    // The JSON ``ImgurImage/init(from:)`` and ``ImgurAlbumContext``'s decoding read, written
+    // directly: every image of a first run is written once, and `JSONEncoder` (a tree of boxed
+    // values and a dictionary per object) cost more than queueing the image (see BENCHMARKS.md).
+    // Keys are ``ImgurImage/CodingKeys``'s; a field without a value is left out.
+
+    static func json(_ image: ImgurImage) -> String {
+        String(decoding: object(of: image).closed, as: UTF8.self)
+    }
+
+    static func json(_ images: [ImgurImage]) -> String {
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        for (index, image) in images.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += object(of: image).closed
+        }
+        bytes.append(UInt8(ascii: "]"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func json(_ album: ImgurAlbumContext) -> String {
+        String(decoding: object(of: album).closed, as: UTF8.self)
+    }
+
+    private static func object(of image: ImgurImage) -> JSONText.Object {
+        var object = JSONText.Object()
+        object.add("id", image.id)
+        object.add("type", image.type)
+        object.add("animated", image.animated)
+        object.add("size", image.size)
+        object.add("mp4_size", image.mp4Size)
+        object.add("link", image.link)
+        object.add("datetime", image.datetime)
+        object.add("title", image.title)
+        object.add("description", image.description)
+        object.add("width", image.width)
+        object.add("height", image.height)
+        object.add("tags", image.tags)
+        object.add("mirror_album", image.album.map { Self.object(of: $0) })
+        return object
+    }
+
+    private static func object(of album: ImgurAlbumContext) -> JSONText.Object {
+        var object = JSONText.Object()
+        object.add("id", album.id)
+        object.add("title", album.title)
+        object.add("tags", album.tags)
+        object.add("datetime", album.datetime)
+        return object
     }
 }

@@ -4,7 +4,7 @@ import FoundationEssentials
 /// Only the fields mirror needs are decoded (to mirror it, and for its metadata sidecar), each
 /// leniently: the API has changed shapes over the years (`nsfw` null, `edited` a string, tags as
 /// objects), and one odd field must not lose a whole page.
-struct ImgurImage: Sendable, Hashable, Codable {
+struct ImgurImage: Sendable, Hashable, Decodable {
     var id: String
     var type: String?
     var animated: Bool
@@ -65,23 +65,6 @@ struct ImgurImage: Sendable, Hashable, Codable {
         album = try? container.decodeIfPresent(ImgurAlbumContext.self, forKey: .album)
     }
 
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encodeIfPresent(type, forKey: .type)
-        try container.encode(animated, forKey: .animated)
-        try container.encodeIfPresent(size, forKey: .size)
-        try container.encodeIfPresent(mp4Size, forKey: .mp4Size)
-        try container.encodeIfPresent(link, forKey: .link)
-        try container.encodeIfPresent(datetime, forKey: .datetime)
-        try container.encodeIfPresent(title, forKey: .title)
-        try container.encodeIfPresent(description, forKey: .description)
-        try container.encodeIfPresent(width, forKey: .width)
-        try container.encodeIfPresent(height, forKey: .height)
-        try container.encodeIfPresent(tags, forKey: .tags)
-        try container.encodeIfPresent(album, forKey: .album)
-    }
-
     /// The image as part of `album`: it carries the album's id and title, and its tags when it has none.
     func inAlbum(_ album: ImgurAlbumContext) -> ImgurImage {
         var image = self
@@ -102,7 +85,7 @@ struct ImgurImage: Sendable, Hashable, Codable {
 }
 
 /// The album an image came from, as its metadata names it.
-struct ImgurAlbumContext: Sendable, Hashable, Codable {
+struct ImgurAlbumContext: Sendable, Hashable, Decodable {
     var id: String
     var title: String?
     var tags: [String]?

@@ -91,8 +91,17 @@ struct MediaURLBuilder: Sendable {
         return path.hasSuffix("\(thumbnail.rawValue).jpg")
     }
 
+    /// Five to ten ASCII letters and digits: an id that is safe as a file name and in a URL.
+    /// Read as bytes: every image of a listing is checked.
     static func isPlainID(_ id: String) -> Bool {
-        (5...10).contains(id.count) && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
+        id.withUTF8Bytes { bytes in
+            (5...10).contains(bytes.count) && bytes.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+                default: false
+                }
+            }
+        }
     }
 
     static func fileExtension(forMIMEType type: String?) -> String? {

@@ -68,12 +68,14 @@ enum Digest {
 
     /// The MD5 a quoted 32-hex ETag states (S3 and Imgur's CDN use them); nil for any other form.
     static func md5(inETag etag: String) -> String? {
-        let inner = etag.dropFirst().dropLast()
-        // ASCII hex alone: `Character.isHexDigit` also takes fullwidth digits.
-        guard etag.hasPrefix("\""), etag.hasSuffix("\""), inner.utf8.count == 32,
-              inner.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) })
-        else { return nil }
-        return inner.lowercased()
+        // Read as bytes (every response's ETag is looked at several times); ASCII hex alone:
+        // `Character.isHexDigit` also takes fullwidth digits.
+        etag.withUTF8Bytes { bytes -> String? in
+            guard bytes.count == 34, bytes[0] == UInt8(ascii: "\""), bytes[33] == UInt8(ascii: "\""),
+                  bytes[1..<33].allSatisfy({ String.hexValue($0) != nil })
+            else { return nil }
+            return String(decoding: bytes[1..<33].lazy.map(\.asciiLowercased), as: UTF8.self)
+        }
     }
 }
 

@@ -14,9 +14,9 @@ struct CDXJLineTests {
         let lines = String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
         #expect(lines.count == texts.count)
         for (text, expected) in zip(texts, lines) {
-            #expect(CDXJIndex.quoted(text) == expected, "\(text.debugDescription)")
+            #expect(JSONText.quoted(text) == expected, "\(text.debugDescription)")
             var bytes: [UInt8] = []
-            CDXJIndex.appendQuoted(text, to: &bytes)
+            JSONText.appendQuoted(text, to: &bytes)
             #expect(String(decoding: bytes, as: UTF8.self) == expected, "\(text.debugDescription)")
         }
     }

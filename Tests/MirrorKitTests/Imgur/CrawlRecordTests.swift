@@ -10,20 +10,9 @@ struct CrawlRecordTests {
     /// Every image of the bundled pages and albums, those of ../shared/real-data when present,
     /// and images with every field odd: each as listed on its own and as listed in an album.
     @Test func theImagesHandedBackAreWhatDecodingTheirRowsGives() throws {
-        let bundled = try Self.bundledImages()
-        #expect(bundled.count >= 10)
-        var images = try bundled + Self.realImages()
-        images += [
-            ImgurImage(id: "Quo1e", type: "image/png", animated: false, title: "\"quoted\" \\ back\\slash \u{0} nul\ttab",
-                       description: "line\nbreak, émoji 🐈, \u{7F} and \u{2028}", width: 0, height: -1, tags: []),
-            ImgurImage(id: "Big01", type: "video/mp4", animated: true, size: Int64.max, mp4Size: 0,
-                       link: "https://i.imgur.com/Big01.mp4?x=1&y=\"2\"", datetime: Int64.min, tags: ["a", "", "ü"]),
-            ImgurImage(id: "Alb01", album: ImgurAlbumContext(id: "AAAAA", title: "album \"t\"", tags: ["x"], datetime: 1)),
-            ImgurImage(id: "Emp01"),
-        ]
-        for image in images {
+        for image in try Self.allImages() {
             for albumID in [nil, "ZZZZZ"] as [String?] {
-                let row = try #require(ImgurCrawlStore.found(image, albumID: albumID))
+                let row = ImgurCrawlStore.found(image, albumID: albumID)
                 let decoded = try #require(ImgurCrawlStore.image(row), "\(image.id) decodes")
                 let handedBack = ImgurCrawlStore.handedBack([row], listed: [(image, row)])
                 #expect(handedBack == [decoded], "\(image.id) in \(albumID ?? "no album")")
@@ -40,12 +29,12 @@ struct CrawlRecordTests {
         let b = ImgurImage(id: "Bbbbb", title: "b")
         let bAgain = ImgurImage(id: "Bbbbb", title: "b")
         let keptElsewhere = ImgurImage(id: "Aaaaa", title: "a, as another listing had it")
-        func row(_ image: ImgurImage, _ albumID: String? = nil) throws -> FoundImage {
-            try #require(ImgurCrawlStore.found(image, albumID: albumID))
+        func row(_ image: ImgurImage, _ albumID: String? = nil) -> FoundImage {
+            ImgurCrawlStore.found(image, albumID: albumID)
         }
-        let listed = try [(inAlbum, row(inAlbum, "AAAAA")), (a, row(a)), (b, row(b)), (bAgain, row(bAgain))]
+        let listed = [(inAlbum, row(inAlbum, "AAAAA")), (a, row(a)), (b, row(b)), (bAgain, row(bAgain))]
             .map { (image: $0.0, row: $0.1) }
-        let rows = try [row(b), row(a), row(inAlbum, "AAAAA"), row(keptElsewhere)]
+        let rows = [row(b), row(a), row(inAlbum, "AAAAA"), row(keptElsewhere)]
         let handedBack = ImgurCrawlStore.handedBack(rows, listed: listed)
         #expect(handedBack.map(\.title) == ["b", "a", "a, as the album has it", "a, as another listing had it"])
         #expect(handedBack[2].album == ImgurAlbumContext(id: "AAAAA"))
@@ -71,6 +60,46 @@ struct CrawlRecordTests {
             #expect(handedBack == pending)
             #expect(handedBack.map(\.title) == ["alone", nil])
         }
+    }
+
+    /// The rows, album lists and album contexts written for the crawl store (by hand, not by
+    /// `JSONEncoder`) are JSON that `JSONDecoder` reads back as the values written, odd
+    /// characters, empty lists and extreme numbers included.
+    @Test func theStoredJSONReadsBackAsTheValuesWritten() throws {
+        let images = try Self.allImages()
+        for image in images {
+            let row = ImgurCrawlStore.found(image, albumID: nil)
+            #expect(try JSONDecoder().decode(ImgurImage.self, from: Data(row.payload.utf8)) == image, "\(image.id)")
+            // Valid JSON to any reader, control characters escaped.
+            #expect(try JSONSerialization.jsonObject(with: Data(row.payload.utf8)) is [String: Any], "\(image.id)")
+            #expect(!row.payload.unicodeScalars.contains { $0.value < 0x20 }, "\(image.id)")
+        }
+        #expect(try JSONDecoder().decode([ImgurImage].self, from: Data(ImgurCrawlStore.json(images).utf8)) == images)
+        #expect(ImgurCrawlStore.json([] as [ImgurImage]) == "[]")
+        for album in [ImgurAlbumContext(id: "AAAAA"), Self.oddAlbum, ImgurAlbumContext(id: "BBBBB", tags: [], datetime: -1)] {
+            #expect(try JSONDecoder().decode(ImgurAlbumContext.self, from: Data(ImgurCrawlStore.json(album).utf8)) == album)
+        }
+        // What the rows of earlier versions (JSONEncoder's, slashes escaped) hold still reads.
+        let earlier = #"{"id":"Old01","animated":false,"link":"https:\/\/i.imgur.com\/Old01.jpg","tags":["a"]}"#
+        #expect(ImgurCrawlStore.image(FoundImage(id: "Old01", payload: earlier, albumID: nil))?.link == "https://i.imgur.com/Old01.jpg")
+    }
+
+    private static let oddAlbum = ImgurAlbumContext(id: "AAAAA", title: "album \"t\"\u{1} \\ 日本 😀", tags: ["x", "\n"], datetime: Int64.max)
+
+    /// Every image of the bundled pages and albums, those of ../shared/real-data when present,
+    /// and images with every field odd.
+    private static func allImages() throws -> [ImgurImage] {
+        let bundled = try Self.bundledImages()
+        #expect(bundled.count >= 10)
+        return try bundled + Self.realImages() + [
+            ImgurImage(id: "Quo1e", type: "image/png", animated: false, title: "\"quoted\" \\ back\\slash \u{0} nul\ttab",
+                       description: "line\nbreak, émoji 🐈, \u{7F} and \u{2028}\u{1F}\r\u{8}\u{C}", width: 0, height: -1, tags: []),
+            ImgurImage(id: "Big01", type: "video/mp4", animated: true, size: Int64.max, mp4Size: 0,
+                       link: "https://i.imgur.com/Big01.mp4?x=1&y=\"2\"", datetime: Int64.min, tags: ["a", "", "ü"]),
+            ImgurImage(id: "Alb01", album: ImgurAlbumContext(id: "AAAAA", title: "album \"t\"", tags: ["x"], datetime: 1)),
+            ImgurImage(id: "Alb02", album: Self.oddAlbum),
+            ImgurImage(id: "Emp01"),
+        ]
     }
 
     private static func bundledImages() throws -> [ImgurImage] {

@@ -117,13 +117,13 @@ struct StateDatabaseTests {
             cursor.nextPage = 1
             let images = [ImgurImage(id: "aaaaa1"), ImgurImage(id: "aaaaa2")]
             let added = try await state.recordPage(
-                ListedPage(newEntryIDs: ["aaaaa1", "aaaaa2", "album1"], images: images.compactMap { ImgurCrawlStore.found($0, albumID: nil) },
+                ListedPage(newEntryIDs: ["aaaaa1", "aaaaa2", "album1"], images: images.map { ImgurCrawlStore.found($0, albumID: nil) },
                            pendingAlbumIDs: ["album1"], cursor: cursor, lister: Lister(listing: "s", owner: "s", wants: [])),
                 source: "s")
             #expect(added.map(\.id) == ["aaaaa1", "aaaaa2"])
             // Recording the same images again adds nothing: they are queued already.
             let again = try await state.recordPage(
-                ListedPage(newEntryIDs: [], images: images.compactMap { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor, lister: Lister(listing: "s", owner: "s", wants: [])),
+                ListedPage(newEntryIDs: [], images: images.map { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor, lister: Lister(listing: "s", owner: "s", wants: [])),
                 source: "s")
             #expect(again.isEmpty)
             #expect(try await state.cursor(for: "s").nextPage == 1)
@@ -134,7 +134,7 @@ struct StateDatabaseTests {
             // Paged in the order found, whatever is marked done meanwhile.
             let more = (3...7).map { ImgurImage(id: "aaaaa\($0)") }
             _ = try await state.recordPage(
-                ListedPage(newEntryIDs: more.map(\.id), images: more.compactMap { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor, lister: Lister(listing: "s", owner: "s", wants: [])),
+                ListedPage(newEntryIDs: more.map(\.id), images: more.map { ImgurCrawlStore.found($0, albumID: nil) }, pendingAlbumIDs: [], cursor: cursor, lister: Lister(listing: "s", owner: "s", wants: [])),
                 source: "s")
             var pages: [[String]] = []
             var position: Int64? = 0

@@ -3,7 +3,8 @@ import Testing
 @testable import MirrorKit
 
 /// The byte-level checks every response and every file step goes through: a header name matched
-/// but for ASCII case, a name refused when it could leave its folder, a URL's authority. They read
+/// but for ASCII case, a name refused when it could leave its folder, a URL's authority, an ETag
+/// that is an MD5, an Imgur id fit for a file name, a URL's login. They read
 /// the strings' contiguous bytes; on Linux every String has them (no bridged storage), so the
 /// fallbacks for strings without (Darwin's bridged ones) are the code these replaced and are not
 /// reached here.
@@ -97,5 +98,39 @@ struct ByteLevelTextTests {
         headers.append(name: "X-Empty", value: "")
         fold("\tcaf\u{E9}\r\n")
         #expect(headers["X-Empty"] == "café")
+    }
+
+    /// An ETag is taken for the body's MD5 only when it is 32 ASCII hex digits in quotes (as S3
+    /// and nginx-style servers send it); the digest is given in small letters.
+    @Test func anETagIsAnMD5OnlyWhenItIsThirtyTwoHexDigitsQuoted() {
+        let hex = "0123456789abcdef0123456789ABCDEF"
+        #expect(Digest.md5(inETag: "\"\(hex)\"") == hex.lowercased())
+        for etag in [hex, "W/\"\(hex)\"", "\"\(hex.dropLast())\"", "\"\(hex)0\"", "\"\(hex.dropLast())g\"", "\"\(hex)",
+                     "\"\(hex.dropLast())\u{FF10}\"", "\"\(hex.dropLast(2))é\"", "", "\"", "\"\""] {
+            #expect(Digest.md5(inETag: etag) == nil, "\(etag.debugDescription)")
+        }
+    }
+
+    /// Five to ten ASCII letters and digits; nothing else (a fullwidth digit, a letter with an
+    /// accent, a dot) makes a safe media name.
+    @Test func aPlainImgurIDIsFiveToTenASCIILettersAndDigits() {
+        for id in ["abcde", "ABCDE", "a1B2c3", "0123456789", "Zz9Zz"] { #expect(MediaURLBuilder.isPlainID(id), "\(id)") }
+        for id in ["abcd", "abcdefghijk", "abcd.", "abcd-", "abcd_", "abcdé", "abcd\u{FF10}", "ab cd", "../ab", "abc\r\n", ""] {
+            #expect(!MediaURLBuilder.isPlainID(id), "\(id.debugDescription)")
+        }
+    }
+
+    /// A URL without an `@` has no login and comes back as it is; one with a login in its own
+    /// authority loses it, one quoting a URL with a login in its query keeps it.
+    @Test func aURLsLoginIsSplitOffItsOwnAuthorityOnly() {
+        let plain = "https://example.org/a/b.jpg?x=1"
+        #expect(URLUserinfo.split(plain).url == plain)
+        #expect(URLUserinfo.split(plain).credentials == nil)
+        let login = URLUserinfo.split("https://alice:s%40cret@example.org/feed.rss")
+        #expect(login.url == "https://example.org/feed.rss")
+        #expect(login.credentials == URLCredentials(user: "alice", password: "s@cret"))
+        let quoted = "https://example.org/go?next=https://u:p@other/"
+        #expect(URLUserinfo.split(quoted).url == quoted)
+        #expect(URLUserinfo.split(quoted).credentials == nil)
     }
 }
