@@ -83,11 +83,29 @@ struct MirrorDirectoryTests {
         }
     }
 
-    @Test(arguments: ["../escape.jpg", "/etc/passwd", "a/../../b", ".mirror/lock", "", "a//b", "./a"])
+    @Test(arguments: [
+        "../escape.jpg", "/etc/passwd", "a/../../b", ".mirror/lock", "", "a//b", "./a", "a/", "/", ".", "..", ".mirror",
+        "a/.", "a/..", "a/b/..", "a\u{0}b", "a/b\u{0}",
+    ])
     func refusesPathsOutsideTheMirror(_ relative: String) async throws {
         try await TestSupport.withTemporaryDirectory { root in
             let directory = try MirrorDirectory(root: root)
             #expect(throws: MirrorError.unsafePath(relative)) { try directory.path(of: relative) }
+        }
+    }
+
+    /// Names that only look like the refused ones are plain names, and a path is cut at its last
+    /// slash also when its folders' names are not ASCII.
+    @Test func takesPlainPathsAndCutsThemAtTheirLastSlash() async throws {
+        try await TestSupport.withTemporaryDirectory { root in
+            let directory = try MirrorDirectory(root: root)
+            for relative in ["a.jpg", "...", ".hidden", "x/.mirror/b", ".mirrorx/a", "a/.../b", "a/..b/.c"] {
+                #expect(try directory.absolutePath(of: relative) == root.path + "/" + relative)
+            }
+            #expect(try directory.replaceSmallFile("ü/ñ 日本/é.txt", with: Array("x".utf8)))
+            #expect(TestSupport.bytes(at: root.appendingPathComponent("ü/ñ 日本/é.txt").path) == Array("x".utf8))
+            #expect(try directory.fileExists("ü/ñ 日本/é.txt"))
+            #expect(try !directory.fileExists("ü/ñ 日本/e.txt"))
         }
     }
 
