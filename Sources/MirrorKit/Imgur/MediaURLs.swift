@@ -86,9 +86,12 @@ struct MediaURLBuilder: Sendable {
     /// or a thumbnail of the size asked for (none with previews off). A deleted thumbnail of
     /// another size, or any after `--no-previews`, is not fetched again.
     @Sendable func makes(_ path: String) -> Bool {
-        if path.hasPrefix("full/") { return true }
-        guard thumbnail != .skipped, path.hasPrefix("preview/") else { return false }
-        return path.hasSuffix("\(thumbnail.rawValue).jpg")
+        // Read as bytes: a sweep asks this of every file the mirror holds.
+        path.withUTF8Bytes { bytes in
+            if bytes.starts(withBytesOf: "full/") { return true }
+            guard thumbnail != .skipped, bytes.starts(withBytesOf: "preview/") else { return false }
+            return bytes.ends(withBytesOf: thumbnail.rawValue + ".jpg")
+        }
     }
 
     /// Five to ten ASCII letters and digits: an id that is safe as a file name and in a URL.

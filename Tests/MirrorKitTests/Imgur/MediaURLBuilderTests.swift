@@ -68,4 +68,20 @@ struct MediaURLBuilderTests {
         }
         #expect(checked == 47)
     }
+
+    /// The files these settings make, as a sweep asks of every file the mirror holds: every
+    /// full-size file, and thumbnails of the size asked for only (none with previews off).
+    @Test func makesFullSizeFilesAndThumbnailsOfItsOwnSizeOnly() {
+        for path in ["full/abc1234.png", "full/x", "preview/abc1234l.jpg", "preview/l.jpg"] {
+            #expect(builder.makes(path), "\(path)")
+        }
+        for path in ["preview/abc1234m.jpg", "preview/abc1234l.png", "preview/abc1234l.jpgx", "preview/.jpg", "fullx/a.png",
+                     "Full/a.png", "previews/abc1234l.jpg", "abc1234l.jpg", ""] {
+            #expect(!builder.makes(path), "\(path)")
+        }
+        let large = MediaURLBuilder(thumbnail: .huge)
+        #expect(large.makes("preview/abc1234h.jpg") && !large.makes("preview/abc1234l.jpg"))
+        let none = MediaURLBuilder(thumbnail: .skipped)
+        #expect(none.makes("full/abc1234.png") && !none.makes("preview/abc1234l.jpg") && !none.makes("preview/abc1234none.jpg"))
+    }
 }
