@@ -86,7 +86,9 @@ struct MediaURLBuilder: Sendable {
     /// or a thumbnail of the size asked for (none with previews off). A deleted thumbnail of
     /// another size, or any after `--no-previews`, is not fetched again.
     @Sendable func makes(_ path: String) -> Bool {
-        // Read as bytes: a sweep asks this of every file the mirror holds.
+        // Read as bytes: a sweep asks this of every file the mirror holds. (Unlike `hasPrefix`,
+        // a combining mark after the prefix does not make it another character: the paths the
+        // sources make are ASCII, and no other name is asked about.)
         path.withUTF8Bytes { bytes in
             if bytes.starts(withBytesOf: "full/") { return true }
             guard thumbnail != .skipped, bytes.starts(withBytesOf: "preview/") else { return false }

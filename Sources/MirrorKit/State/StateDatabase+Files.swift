@@ -105,7 +105,7 @@ extension StateDatabase {
 
     // The newest row found by its rowid, not as a subquery's one row: SQLite materialized that
     // subquery into a table of its own at every lookup, about ten allocations per file. Made once:
-    // built at every lookup, the text cost a fifth of the lookup (see BENCHMARKS.md).
+    // built at every lookup, the text cost a sixth of the lookup (see BENCHMARKS.md).
     private static let fateStatement =
         "SELECT \(columns), EXISTS (SELECT 1 FROM removed WHERE url = ?2) AS removed FROM (SELECT 1) "
             + "LEFT JOIN files ON files.rowid = (SELECT max(rowid) FROM files WHERE item = ?1)"

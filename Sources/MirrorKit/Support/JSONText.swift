@@ -24,8 +24,9 @@ enum JSONText {
             if asciiOnly {
                 for unit in text.utf16 { appendEscaped(unit, to: &bytes) }
             } else {
+                // DEL is no control character to JSON: written as it is, as the copy above writes it.
                 for byte in utf8 {
-                    if byte < 0x80 { appendEscaped(UInt16(byte), to: &bytes) } else { bytes.append(byte) }
+                    if byte < 0x7F { appendEscaped(UInt16(byte), to: &bytes) } else { bytes.append(byte) }
                 }
             }
         }

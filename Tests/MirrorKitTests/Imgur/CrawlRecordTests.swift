@@ -76,6 +76,9 @@ struct CrawlRecordTests {
         }
         #expect(try JSONDecoder().decode([ImgurImage].self, from: Data(ImgurCrawlStore.json(images).utf8)) == images)
         #expect(ImgurCrawlStore.json([] as [ImgurImage]) == "[]")
+        // DEL is written as it is, whether or not something else in the string is escaped.
+        #expect(ImgurCrawlStore.json(ImgurAlbumContext(id: "a\u{7F}")) == "{\"id\":\"a\u{7F}\"}")
+        #expect(ImgurCrawlStore.json(ImgurAlbumContext(id: "a\u{7F}\n")) == "{\"id\":\"a\u{7F}\\n\"}")
         for album in [ImgurAlbumContext(id: "AAAAA"), Self.oddAlbum, ImgurAlbumContext(id: "BBBBB", tags: [], datetime: -1)] {
             #expect(try JSONDecoder().decode(ImgurAlbumContext.self, from: Data(ImgurCrawlStore.json(album).utf8)) == album)
         }

@@ -4,10 +4,10 @@ import Testing
 
 /// The byte-level checks every response and every file step goes through: a header name matched
 /// but for ASCII case, a name refused when it could leave its folder, a URL's authority, an ETag
-/// that is an MD5, an Imgur id fit for a file name, a URL's login. They read
-/// the strings' contiguous bytes; on Linux every String has them (no bridged storage), so the
-/// fallbacks for strings without (Darwin's bridged ones) are the code these replaced and are not
-/// reached here.
+/// that is an MD5, an Imgur id fit for a file name, a URL's login. They read the strings'
+/// contiguous bytes (``StringProtocol/withUTF8Bytes(_:)``); on Linux every String has them (no
+/// bridged storage), so its fallback, a copy of the bytes, is not reached here. Each case gives
+/// what the code these replaced gave.
 @Suite("Byte-level text checks")
 struct ByteLevelTextTests {
     @Test func headerNamesMatchButForASCIICase() {
