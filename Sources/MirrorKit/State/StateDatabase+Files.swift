@@ -173,8 +173,11 @@ extension StateDatabase {
     }
 
     /// The newest version of each item of source `?1`, but not those of URLs known removed.
+    /// "No newer row of the item" is one seek into the item's index past the row's place, where
+    /// "the row is the item's max(rowid)" computed the maximum first, for every file a sweep
+    /// reads (a tenth of the sweep's SQLite work on an unchanged rerun: see BENCHMARKS.md).
     private static let newestOfSource = "source = ?1 "
-        + "AND rowid = (SELECT max(rowid) FROM files AS newer WHERE newer.item = files.item) "
+        + "AND NOT EXISTS (SELECT 1 FROM files AS newer WHERE newer.item = files.item AND newer.rowid > files.rowid) "
         + "AND NOT EXISTS (SELECT 1 FROM removed WHERE removed.url = files.url)"
 
     /// A page of what a `new-file` run revalidates (see ``MirrorStore/filesToRevalidate(source:claiming:after:limit:)``).
