@@ -11,8 +11,10 @@
 # are deterministic enough to compare two builds where wall and CPU time on this machine vary by
 # a third between runs; inclusive costs of async functions are not meaningful (a task's later
 # parts run from the executor, not from the caller), self costs and callers are.
+#
+# CALLGRIND_BINARY=/tmp/mirror.old counts another build (an older commit's) in the same workload.
 set -euo pipefail
-binary=$1
+binary=${CALLGRIND_BINARY:-$1}
 shift
 command -v valgrind >/dev/null || { echo "callgrind-wrapper: valgrind is not installed (apt-get install valgrind)" >&2; exit 69; }
 copy=$(mktemp)
