@@ -141,7 +141,7 @@ enum SURT {
             var from = 0
             while let range = lowered[from...].firstRange(of: Array(name.utf8)) {
                 let valueEnd = range.upperBound + length
-                if valueEnd <= query.count, query[range.upperBound..<valueEnd].allSatisfy(isAlphanumeric),
+                if valueEnd <= query.count, query[range.upperBound..<valueEnd].allSatisfy(\.isASCIILetterOrDigit),
                    valueEnd == query.count || query[valueEnd] == UInt8(ascii: "&") {
                     found = range.lowerBound..<valueEnd
                 }
@@ -154,11 +154,6 @@ enum SURT {
         }
         return query
     }
-
-    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
-        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-    }
-
 
     private static func unescapedRepeatedly(_ bytes: [UInt8]) -> [UInt8] {
         var current = bytes

@@ -331,7 +331,8 @@ struct FeedWalker {
         for (index, byte) in bytes.enumerated() {
             let isAllowed = switch byte {
             case UInt8(ascii: "["), UInt8(ascii: "]"): host.contains(index)
-            case UInt8(ascii: "%"): index + 2 < bytes.count && isHexDigit(bytes[index + 1]) && isHexDigit(bytes[index + 2])
+            case UInt8(ascii: "%"):
+                index + 2 < bytes.count && String.hexValue(bytes[index + 1]) != nil && String.hexValue(bytes[index + 2]) != nil
             default: byte > 0x20 && byte < 0x7F && !Array("\"<>\\^`{|}".utf8).contains(byte)
             }
             if isAllowed {
@@ -361,12 +362,7 @@ struct FeedWalker {
     }
 
     private static func isSchemeByte(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-            || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
-    }
-
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+        byte.isASCIILetterOrDigit || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
     }
 
     func attribute(_ name: String) -> String? {

@@ -99,14 +99,7 @@ struct MediaURLBuilder: Sendable {
     /// Five to ten ASCII letters and digits: an id that is safe as a file name and in a URL.
     /// Read as bytes: every image of a listing is checked.
     static func isPlainID(_ id: String) -> Bool {
-        id.withUTF8Bytes { bytes in
-            (5...10).contains(bytes.count) && bytes.allSatisfy { byte in
-                switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-                default: false
-                }
-            }
-        }
+        id.withUTF8Bytes { bytes in (5...10).contains(bytes.count) && bytes.allSatisfy(\.isASCIILetterOrDigit) }
     }
 
     static func fileExtension(forMIMEType type: String?) -> String? {

@@ -149,19 +149,16 @@ package struct MirrorDirectory: Sendable {
     /// no empty, `.` or `..` component, no NUL, not inside `.mirror`.
     @discardableResult
     private func split(_ relativePath: String) throws(MirrorError) -> (folder: Substring, name: String) {
-        // One pass over the bytes, nothing allocated but the name: it is asked for every file of
-        // every run, and a sweep's 10,000 files spent a fifth of an unchanged rerun splitting
-        // their paths into arrays of components (see BENCHMARKS.md).
+        // Over the bytes, a component at a time, each checked as any name in a folder is
+        // (``Directory/isPlainName(_:)``), nothing allocated but the name: it is asked for every
+        // file of every run, and a sweep's 10,000 files spent a fifth of an unchanged rerun
+        // splitting their paths into arrays of components (see BENCHMARKS.md).
         let lastSlash = relativePath.withUTF8Bytes { bytes -> Int?? in
             var start = 0
             var lastSlash: Int?
-            for end in 0...bytes.count {
-                guard end == bytes.count || bytes[end] == UInt8(ascii: "/") else {
-                    if bytes[end] == 0 { return nil }
-                    continue
-                }
+            for end in 0...bytes.count where end == bytes.count || bytes[end] == UInt8(ascii: "/") {
                 let component = UnsafeBufferPointer(rebasing: bytes[start..<end])
-                guard Self.isPlainComponent(component), start > 0 || !component.elementsEqual(".mirror".utf8) else { return nil }
+                guard Directory.isPlainName(component), start > 0 || !component.elementsEqual(".mirror".utf8) else { return nil }
                 if end < bytes.count { lastSlash = end }
                 start = end + 1
             }
@@ -171,15 +168,6 @@ package struct MirrorDirectory: Sendable {
         guard let lastSlash else { return ("", relativePath) }
         let slash = relativePath.utf8.index(relativePath.startIndex, offsetBy: lastSlash)
         return (relativePath[..<slash], String(relativePath[relativePath.utf8.index(after: slash)...]))
-    }
-
-    private static func isPlainComponent(_ component: UnsafeBufferPointer<UInt8>) -> Bool {
-        switch component.count {
-        case 0: false
-        case 1: component[0] != UInt8(ascii: ".")
-        case 2: component[0] != UInt8(ascii: ".") || component[1] != UInt8(ascii: ".")
-        default: true
-        }
     }
 
     /// The folder at `relativePath` inside the mirror, opened once per run; nil when it is

@@ -374,9 +374,17 @@ final class Directory: Sendable {
 
     func checkName(_ name: String) throws(FileSystemError) {
         // Over the name's bytes: every file step checks its names.
-        let unusable = name.withUTF8Bytes { $0.contains { $0 == UInt8(ascii: "/") || $0 == 0 } }
-        guard !name.isEmpty, name != ".", name != "..", !unusable else {
-            throw FileSystemError(path: path(of: name), problem: .invalidName)
+        guard name.withUTF8Bytes(Self.isPlainName) else { throw FileSystemError(path: path(of: name), problem: .invalidName) }
+    }
+
+    /// Whether `name` (its bytes) names something inside a folder: not empty, not `.` or `..`,
+    /// no `/`, no NUL.
+    static func isPlainName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        let dot = UInt8(ascii: ".")
+        switch name.count {
+        case 0: return false
+        case 1 where name[0] == dot, 2 where name[0] == dot && name[1] == dot: return false
+        default: return !name.contains { $0 == UInt8(ascii: "/") || $0 == 0 }
         }
     }
 }

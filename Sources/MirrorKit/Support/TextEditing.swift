@@ -79,6 +79,14 @@ extension StringProtocol {
 extension UInt8 {
     /// This byte with an ASCII capital made small; any other byte as it is.
     var asciiLowercased: UInt8 { self &- UInt8(ascii: "A") < 26 ? self | 0x20 : self }
+
+    /// Whether this byte is an ASCII letter or digit.
+    var isASCIILetterOrDigit: Bool {
+        switch self {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: false
+        }
+    }
 }
 
 extension UnsafeBufferPointer<UInt8> {
