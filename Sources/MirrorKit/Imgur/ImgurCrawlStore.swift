@@ -126,21 +126,21 @@ struct ImgurCrawlStore: Sendable {
     // Keys are ``ImgurImage/CodingKeys``'s; a field without a value is left out.
 
     static func json(_ image: ImgurImage) -> String {
-        String(decoding: object(of: image).closed, as: UTF8.self)
+        String(decoding: object(of: image).closed(), as: UTF8.self)
     }
 
     static func json(_ images: [ImgurImage]) -> String {
         var bytes: [UInt8] = [UInt8(ascii: "[")]
         for (index, image) in images.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes += object(of: image).closed
+            bytes += object(of: image).closed()
         }
         bytes.append(UInt8(ascii: "]"))
         return String(decoding: bytes, as: UTF8.self)
     }
 
     static func json(_ album: ImgurAlbumContext) -> String {
-        String(decoding: object(of: album).closed, as: UTF8.self)
+        String(decoding: object(of: album).closed(), as: UTF8.self)
     }
 
     private static func object(of image: ImgurImage) -> JSONText.Object {

@@ -61,8 +61,11 @@ enum JSONText {
     struct Object {
         private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
 
-        /// The object's text, closed.
-        var closed: [UInt8] { bytes + [UInt8(ascii: "}")] }
+        /// The object's text, closed: its own bytes, not a copy.
+        consuming func closed() -> [UInt8] {
+            bytes.append(UInt8(ascii: "}"))
+            return bytes
+        }
 
         private mutating func key(_ name: StaticString) {
             if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
@@ -102,7 +105,7 @@ enum JSONText {
         mutating func add(_ name: StaticString, _ object: Object?) {
             guard let object else { return }
             key(name)
-            bytes += object.closed
+            bytes += object.closed()
         }
     }
 }
