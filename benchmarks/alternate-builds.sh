@@ -14,6 +14,8 @@
 # same mirror, each timed by `perf stat -e task-clock` (to the microsecond) when perf is there.
 #
 #   ALTERNATE_RERUNS=30 ... benchmarks/throughput.sh --rounds=1 --tools=mirror rerun
+#
+# ALTERNATE_RSS=1 times those reruns with /usr/bin/time instead, for their peak RSS.
 set -euo pipefail
 shift # the build throughput.sh made: ALTERNATE_A and ALTERNATE_B run instead
 : "${ALTERNATE_A:?the first build to run (a mirror binary)}" "${ALTERNATE_B:?the second build to run}"
@@ -26,7 +28,7 @@ echo $((count + 1)) > "$counter"
 run() {
     local label=$1 binary=$2
     shift 2
-    if command -v perf >/dev/null && [ -n "${ALTERNATE_RERUNS:-}" ]; then
+    if command -v perf >/dev/null && [ -n "${ALTERNATE_RERUNS:-}" ] && [ -z "${ALTERNATE_RSS:-}" ]; then
         local started ended status=0 measured
         measured=$(mktemp)
         started=$(date +%s%N)

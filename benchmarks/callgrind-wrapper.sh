@@ -13,6 +13,7 @@
 # parts run from the executor, not from the caller), self costs and callers are.
 #
 # CALLGRIND_BINARY=/tmp/mirror.old counts another build (an older commit's) in the same workload.
+# A workload of two runs (rerun) writes CALLGRIND_OUT twice: `%p` in it (valgrind's) keeps both.
 set -euo pipefail
 binary=${CALLGRIND_BINARY:-$1}
 shift

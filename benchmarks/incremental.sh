@@ -20,9 +20,10 @@ if ((${#missing[@]})); then
     [ "$(id -u)" -eq 0 ] || sudo=sudo
     $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-swift build -c release --product fixture-server >&2
-swift build -c release --product mirror >&2
-bin=$(swift build -c release --show-bin-path)
+. scripts/release-flags
+swift build "${release_flags[@]}" --product fixture-server >&2
+swift build "${release_flags[@]}" --product mirror >&2
+bin=$(swift build "${release_flags[@]}" --show-bin-path)
 mirror=${MIRROR:-$bin/mirror}
 work=$(mktemp -d)
 server=""

@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup
-swift build -c release --product fixture-server >&2
-swift build -c release --product mirror >&2
-bin=$(swift build -c release --show-bin-path)
+. scripts/release-flags
+swift build "${release_flags[@]}" --product fixture-server >&2
+swift build "${release_flags[@]}" --product mirror >&2
+bin=$(swift build "${release_flags[@]}" --show-bin-path)
 work=$(mktemp -d)
 server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT

@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup
-swift build -c release --product scheduler-bench >&2
-swift build -c release --product fixture-server >&2
-bin=$(swift build -c release --show-bin-path)
+. scripts/release-flags
+swift build "${release_flags[@]}" --product scheduler-bench >&2
+swift build "${release_flags[@]}" --product fixture-server >&2
+bin=$(swift build "${release_flags[@]}" --show-bin-path)
 "$bin/scheduler-bench" Fixtures
 
 work=$(mktemp -d)

@@ -61,13 +61,15 @@ floor_wanted=0
 [[ "$only_tools" == *,floor* ]] && floor_wanted=1
 
 # The smoke run only shows the script works end to end: a debug build is enough and quicker.
-# Otherwise the build users run: scripts/install and the package link the Swift runtime into the
-# binary (--static-swift-stdlib), which loads faster and holds less than the dynamic build.
-configuration=release
-linking=(--static-swift-stdlib)
-((smoke)) && configuration=debug && linking=()
-swift build -c "$configuration" ${linking[@]+"${linking[@]}"} --product mirror >&2
-bin=$(swift build -c "$configuration" --show-bin-path)
+# Otherwise the build users run, with scripts/install's flags (the Swift runtime linked in, the
+# functions runs execute side by side).
+. scripts/release-flags
+flags=("${release_flags[@]}") build="release build, Swift runtime linked in"
+[[ " ${flags[*]} " == *" --section-ordering-file="* ]] && build="$build, functions in link order"
+((smoke)) && flags=(-c debug) build="debug build"
+swift build "${flags[@]}" --product mirror >&2
+bin=$(swift build "${flags[@]}" --show-bin-path)
+((smoke)) || [ ! -s scripts/link-order ] || python3 benchmarks/link-order.py --coverage "$bin/mirror" scripts/link-order
 
 work=$(mktemp -d)
 pids=()
@@ -345,7 +347,7 @@ three_sources() { # images
     printf '3 x %d images: %.2f s wall, %.2f s CPU, %.1f MiB RSS\n' "$per" "$wall" "$(echo "$user + $system" | bc)" \
         "$(echo "$rss / 1024" | bc -l)"
 }
-echo "# $(date -u +%F), $(nproc) cores, $(uname -r), $configuration build${linking[@]+ (Swift runtime linked in)}, $rounds round(s), files on $filesystem; nginx $($nginx_bin -v 2>&1 | cut -d/ -f2), curl $(curl --version | head -1 | cut -d' ' -f2), aria2 $(aria2c --version | head -1 | cut -d' ' -f3), wget $(wget --version | head -1 | cut -d' ' -f3)"
+echo "# $(date -u +%F), $(nproc) cores, $(uname -r), $build, $rounds round(s), files on $filesystem; nginx $($nginx_bin -v 2>&1 | cut -d/ -f2), curl $(curl --version | head -1 | cut -d' ' -f2), aria2 $(aria2c --version | head -1 | cut -d' ' -f3), wget $(wget --version | head -1 | cut -d' ' -f3)"
 for workload in "${workloads[@]}"; do
     case "$workload" in
         small)

@@ -21,10 +21,13 @@ per_file_only=false
 if [ "${1:-}" = "--per-file" ]; then per_file_only=true; fi
 scripts/setup
 for tool in jq bc curl openssl; do command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 69; }; done
-swift build -c "$configuration" --product fixture-server >&2
-swift build -c "$configuration" --product mirror >&2
-swift build -c "$configuration" --product mirror-postgresql >&2
-bin=$(swift build -c "$configuration" --show-bin-path)
+. scripts/release-flags
+flags=("${release_flags[@]}")
+if [ "$configuration" = debug ]; then flags=(-c debug); fi
+swift build "${flags[@]}" --product fixture-server >&2
+swift build "${flags[@]}" --product mirror >&2
+swift build "${flags[@]}" --product mirror-postgresql >&2
+bin=$(swift build "${flags[@]}" --show-bin-path)
 mirror_bin=${MIRROR_BIN:-$bin/mirror}
 pg=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 

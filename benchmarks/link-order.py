@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The functions of mirror's binary that runs executed, as a section ordering file for gold.
+
+    benchmarks/link-order.py BINARY CALLGRIND_OUT... > scripts/link-order
+    benchmarks/link-order.py --coverage BINARY scripts/link-order
+
+The first form reads callgrind outputs of runs of BINARY (benchmarks/callgrind-wrapper.sh runs a
+copy of it without DWARF, so its object is the one that is not a shared library) and prints
+`.text.NAME` for every function of the binary that ran, by its mangled name, sorted. With
+`-function-sections` each function is a section of that name, and `--section-ordering-file` puts
+them side by side: the pages a run touches are then a few hundred KiB of code instead of 64 KiB
+windows across the whole binary (see BENCHMARKS.md, "the functions a run executes, side by side").
+
+The second form tells how many of the file's functions BINARY still has: code that was renamed
+or removed since the file was made is no longer placed, and a low share says to make it again.
+"""
+import re
+import subprocess
+import sys
+
+
+def symbols(binary):
+    """Mangled name of every function symbol, and the mangled names behind each demangled one
+    (callgrind demangles C++ names but leaves Swift's as they are)."""
+    def read(*options):
+        out = subprocess.run(["nm", "-S", *options, binary], capture_output=True, text=True, check=True).stdout
+        rows = []
+        for line in out.splitlines():
+            fields = line.split(None, 3)
+            if len(fields) == 4 and fields[2] in "tTwW":
+                rows.append((fields[0], fields[1], fields[3]))
+        return rows
+    mangled = read()
+    by_place = {}
+    for address, size, name in mangled:
+        by_place.setdefault((address, size), []).append(name)
+    demangled = {}
+    for address, size, name in read("-C"):
+        demangled.setdefault(name, set()).update(by_place.get((address, size), []))
+    return {name for _, _, name in mangled}, demangled
+
+
+def is_program(path):
+    """Whether an object callgrind names is the program: not a library, valgrind's or the vDSO."""
+    return bool(path) and not path.startswith("[") and ".so" not in path.rsplit("/", 1)[-1] and "valgrind" not in path
+
+
+def executed(callgrind_out):
+    """Names of the functions callgrind saw run in the program's own object (not a library)."""
+    objects, functions, current, names = {}, {}, None, set()
+    pattern = re.compile(r"(c?ob|c?fn)=\((\d+)\)(?: (.*))?$")
+    with open(callgrind_out, errors="replace") as lines:
+        for line in lines:
+            match = pattern.match(line.rstrip("\n"))
+            if not match:
+                continue
+            kind, number, name = match.groups()
+            table = objects if kind.endswith("ob") else functions
+            if name:
+                table[number] = name
+            if kind == "ob":
+                current = objects[number]
+            elif kind == "fn" and is_program(current):
+                names.add(re.sub(r"'\d+$", "", functions[number]))
+    return names
+
+
+def main(arguments):
+    if arguments[:1] == ["--coverage"] and len(arguments) == 3:
+        binary, order_file = arguments[1:]
+        mangled, _ = symbols(binary)
+        wanted = [line.strip()[len(".text."):] for line in open(order_file) if line.startswith(".text.")]
+        present = sum(1 for name in wanted if name in mangled)
+        share = 100 * present / len(wanted) if wanted else 0
+        print(f"link order: {present:,} of the {len(wanted):,} functions in {order_file} are in this build ({share:.0f} %)")
+        return 0
+    if len(arguments) < 2:
+        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
+        return 64
+    binary, outputs = arguments[0], arguments[1:]
+    mangled, demangled = symbols(binary)
+    ran = set()
+    for output in outputs:
+        ran |= executed(output)
+    sections = set()
+    for name in ran:
+        if name in mangled:
+            sections.add(name)
+        else:
+            sections.update(demangled.get(name, ()))
+    # gold reads each line as a glob: no mangled name has *, ? or [, so each matches only itself.
+    for name in sorted(sections):
+        print(f".text.{name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
