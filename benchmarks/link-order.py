@@ -9,10 +9,11 @@ copy of it without DWARF, so its object is the one that is not a shared library)
 `.text.NAME` for every function of the binary that ran, by its mangled name, sorted. With
 `-function-sections` each function is a section of that name, and `--section-ordering-file` puts
 them side by side: the pages a run touches are then a few hundred KiB of code instead of 64 KiB
-windows across the whole binary (see BENCHMARKS.md, "the functions a run executes, side by side").
+windows across the whole binary (see BENCHMARKS.md, "The functions a run executes, side by side").
 
-The second form tells how many of the file's functions BINARY still has: code that was renamed
-or removed since the file was made is no longer placed, and a low share says to make it again.
+The second form tells how many of the file's functions BINARY still has, and how many of them it
+has side by side: code renamed or removed since the file was made is no longer placed, and a
+build without scripts/release-flags' flags places none.
 """
 import re
 import subprocess
@@ -40,18 +41,18 @@ def symbols(binary):
     return {name for _, _, name in mangled}, demangled
 
 
-def is_program(path):
-    """Whether an object callgrind names is the program: not a library, valgrind's or the vDSO."""
-    return bool(path) and not path.startswith("[") and ".so" not in path.rsplit("/", 1)[-1] and "valgrind" not in path
-
-
 def executed(callgrind_out):
-    """Names of the functions callgrind saw run in the program's own object (not a library)."""
-    objects, functions, current, names = {}, {}, None, set()
+    """Names of the functions callgrind saw run in the program's own object (not a library): the
+    object named by the output's `cmd:` line, the copy of the binary the wrapper ran."""
+    objects, functions, current, names, program = {}, {}, None, set(), None
     pattern = re.compile(r"(c?ob|c?fn)=\((\d+)\)(?: (.*))?$")
     with open(callgrind_out, errors="replace") as lines:
         for line in lines:
-            match = pattern.match(line.rstrip("\n"))
+            line = line.rstrip("\n")
+            if program is None and line.startswith("cmd: "):
+                program = line[len("cmd:"):].strip().split(" ", 1)[0]
+                continue
+            match = pattern.match(line)
             if not match:
                 continue
             kind, number, name = match.groups()
@@ -60,19 +61,40 @@ def executed(callgrind_out):
                 table[number] = name
             if kind == "ob":
                 current = objects[number]
-            elif kind == "fn" and is_program(current):
+            elif kind == "fn" and program and current == program:
                 names.add(re.sub(r"'\d+$", "", functions[number]))
+    if program is None:
+        raise SystemExit(f"link-order: {callgrind_out} has no cmd: line; is it callgrind's output?")
     return names
+
+
+def coverage(binary, order_file):
+    """How many of the listed functions the binary has, and how many of those sit together. gold
+    can only move a function that has a section of its own: those of the toolchain's static
+    archives (the standard library's and FoundationEssentials' bulk) share one section per object
+    file and stay where they are, and a build without the list's flags places none."""
+    wanted = {line.strip()[len(".text."):] for line in open(order_file) if line.startswith(".text.")}
+    out = subprocess.run(["nm", "-n", binary], capture_output=True, text=True, check=True).stdout
+    in_order = []  # each function symbol, by address: whether the list names it
+    names = set()
+    for line in out.splitlines():
+        fields = line.split(None, 2)
+        if len(fields) == 3 and fields[1] in "tTwW":
+            in_order.append(fields[2] in wanted)
+            names.add(fields[2])
+    present = len(wanted & names)
+    longest = run = 0
+    for listed in in_order:
+        run = run + 1 if listed else 0
+        longest = max(longest, run)
+    return (f"link order: {present:,} of the {len(wanted):,} functions listed are in this build, "
+            f"{longest:,} of them side by side")
 
 
 def main(arguments):
     if arguments[:1] == ["--coverage"] and len(arguments) == 3:
         binary, order_file = arguments[1:]
-        mangled, _ = symbols(binary)
-        wanted = [line.strip()[len(".text."):] for line in open(order_file) if line.startswith(".text.")]
-        present = sum(1 for name in wanted if name in mangled)
-        share = 100 * present / len(wanted) if wanted else 0
-        print(f"link order: {present:,} of the {len(wanted):,} functions in {order_file} are in this build ({share:.0f} %)")
+        print(coverage(binary, order_file))
         return 0
     if len(arguments) < 2:
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)

@@ -63,13 +63,16 @@ floor_wanted=0
 # The smoke run only shows the script works end to end: a debug build is enough and quicker.
 # Otherwise the build users run, with scripts/install's flags (the Swift runtime linked in, the
 # functions runs execute side by side).
-. scripts/release-flags
-flags=("${release_flags[@]}") build="release build, Swift runtime linked in"
-[[ " ${flags[*]} " == *" --section-ordering-file="* ]] && build="$build, functions in link order"
-((smoke)) && flags=(-c debug) build="debug build"
+if ((smoke)); then
+    flags=(-c debug) build="debug build"
+else
+    . scripts/release-flags
+    flags=("${release_flags[@]}") build="release build, Swift runtime linked in"
+    [ -z "$release_link_order" ] || build="$build, functions in link order"
+fi
 swift build "${flags[@]}" --product mirror >&2
 bin=$(swift build "${flags[@]}" --show-bin-path)
-((smoke)) || [ ! -s scripts/link-order ] || python3 benchmarks/link-order.py --coverage "$bin/mirror" scripts/link-order
+((smoke)) || [ -z "$release_link_order" ] || python3 benchmarks/link-order.py --coverage "$bin/mirror" "$release_link_order"
 
 work=$(mktemp -d)
 pids=()

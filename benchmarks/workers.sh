@@ -21,9 +21,8 @@ per_file_only=false
 if [ "${1:-}" = "--per-file" ]; then per_file_only=true; fi
 scripts/setup
 for tool in jq bc curl openssl; do command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 69; }; done
-. scripts/release-flags
-flags=("${release_flags[@]}")
-if [ "$configuration" = debug ]; then flags=(-c debug); fi
+flags=(-c debug)
+if [ "$configuration" = release ]; then . scripts/release-flags && flags=("${release_flags[@]}"); fi
 swift build "${flags[@]}" --product fixture-server >&2
 swift build "${flags[@]}" --product mirror >&2
 swift build "${flags[@]}" --product mirror-postgresql >&2
