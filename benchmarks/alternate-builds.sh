@@ -4,7 +4,7 @@
 # hour to hour, more than most changes. Each run's wall and CPU time (and peak RSS, when timed by
 # /usr/bin/time) go to ALTERNATE_LOG, one line a run; benchmarks/alternate-summary.py sums it up.
 #
-#   ALTERNATE_A=/tmp/mirror.old ALTERNATE_B=.build/release/mirror ALTERNATE_LOG=/tmp/ab.log \
+#   ALTERNATE_A=/tmp/mirror.old ALTERNATE_B=.build/release-build/release/mirror ALTERNATE_LOG=/tmp/ab.log \
 #       MIRROR_WRAPPER=benchmarks/alternate-builds.sh benchmarks/throughput.sh --rounds=20 --tools=mirror small
 #   benchmarks/alternate-summary.py /tmp/ab.log
 #

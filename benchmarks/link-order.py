@@ -5,7 +5,7 @@
     benchmarks/link-order.py --coverage BINARY scripts/link-order
 
 The first form reads callgrind outputs of runs of BINARY (benchmarks/callgrind-wrapper.sh runs a
-copy of it without DWARF, so its object is the one that is not a shared library) and prints
+copy of it without DWARF: the object the output's cmd: line names) and prints
 `.text.NAME` for every function of the binary that ran, by its mangled name, sorted. With
 `-function-sections` each function is a section of that name, and `--section-ordering-file` puts
 them side by side: the pages a run touches are then a few hundred KiB of code instead of 64 KiB
@@ -13,8 +13,9 @@ windows across the whole binary (see BENCHMARKS.md, "The functions a run execute
 
 The second form tells how many of the file's functions BINARY still has, and how many of them it
 has side by side: code renamed or removed since the file was made is no longer placed, and a
-build without scripts/release-flags' flags places none.
+build without scripts/release-flags' flags leaves them where they were.
 """
+import os
 import re
 import subprocess
 import sys
@@ -50,7 +51,8 @@ def executed(callgrind_out):
         for line in lines:
             line = line.rstrip("\n")
             if program is None and line.startswith("cmd: "):
-                program = line[len("cmd:"):].strip().split(" ", 1)[0]
+                # As given on the command line; callgrind names objects by their resolved paths.
+                program = os.path.realpath(line[len("cmd:"):].strip().split(" ", 1)[0])
                 continue
             match = pattern.match(line)
             if not match:
@@ -61,7 +63,7 @@ def executed(callgrind_out):
                 table[number] = name
             if kind == "ob":
                 current = objects[number]
-            elif kind == "fn" and program and current == program:
+            elif kind == "fn" and program and current and os.path.realpath(current) == program:
                 names.add(re.sub(r"'\d+$", "", functions[number]))
     if program is None:
         raise SystemExit(f"link-order: {callgrind_out} has no cmd: line; is it callgrind's output?")
@@ -70,25 +72,29 @@ def executed(callgrind_out):
 
 def coverage(binary, order_file):
     """How many of the listed functions the binary has, and how many of those sit together. gold
-    can only move a function that has a section of its own: those of the toolchain's static
-    archives (the standard library's and FoundationEssentials' bulk) share one section per object
-    file and stay where they are, and a build without the list's flags places none."""
+    can only move a function that has a section of its own: the toolchain's static archives
+    compile much of the standard library and all of FoundationEssentials into one section per
+    object file, and those functions stay where they are; a build without the list's flags
+    leaves the listed functions where the objects put them."""
     wanted = {line.strip()[len(".text."):] for line in open(order_file) if line.startswith(".text.")}
     out = subprocess.run(["nm", "-n", binary], capture_output=True, text=True, check=True).stdout
-    in_order = []  # each function symbol, by address: whether the list names it
-    names = set()
+    places = []  # the function symbols at each address, by address (aliases share one)
     for line in out.splitlines():
         fields = line.split(None, 2)
         if len(fields) == 3 and fields[1] in "tTwW":
-            in_order.append(fields[2] in wanted)
-            names.add(fields[2])
-    present = len(wanted & names)
-    longest = run = 0
-    for listed in in_order:
-        run = run + 1 if listed else 0
-        longest = max(longest, run)
-    return (f"link order: {present:,} of the {len(wanted):,} functions listed are in this build, "
-            f"{longest:,} of them side by side")
+            if places and places[-1][0] == fields[0]:
+                places[-1][1].append(fields[2])
+            else:
+                places.append((fields[0], [fields[2]]))
+    present = {name for _, names in places for name in names} & wanted
+    longest, run = set(), set()
+    for _, names in places:
+        listed = wanted.intersection(names)
+        run = run | listed if listed else set()
+        if len(run) > len(longest):
+            longest = run
+    return (f"link order: {len(present):,} of the {len(wanted):,} functions listed are in this build, "
+            f"{len(longest):,} of them side by side")
 
 
 def main(arguments):

@@ -2,8 +2,8 @@
 # Remakes scripts/link-order, the functions a run of mirror executes, which release builds put side
 # by side (scripts/release-flags). Runs throughput.sh's small, dup and rerun workloads once each
 # under callgrind (some minutes: valgrind runs mirror some 30 times slower), and `mirror feed` on the
-# fixture server's feeds, and keeps every function of the binary that ran. Run it after a change that renames or adds much of the per-file path:
-# throughput.sh prints how much of the file the build still has.
+# fixture server's feeds, and keeps every function of the binary that ran. Run it after a change
+# that renames or adds much of what runs: throughput.sh prints how much of the list a build places.
 #
 #   benchmarks/link-order.sh && git diff --stat scripts/link-order
 set -euo pipefail
