@@ -3,6 +3,7 @@
 
     benchmarks/link-order.py BINARY CALLGRIND_OUT... > scripts/link-order
     benchmarks/link-order.py --coverage BINARY scripts/link-order
+    benchmarks/link-order.py --check BINARY scripts/link-order
 
 The first form reads callgrind outputs of runs of BINARY (benchmarks/callgrind-wrapper.sh runs a
 copy of it without DWARF: the object the output's cmd: line names) and prints
@@ -13,7 +14,10 @@ windows across the whole binary (see BENCHMARKS.md, "The functions a run execute
 
 The second form tells how many of the file's functions BINARY still has, and how many of them it
 has side by side: code renamed or removed since the file was made is no longer placed, and a
-build without scripts/release-flags' flags leaves them where they were.
+build without scripts/release-flags' flags leaves them where they were. The third form says the
+same and fails when fewer than half of them are side by side (scripts/test-install): some fifth
+of the list is the toolchain archives' code, which cannot move, and a build without the flags has
+a few dozen together.
 """
 import os
 import re
@@ -45,7 +49,7 @@ def symbols(binary):
 def executed(callgrind_out):
     """Names of the functions callgrind saw run in the program's own object (not a library): the
     object named by the output's `cmd:` line, the copy of the binary the wrapper ran."""
-    objects, functions, current, names, program = {}, {}, None, set(), None
+    objects, functions, in_program, names, program = {}, {}, False, set(), None
     pattern = re.compile(r"(c?ob|c?fn)=\((\d+)\)(?: (.*))?$")
     with open(callgrind_out, errors="replace") as lines:
         for line in lines:
@@ -62,8 +66,8 @@ def executed(callgrind_out):
             if name:
                 table[number] = name
             if kind == "ob":
-                current = objects[number]
-            elif kind == "fn" and program and current and os.path.realpath(current) == program:
+                in_program = program is not None and os.path.realpath(objects[number]) == program
+            elif kind == "fn" and in_program:
                 names.add(re.sub(r"'\d+$", "", functions[number]))
     if program is None:
         raise SystemExit(f"link-order: {callgrind_out} has no cmd: line; is it callgrind's output?")
@@ -93,15 +97,14 @@ def coverage(binary, order_file):
         run = run | listed if listed else set()
         if len(run) > len(longest):
             longest = run
-    return (f"link order: {len(present):,} of the {len(wanted):,} functions listed are in this build, "
-            f"{len(longest):,} of them side by side")
+    return len(wanted), len(present), len(longest)
 
 
 def main(arguments):
-    if arguments[:1] == ["--coverage"] and len(arguments) == 3:
-        binary, order_file = arguments[1:]
-        print(coverage(binary, order_file))
-        return 0
+    if arguments[:1] in (["--coverage"], ["--check"]) and len(arguments) == 3:
+        listed, present, together = coverage(*arguments[1:])
+        print(f"link order: {present:,} of the {listed:,} functions listed are in this build, {together:,} of them side by side")
+        return 1 if arguments[0] == "--check" and 2 * together < listed else 0
     if len(arguments) < 2:
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 64
