@@ -163,65 +163,131 @@ struct JobRunner: Sendable {
         }
     }
 
-    private func mirrorAlone(_ job: MirrorJob, forced: Bool) async -> Outcome {
-        var job = job
-        guard !Task.isCancelled else { return .interrupted }
-        if job.fence?.isLost == true { return .handedOver }
+    /// A job whose copy was looked up, waiting for its download. A class: the few async frames
+    /// it passes through hold a reference, not a copy each.
+    private final class LookedUp: Sendable {
+        let job: MirrorJob
         let held: MirroredFile?
         let missing: Bool
+        /// What the copy held lets the server answer "not modified" to.
+        let condition: HeldVersion?
+
+        init(job: MirrorJob, held: MirroredFile?, missing: Bool, condition: HeldVersion?) {
+            self.job = job
+            self.held = held
+            self.missing = missing
+            self.condition = condition
+        }
+    }
+
+    private enum LookUp {
+        case settled(Outcome)
+        case download(LookedUp)
+    }
+
+    /// Looks the job up, waits for its turn and the download, and settles it. Most of the window
+    /// waits in the scheduler, and a task keeps the memory of its deepest frames until it ends
+    /// (its allocator reuses it, never frees it): so the steps before the wait are small async
+    /// functions whose logic is synchronous, passing a reference. As one function, these frames
+    /// were 15 KiB, and their lookups another 10, held by every waiting job.
+    private func mirrorAlone(_ job: MirrorJob, forced: Bool) async -> Outcome {
+        guard !Task.isCancelled else { return .interrupted }
+        if job.fence?.isLost == true { return .handedOver }
+        let lookedUp: LookedUp
+        switch await lookUp(job) {
+        case .settled(let outcome): return outcome
+        case .download(let found): lookedUp = found
+        }
+        let file: FetchedFile
         do {
-            let removed: Bool
-            let nameTaken: Bool
-            (held, removed, missing, nameTaken) = try await heldCopy(for: job)
-            // Deleted by hand and kept deleted: not asked for in any mode (new-file would save
-            // the server's copy as a "new version" under the deleted name).
-            if missing, keepDeleted { return .alreadyPresent }
-            if held != nil {
-                // Kept, and not asked for again unless new-file mode wants to know of a change;
-                // media gone upstream has none to offer.
-                if mode == .skipIfExists || (removed && job.isMedia) { return .alreadyPresent }
-            } else {
-                if removed { return .removed(job.url, known: true) }
-                if mode == .skipIfExists, nameTaken {
-                    guard missing, let newest = try await missingNewestBesideAnOlderVersion(of: job) else { return .alreadyPresent }
-                    job.relativePath = newest
-                }
-            }
+            file = try await scheduler.schedule(
+                lookedUp.job.url, forced: forced,
+                expectedSize: ExpectedSize(exact: lookedUp.job.expectedSize, declared: lookedUp.job.declaredSize),
+                held: lookedUp.condition)
         } catch {
-            return halting(error, job)
+            return await settle(error, of: lookedUp)
         }
-        if let plan {
-            guard held == nil else { return .plannedRecheck }
-            guard planned.inserted(job.item) else { return .alreadyPresent }
-            let file = PlannedFile(url: job.url, path: job.relativePath, bytes: job.expectedSize ?? job.declaredSize, missing: missing, source: source)
-            plan(file)
-            return .planned(file)
+        return await settle(file, of: lookedUp)
+    }
+
+    @inline(never)
+    private func lookUp(_ job: MirrorJob) async -> LookUp {
+        do throws(MirrorError) {
+            let copy = try await heldCopy(for: job)
+            if let outcome = settledByHeldCopy(job, copy) { return .settled(outcome) }
+            var job = job
+            if copy.held == nil, mode == .skipIfExists, copy.nameTaken {
+                guard copy.missing, let newest = try await missingNewestBesideAnOlderVersion(of: job) else { return .settled(.alreadyPresent) }
+                job.relativePath = newest
+            }
+            if let plan { return .settled(planned(job, held: copy.held, missing: copy.missing, plan: plan)) }
+            let lookedUp = try LookedUp(job: job, held: copy.held, missing: copy.missing, condition: condition(of: copy.held, for: job))
+            if let fence = job.fence, fence.takenOver { try await detachPartial(of: job) }
+            return .download(lookedUp)
+        } catch {
+            return .settled(halting(error, job))
         }
-        do {
-            let condition = try held.flatMap { held throws(MirrorError) -> HeldVersion? in
-                if held.url == job.url {
-                    guard held.etag == nil, held.lastModified == nil else {
-                        return HeldVersion(etag: held.etag, lastModified: held.lastModified)
-                    }
-                    // Recorded before validators were (or sent none): the file's time is the
-                    // server's Last-Modified, or when it was saved; wget -N asks by it too.
-                    return HeldVersion(etag: nil, lastModified: try directory.modificationDate(of: held.path).map(HTTPDate.format))
-                }
-                // A mirror of the same file may tag it alike (a content hash), but its date says
-                // nothing of this server's copy; another URL's validators say nothing at all.
-                guard job.sources.contains(held.url), let etag = held.etag else { return nil }
-                return HeldVersion(etag: etag, lastModified: nil)
+    }
+
+    /// The outcome when the copy held (or its absence) settles the job without a download.
+    @inline(never)
+    private func settledByHeldCopy(_ job: MirrorJob, _ copy: (held: MirroredFile?, removed: Bool, missing: Bool, nameTaken: Bool)) -> Outcome? {
+        // Deleted by hand and kept deleted: not asked for in any mode (new-file would save
+        // the server's copy as a "new version" under the deleted name).
+        if copy.missing, keepDeleted { return .alreadyPresent }
+        if copy.held != nil {
+            // Kept, and not asked for again unless new-file mode wants to know of a change;
+            // media gone upstream has none to offer.
+            if mode == .skipIfExists || (copy.removed && job.isMedia) { return .alreadyPresent }
+        } else if copy.removed {
+            return .removed(job.url, known: true)
+        }
+        return nil
+    }
+
+    /// A dry run's job: heard as planned, nothing fetched.
+    @inline(never)
+    private func planned(_ job: MirrorJob, held: MirroredFile?, missing: Bool, plan: @Sendable (PlannedFile) -> Void) -> Outcome {
+        guard held == nil else { return .plannedRecheck }
+        guard planned.inserted(job.item) else { return .alreadyPresent }
+        let file = PlannedFile(url: job.url, path: job.relativePath, bytes: job.expectedSize ?? job.declaredSize, missing: missing, source: source)
+        plan(file)
+        return .planned(file)
+    }
+
+    /// The validators the copy held lets the request send.
+    @inline(never)
+    private func condition(of held: MirroredFile?, for job: MirrorJob) throws(MirrorError) -> HeldVersion? {
+        guard let held else { return nil }
+        if held.url == job.url {
+            guard held.etag == nil, held.lastModified == nil else {
+                return HeldVersion(etag: held.etag, lastModified: held.lastModified)
             }
-            if let fence = job.fence, fence.takenOver {
-                // The worker whose claim ran out may be alive, only stopped, with this partial
-                // open: once let go, it must write into a file no name leads to.
-                let (partials, url) = (partials, job.url)
-                try await BlockingIO.runApart { () throws(MirrorError) in
-                    do throws(FileSystemError) { try partials.detach(url) } catch { throw .fileSystem(error) }
-                }
-            }
-            let file = try await scheduler.schedule(
-                job.url, forced: forced, expectedSize: ExpectedSize(exact: job.expectedSize, declared: job.declaredSize), held: condition)
+            // Recorded before validators were (or sent none): the file's time is the
+            // server's Last-Modified, or when it was saved; wget -N asks by it too.
+            return HeldVersion(etag: nil, lastModified: try directory.modificationDate(of: held.path).map(HTTPDate.format))
+        }
+        // A mirror of the same file may tag it alike (a content hash), but its date says
+        // nothing of this server's copy; another URL's validators say nothing at all.
+        guard job.sources.contains(held.url), let etag = held.etag else { return nil }
+        return HeldVersion(etag: etag, lastModified: nil)
+    }
+
+    /// The worker whose claim on the job ran out may be alive, only stopped, with this partial
+    /// open: once let go, it must write into a file no name leads to.
+    private func detachPartial(of job: MirrorJob) async throws(MirrorError) {
+        let (partials, url) = (partials, job.url)
+        try await BlockingIO.runApart { () throws(MirrorError) in
+            do throws(FileSystemError) { try partials.detach(url) } catch { throw .fileSystem(error) }
+        }
+    }
+
+    /// Keeps the downloaded answer: confirms the copy held, or names the bytes of a version the
+    /// mirror has, or commits the new file.
+    @inline(never)
+    private func settle(_ file: FetchedFile, of lookedUp: LookedUp) async -> Outcome {
+        let (job, held, missing) = (lookedUp.job, lookedUp.held, lookedUp.missing)
+        do throws(MirrorError) {
             if let held, file.isNotModified {
                 try await state.confirm(
                     held.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
@@ -260,42 +326,45 @@ struct JobRunner: Sendable {
                     return .unchanged
                 }
             }
-            guard file.length > 0 else {
-                // A 200 with nothing in it is a broken server, not an empty file worth keeping.
-                partials.remove(job.url)
-                return .failed(DownloadError(url: job.url, reason: .emptyBody))
-            }
-            return await commit(file, of: job, besides: held, restoring: missing)
-        } catch let error as MirrorError {
-            return halting(error, job)
-        } catch let error as DownloadError {
-            // A 404 or 410 for a file the mirror holds means gone upstream: the copy stays, and
-            // later runs stop asking. A URL a feed lists fails instead, so its mirrors are tried,
-            // and a later release is still seen.
-            let gone: Bool = switch error.reason {
-            case .removed: true
-            // A sweep's job is a file the mirror had (a deleted one being restored has no held copy).
-            case .httpStatus(let status): (held != nil || job.isSweep) && (status == 404 || status == 410) && (job.isMedia || job.isSweep)
-            default: false
-            }
-            if gone {
-                do {
-                    try await state.recordRemoved(job.url)
-                } catch {
-                    return .halted(error)
-                }
-                return .removed(job.url, kept: held != nil)
-            }
-            switch error.reason {
-            case .hostUnavailable:
-                return .deferred(url: job.url)
-            default:
-                if let halting = Self.halting(error) { return .halted(halting) }
-                guard error.isCancellation else { return .failed(error) }
-                return job.fence?.isLost == true ? .handedOver : .interrupted
-            }
         } catch {
-            return .failed(DownloadError(url: job.url, reason: .storage("\(error)")))
+            return halting(error, job)
+        }
+        guard file.length > 0 else {
+            // A 200 with nothing in it is a broken server, not an empty file worth keeping.
+            partials.remove(job.url)
+            return .failed(DownloadError(url: job.url, reason: .emptyBody))
+        }
+        return await commit(file, of: job, besides: held, restoring: missing)
+    }
+
+    /// What a download that failed leaves of the job.
+    @inline(never)
+    private func settle(_ error: DownloadError, of lookedUp: LookedUp) async -> Outcome {
+        let (job, held) = (lookedUp.job, lookedUp.held)
+        // A 404 or 410 for a file the mirror holds means gone upstream: the copy stays, and
+        // later runs stop asking. A URL a feed lists fails instead, so its mirrors are tried,
+        // and a later release is still seen.
+        let gone: Bool = switch error.reason {
+        case .removed: true
+        // A sweep's job is a file the mirror had (a deleted one being restored has no held copy).
+        case .httpStatus(let status): (held != nil || job.isSweep) && (status == 404 || status == 410) && (job.isMedia || job.isSweep)
+        default: false
+        }
+        if gone {
+            do {
+                try await state.recordRemoved(job.url)
+            } catch {
+                return .halted(error)
+            }
+            return .removed(job.url, kept: held != nil)
+        }
+        switch error.reason {
+        case .hostUnavailable:
+            return .deferred(url: job.url)
+        default:
+            if let halting = Self.halting(error) { return .halted(halting) }
+            guard error.isCancellation else { return .failed(error) }
+            return job.fence?.isLost == true ? .handedOver : .interrupted
         }
     }
 }
