@@ -83,6 +83,15 @@ final class CurlTransfer {
         configure(configuration)
     }
 
+    /// libcurl's receive buffer for a body of `length` bytes (unknown: nil). Every transfer holds
+    /// one from its start to its end, paused ones too: at 128 KiB each, thumbnails of a few KiB
+    /// held megabytes. As large as the body, within libcurl's default (16 KiB, also for a body of
+    /// unknown length) and 128 KiB, where a large file's writes stop getting cheaper.
+    static func receiveBufferSize(forBodyOf length: Int64?) -> Int {
+        guard let length else { return 16 << 10 }
+        return Int(min(max(length, 16 << 10), 128 << 10))
+    }
+
     deinit {
         curl_easy_cleanup(easy)
         curl_slist_free_all(requestHeaders)
@@ -110,7 +119,7 @@ final class CurlTransfer {
         setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         setLong(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
         setLong(CURLOPT_LOW_SPEED_TIME, configuration.lowSpeedSeconds)
-        setLong(CURLOPT_BUFFERSIZE, 128 << 10)
+        setLong(CURLOPT_BUFFERSIZE, Self.receiveBufferSize(forBodyOf: request.expectedBodyLength))
         mirror_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
 
         var headerLines = request.headers.map { "\($0.name): \($0.value)" }

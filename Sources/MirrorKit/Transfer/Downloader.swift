@@ -147,6 +147,7 @@ struct Downloader: Sendable {
             ifRange: resume?.validator,
             expectedEntityLength: resume?.record.totalLength,
             maxLength: expectedSize?.exact ?? maxFileSize)
+        request.expectedBodyLength = expectedSize?.shown.map { $0 - (resume?.offset ?? 0) }
         request.hashesBody = held != nil
         request.beforeFirstPartialWrite = { head in recordValidators(of: head, url: url) }
         let response: TransferResponse

@@ -26,6 +26,30 @@ struct TransferEngineTests {
         }
     }
 
+    @Test func sizesTheReceiveBufferByTheBodyExpected() {
+        #expect(CurlTransfer.receiveBufferSize(forBodyOf: nil) == 16 << 10)
+        #expect(CurlTransfer.receiveBufferSize(forBodyOf: 0) == 16 << 10)
+        #expect(CurlTransfer.receiveBufferSize(forBodyOf: 8 << 10) == 16 << 10)
+        #expect(CurlTransfer.receiveBufferSize(forBodyOf: 50_000) == 50_000)
+        #expect(CurlTransfer.receiveBufferSize(forBodyOf: 256 << 20) == 128 << 10)
+    }
+
+    /// The size expected only sizes the buffer: a body much larger (a stale feed length) arrives whole.
+    @Test func aBodyLargerThanExpectedArrivesWhole() async throws {
+        try await TestSupport.withServer { server in
+            server.addMedia(path: "/grown.bin", size: 3 << 20 + 5)
+            try await TestSupport.withTemporaryDirectory { dir in
+                let path = dir.appendingPathComponent("grown.part").path
+                var request = TransferRequest(url: server.baseURL + "/grown.bin", destination: .file(path: path, offset: 0))
+                request.expectedBodyLength = 1_000
+                let response = try await engine.perform(request)
+                #expect(response.status == 200)
+                #expect(response.fileLength == 3 << 20 + 5)
+                #expect(TestSupport.digest(ofFile: path) == TestSupport.digest(server.content(of: "/grown.bin")))
+            }
+        }
+    }
+
     @Test func runsManyTransfersAtOnce() async throws {
         try await TestSupport.withServer { server in
             let paths = (0..<40).map { "/many-\($0).bin" }
