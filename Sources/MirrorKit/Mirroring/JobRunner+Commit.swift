@@ -11,12 +11,35 @@ extension JobRunner {
         var file: OpenFile
     }
 
+    /// One file's commit, passed by reference: a job holds the frames of its commit through the
+    /// wait for its row's transaction (most of the window does at once), and values passed by
+    /// value take a copy in each (`commit` was 8 KiB a job when it held them all).
+    private final class FileCommit: Sendable {
+        let file: FetchedFile
+        let job: MirrorJob
+        let held: MirroredFile?
+        let missing: Bool
+        /// The partial's name in the partials' folder.
+        let partName: String
+        /// Carried by the named file until its state row is written: a kill in between leaves
+        /// what the next run needs to record it without a request (see ``adoptUnrecorded(_:)``).
+        let record: PartialRecord
+        /// The name given, once it is.
+        let named = Mutex<NameGiven?>(nil)
+
+        init(_ file: FetchedFile, of job: MirrorJob, besides held: MirroredFile?, restoring missing: Bool, partName: String) {
+            self.file = file
+            self.job = job
+            self.held = held
+            self.missing = missing
+            self.partName = partName
+            record = PartialRecord(url: job.url, etag: file.etag, lastModified: file.lastModified, totalLength: file.length)
+        }
+    }
+
     /// Names the fetched file and records it: beside `held` (a new version) when there is one.
+    @inline(never)
     func commit(_ file: FetchedFile, of job: MirrorJob, besides held: MirroredFile?, restoring missing: Bool) async -> Outcome {
-        let lastModified = file.lastModified.flatMap { HTTPDate.parse($0) }
-        // The commit moves the partial away (or, when the name is taken, deletes it).
-        let (directory, partials) = (directory, partials)
-        let mode = held == nil ? mode : .newFile
         let partName: String
         if let named = file.partName {
             partName = named
@@ -27,23 +50,63 @@ extension JobRunner {
                 return .halted(.digest(error.description))
             }
         }
-        // Carried by the named file until its state row is written: a kill in between leaves
-        // what the next run needs to record it without a request (see ``adoptUnrecorded(_:)``).
-        let record = PartialRecord(url: job.url, etag: file.etag, lastModified: file.lastModified, totalLength: file.length)
-        if let leases, let fence = job.fence, !(await leases.mayTouch(job.url)) {
+        return await carryOut(FileCommit(file, of: job, besides: held, restoring: missing, partName: partName))
+    }
+
+    @inline(never)
+    private func carryOut(_ commit: FileCommit) async -> Outcome {
+        if let leases, let fence = commit.job.fence, !(await leases.mayTouch(commit.job.url)) {
             // Stopped past its lease and let go: the partial's name may be another worker's now.
             guard !Task.isCancelled else { return .interrupted }
             fence.markLost()
             return .handedOver
         }
-        let (source, relativePath, isFenced) = (source, job.relativePath, job.fence != nil)
-        // The server's date goes on with the name, before the row: once the row is written the
-        // file is the state's, and a kill before the rest of the commit leaves nobody to date it.
-        // (Like wget -N and gallery-dl: the file carries the server's date, not the download's.)
-        let giveName: @Sendable (OpenFile) throws(MirrorError) -> NameGiven = { opened throws(MirrorError) in
+        let synced: (opened: OpenFile, named: NameGiven?)
+        do {
+            synced = try await syncAndName(commit)
+        } catch {
+            return halting(error, commit.job)
+        }
+        let recorded: MirroredFile?
+        do {
+            recorded = try await record(commit, synced)
+        } catch {
+            return unrecorded(commit, error)
+        }
+        guard let name = recorded?.path, let namedFile = commit.named.withLock({ $0?.file }) else { return .alreadyPresent }
+        return await announceCommitted(commit, as: name, namedFile)
+    }
+
+    /// Makes the partial durable, and names it at once (on the same thread: one hop to the
+    /// blocking queue and back per file, not two) unless fenced: then the name waits for the
+    /// claim's transaction.
+    @inline(never)
+    private func syncAndName(_ commit: FileCommit) async throws(MirrorError) -> (opened: OpenFile, named: NameGiven?) {
+        let (directory, partials, isFenced) = (directory, partials, commit.job.fence != nil)
+        let giveName = nameGiver(commit)
+        let sayNoRecord: @Sendable (String) -> Void = { [self] in sayOnceFileHasNoRecord($0) }
+        return try await BlockingIO.run { () throws(MirrorError) in
+            let opened = try directory.synced(commit.partName, in: partials.folder) { descriptor in
+                guard !PartialStore.attachForCommit(commit.record, toFile: descriptor) else { return }
+                sayNoRecord(commit.job.relativePath)
+            }
+            guard !isFenced else { return (opened, nil) }
+            return (opened, try giveName(opened))
+        }
+    }
+
+    /// Gives the synced partial its name. The server's date goes on with the name, before the
+    /// row: once the row is written the file is the state's, and a kill before the rest of the
+    /// commit leaves nobody to date it. (Like wget -N and gallery-dl: the file carries the
+    /// server's date, not the download's.)
+    private func nameGiver(_ commit: FileCommit) -> @Sendable (OpenFile) throws(MirrorError) -> NameGiven {
+        let (directory, partials) = (directory, partials)
+        let mode = commit.held == nil ? mode : .newFile
+        let lastModified = commit.file.lastModified.flatMap { HTTPDate.parse($0) }
+        return { opened throws(MirrorError) in
             var file = opened
             var reopening: FileSystemError?
-            let name = try directory.name(partName, from: partials.folder, as: relativePath, mode: mode) { folder, name, copied in
+            let name = try directory.name(commit.partName, from: partials.folder, as: commit.job.relativePath, mode: mode) { folder, name, copied in
                 guard copied else { return }
                 do throws(FileSystemError) {
                     file = OpenFile(try folder.openFile(name, .read))
@@ -55,70 +118,71 @@ extension JobRunner {
             if name != nil, let lastModified { Directory.setModificationDate(lastModified, ofFile: file.descriptor) }
             return NameGiven(name: name, file: file)
         }
-        let opened: OpenFile
-        let namedWithTheSync: NameGiven?
-        do {
-            // Unfenced, the name follows the sync on the same thread: one hop to the blocking
-            // queue and back per file, not two. Fenced, it waits for the claim's transaction.
-            (opened, namedWithTheSync) = try await BlockingIO.run { () throws(MirrorError) in
-                let opened = try directory.synced(partName, in: partials.folder) { descriptor in
-                    guard !PartialStore.attachForCommit(record, toFile: descriptor) else { return }
-                    sayOnceFileHasNoRecord(relativePath)
-                }
-                guard !isFenced else { return (opened, nil) }
-                return (opened, try giveName(opened))
+    }
+
+    /// Writes the file's row (naming it first when fenced), in the transaction of the rows of
+    /// the files around it.
+    @inline(never)
+    private func record(_ commit: FileCommit, _ synced: (opened: OpenFile, named: NameGiven?)) async throws(MirrorError) -> MirroredFile? {
+        let source = source
+        let giveName = synced.named == nil ? nameGiver(commit) : nil
+        return try await state.recordNamed(fencedBy: commit.job.fence) { () async throws(MirrorError) -> MirroredFile? in
+            // Fenced, the claim's row is locked meanwhile and the heartbeat renewing it
+            // waits: long copies run on a queue apart (``BlockingIO/runApart(_:)``).
+            let given: NameGiven
+            if let named = synced.named {
+                given = named
+            } else if let giveName {
+                given = try await BlockingIO.run { () throws(MirrorError) in try giveName(synced.opened) }
+            } else {
+                return nil
             }
-        } catch {
+            guard let name = given.name else { return nil }
+            commit.named.withLock { $0 = given }
+            let (file, job) = (commit.file, commit.job)
+            return MirroredFile(
+                path: name, item: job.item, source: source, url: job.url, etag: file.etag, lastModified: file.lastModified,
+                bytes: file.length, md5: file.md5, version: job.release?.version, updated: job.release?.updated)
+        }
+    }
+
+    /// What a commit whose row failed leaves: a file named goes back to being a partial.
+    @inline(never)
+    private func unrecorded(_ commit: FileCommit, _ error: MirrorError) -> Outcome {
+        let job = commit.job
+        guard let given = commit.named.withLock({ $0 }), let name = given.name else {
+            if case .claimTaken = error, let fence = job.fence {
+                // The partial is left as it is: it may be the other worker's by now.
+                fence.markLost()
+                logger.warning("\(error); leaving \(job.url) to it", metadata: ["url": "\(job.url)"])
+                return .handedOver
+            }
             return halting(error, job)
         }
-        let named = Mutex<NameGiven?>(nil)
-        let recorded: MirroredFile?
+        // Unrecorded, the file would be fetched again under a second name by a new-file
+        // run: it goes back to being a partial, whole, for the next run to commit.
+        // The record a partial keeps, not the compact one a named file carries, put on before
+        // the move so that no kill finds the partial without it: the next run commits it
+        // whole, without fetching it again.
+        let attached = PartialStore.attach(commit.record, toFile: given.file.descriptor)
         do {
-            recorded = try await state.recordNamed(fencedBy: job.fence) { () async throws(MirrorError) -> MirroredFile? in
-                // Fenced, the claim's row is locked meanwhile and the heartbeat renewing it
-                // waits: long copies run on a queue apart (``BlockingIO/runApart(_:)``).
-                let given: NameGiven
-                if let namedWithTheSync {
-                    given = namedWithTheSync
-                } else {
-                    given = try await BlockingIO.run { () throws(MirrorError) in try giveName(opened) }
-                }
-                guard let name = given.name else { return nil }
-                named.withLock { $0 = given }
-                return MirroredFile(
-                    path: name, item: job.item, source: source, url: job.url, etag: file.etag, lastModified: file.lastModified,
-                    bytes: file.length, md5: file.md5, version: job.release?.version, updated: job.release?.updated)
-            }
-        } catch {
-            guard let given = named.withLock({ $0 }), let name = given.name else {
-                if case .claimTaken = error, let fence = job.fence {
-                    // The partial is left as it is: it may be the other worker's by now.
-                    fence.markLost()
-                    logger.warning("\(error); leaving \(job.url) to it", metadata: ["url": "\(job.url)"])
-                    return .handedOver
-                }
-                return halting(error, job)
-            }
-            // Unrecorded, the file would be fetched again under a second name by a new-file
-            // run: it goes back to being a partial, whole, for the next run to commit.
-            // The record a partial keeps, not the compact one a named file carries, put on before
-            // the move so that no kill finds the partial without it: the next run commits it
-            // whole, without fetching it again.
-            let attached = PartialStore.attach(record, toFile: given.file.descriptor)
-            do {
-                try directory.uncommit(name, backTo: partials.folder, as: partName)
-                // A partial's date says when it was last worked on (the partials' budget drops
-                // the oldest first), not the server's date it got with its name. (Copied back
-                // from another file system, it is a new file, dated now already.)
-                Directory.setModificationDateToNow(ofFile: given.file.descriptor)
-                // Too long for an attribute: in the file beside it.
-                if !attached { try? partials.save(record) }
-            } catch let failure {
-                logger.error("\(name) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
-            }
-            return .halted(error)
+            try directory.uncommit(name, backTo: partials.folder, as: commit.partName)
+            // A partial's date says when it was last worked on (the partials' budget drops
+            // the oldest first), not the server's date it got with its name. (Copied back
+            // from another file system, it is a new file, dated now already.)
+            Directory.setModificationDateToNow(ofFile: given.file.descriptor)
+            // Too long for an attribute: in the file beside it.
+            if !attached { try? partials.save(commit.record) }
+        } catch let failure {
+            logger.error("\(name) is mirrored but not recorded (\(failure)); a new-file run may save it twice")
         }
-        guard let name = recorded?.path, let namedFile = named.withLock({ $0?.file }) else { return .alreadyPresent }
+        return .halted(error)
+    }
+
+    /// A file named and recorded: its record comes off the file, and the log and hook hear of it.
+    @inline(never)
+    private func announceCommitted(_ commit: FileCommit, as name: String, _ namedFile: OpenFile) async -> Outcome {
+        let (file, job, held) = (commit.file, commit.job, commit.held)
         partials.detachRecord(for: job.url, fromFile: namedFile.descriptor)
         // Made only when the line is logged: a quiet run's files are most of its files.
         let fields = { () -> Logger.Metadata in ["url": "\(file.url)", "file": "\(name)", "bytes": "\(file.length)"] }
@@ -128,7 +192,7 @@ extension JobRunner {
             logger.info("saved \(name)", metadata: fields())
         }
         await announce(name, url: file.url, item: job.item, bytes: file.length)
-        return .downloaded(bytes: file.bytesReceived, newVersion: held != nil, restored: missing)
+        return .downloaded(bytes: file.bytesReceived, newVersion: held != nil, restored: commit.missing)
     }
 
     /// A file named without its record (no extended attributes where the mirror is, or a record

@@ -131,7 +131,16 @@ struct JobRunner: Sendable {
 
     /// Tries the job's URL, then each mirror while the failure is the source's (not a cancel).
     func mirrorFromAnySource(_ job: MirrorJob, forced: Bool) async -> Outcome {
-        var outcome = await mirror(job, forced: forced)
+        let outcome = await mirror(job, forced: forced)
+        guard !job.mirrors.isEmpty else { return outcome }
+        return await tryMirrors(of: job, forced: forced, after: outcome)
+    }
+
+    /// Apart from ``mirrorFromAnySource(_:forced:)``, whose frame every job holds to its end
+    /// (see ``mirrorAlone(_:forced:)``), where most jobs have no mirror.
+    @inline(never)
+    private func tryMirrors(of job: MirrorJob, forced: Bool, after first: Outcome) async -> Outcome {
+        var outcome = first
         for alternate in job.mirrors {
             let failure: String
             switch outcome {
@@ -286,7 +295,26 @@ struct JobRunner: Sendable {
     /// mirror has, or commits the new file.
     @inline(never)
     private func settle(_ file: FetchedFile, of lookedUp: LookedUp) async -> Outcome {
-        let (job, held, missing) = (lookedUp.job, lookedUp.held, lookedUp.missing)
+        // New-file mode keeps every version: one of them may have these bytes, the newest
+        // (held) or an older one, also when the newest was deleted by hand (missing).
+        if lookedUp.held != nil || (lookedUp.missing && mode == .newFile),
+           let outcome = await settleAsAVersionHeld(file, of: lookedUp) {
+            return outcome
+        }
+        guard file.length > 0 else {
+            // A 200 with nothing in it is a broken server, not an empty file worth keeping.
+            partials.remove(lookedUp.job.url)
+            return .failed(DownloadError(url: lookedUp.job.url, reason: .emptyBody))
+        }
+        return await commit(file, of: lookedUp.job, besides: lookedUp.held, restoring: lookedUp.missing)
+    }
+
+    /// The outcome when the answer is a version the mirror has (not modified, or the bytes of
+    /// one it holds); nil when it is new. Apart from ``settle(_:of:)``, whose frame a job
+    /// holds through its commit, where most files are new.
+    @inline(never)
+    private func settleAsAVersionHeld(_ file: FetchedFile, of lookedUp: LookedUp) async -> Outcome? {
+        let (job, held) = (lookedUp.job, lookedUp.held)
         do throws(MirrorError) {
             if let held, file.isNotModified {
                 try await state.confirm(
@@ -294,47 +322,38 @@ struct JobRunner: Sendable {
                     replacingValidators: held.url != job.url)
                 return .unchanged
             }
-            // New-file mode keeps every version: one of them may have these bytes, the newest
-            // (held) or an older one, also when the newest was deleted by hand (missing).
-            if held != nil || (missing && mode == .newFile) {
-                if let same = try await sameBytes(file, as: job.item) {
-                    if try !directory.fileExists(same.path) {
-                        guard keepDeleted, let held else {
-                            // A version deleted by hand, served again: back under its own name.
-                            var restoring = job
-                            restoring.relativePath = same.path
-                            return await commit(file, of: restoring, besides: nil, restoring: true)
-                        }
-                        // Kept deleted: the copy held stays the current one (made current, the
-                        // deleted version would keep the item from being asked after again).
-                        partials.remove(job.url)
-                        try await state.confirm(
-                            held.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
-                            replacingValidators: true)
-                        return .unchanged
+            if let same = try await sameBytes(file, as: job.item) {
+                if try !directory.fileExists(same.path) {
+                    guard keepDeleted, let held else {
+                        // A version deleted by hand, served again: back under its own name.
+                        var restoring = job
+                        restoring.relativePath = same.path
+                        return await commit(file, of: restoring, besides: nil, restoring: true)
                     }
+                    // Kept deleted: the copy held stays the current one (made current, the
+                    // deleted version would keep the item from being asked after again).
                     partials.remove(job.url)
-                    if same.path != held?.path {
-                        // Back to an older version's bytes: that file is the item's current one again.
-                        try await state.record(same)
-                    }
-                    // The validators of this answer, as sent: stale ones would fetch it whole every run.
                     try await state.confirm(
-                        same.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
+                        held.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
                         replacingValidators: true)
-                    logger.debug("\(job.url): a new answer with the bytes of \(same.path)")
                     return .unchanged
                 }
+                partials.remove(job.url)
+                if same.path != held?.path {
+                    // Back to an older version's bytes: that file is the item's current one again.
+                    try await state.record(same)
+                }
+                // The validators of this answer, as sent: stale ones would fetch it whole every run.
+                try await state.confirm(
+                    same.path, url: job.url, etag: file.etag, lastModified: file.lastModified, release: job.release,
+                    replacingValidators: true)
+                logger.debug("\(job.url): a new answer with the bytes of \(same.path)")
+                return .unchanged
             }
         } catch {
             return halting(error, job)
         }
-        guard file.length > 0 else {
-            // A 200 with nothing in it is a broken server, not an empty file worth keeping.
-            partials.remove(job.url)
-            return .failed(DownloadError(url: job.url, reason: .emptyBody))
-        }
-        return await commit(file, of: job, besides: held, restoring: missing)
+        return nil
     }
 
     /// What a download that failed leaves of the job.
