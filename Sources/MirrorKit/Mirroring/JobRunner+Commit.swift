@@ -61,15 +61,16 @@ extension JobRunner {
             fence.markLost()
             return .handedOver
         }
+        let giveName = nameGiver(commit)
         let synced: (opened: OpenFile, named: NameGiven?)
         do {
-            synced = try await syncAndName(commit)
+            synced = try await syncAndName(commit, giveName)
         } catch {
             return halting(error, commit.job)
         }
         let recorded: MirroredFile?
         do {
-            recorded = try await record(commit, synced)
+            recorded = try await writeRow(commit, synced, giveName)
         } catch {
             return unrecorded(commit, error)
         }
@@ -81,9 +82,10 @@ extension JobRunner {
     /// blocking queue and back per file, not two) unless fenced: then the name waits for the
     /// claim's transaction.
     @inline(never)
-    private func syncAndName(_ commit: FileCommit) async throws(MirrorError) -> (opened: OpenFile, named: NameGiven?) {
+    private func syncAndName(
+        _ commit: FileCommit, _ giveName: @escaping @Sendable (OpenFile) throws(MirrorError) -> NameGiven
+    ) async throws(MirrorError) -> (opened: OpenFile, named: NameGiven?) {
         let (directory, partials, isFenced) = (directory, partials, commit.job.fence != nil)
-        let giveName = nameGiver(commit)
         let sayNoRecord: @Sendable (String) -> Void = { [self] in sayOnceFileHasNoRecord($0) }
         return try await BlockingIO.run { () throws(MirrorError) in
             let opened = try directory.synced(commit.partName, in: partials.folder) { descriptor in
@@ -123,19 +125,19 @@ extension JobRunner {
     /// Writes the file's row (naming it first when fenced), in the transaction of the rows of
     /// the files around it.
     @inline(never)
-    private func record(_ commit: FileCommit, _ synced: (opened: OpenFile, named: NameGiven?)) async throws(MirrorError) -> MirroredFile? {
+    private func writeRow(
+        _ commit: FileCommit, _ synced: (opened: OpenFile, named: NameGiven?),
+        _ giveName: @escaping @Sendable (OpenFile) throws(MirrorError) -> NameGiven
+    ) async throws(MirrorError) -> MirroredFile? {
         let source = source
-        let giveName = synced.named == nil ? nameGiver(commit) : nil
         return try await state.recordNamed(fencedBy: commit.job.fence) { () async throws(MirrorError) -> MirroredFile? in
             // Fenced, the claim's row is locked meanwhile and the heartbeat renewing it
             // waits: long copies run on a queue apart (``BlockingIO/runApart(_:)``).
             let given: NameGiven
             if let named = synced.named {
                 given = named
-            } else if let giveName {
-                given = try await BlockingIO.run { () throws(MirrorError) in try giveName(synced.opened) }
             } else {
-                return nil
+                given = try await BlockingIO.run { () throws(MirrorError) in try giveName(synced.opened) }
             }
             guard let name = given.name else { return nil }
             commit.named.withLock { $0 = given }

@@ -136,8 +136,8 @@ struct JobRunner: Sendable {
         return await tryMirrors(of: job, forced: forced, after: outcome)
     }
 
-    /// Apart from ``mirrorFromAnySource(_:forced:)``, whose frame every job holds to its end
-    /// (see ``mirrorAlone(_:forced:)``), where most jobs have no mirror.
+    /// Split out so that ``mirrorFromAnySource(_:forced:)``'s frame, which every job holds to
+    /// its end (see ``mirrorAlone(_:forced:)``), stays small: most jobs have no mirror.
     @inline(never)
     private func tryMirrors(of job: MirrorJob, forced: Bool, after first: Outcome) async -> Outcome {
         var outcome = first
@@ -197,8 +197,9 @@ struct JobRunner: Sendable {
     /// Looks the job up, waits for its turn and the download, and settles it. Most of the window
     /// waits in the scheduler, and a task keeps the memory of its deepest frames until it ends
     /// (its allocator reuses it, never frees it): so the steps before the wait are small async
-    /// functions whose logic is synchronous, passing a reference. As one function, these frames
-    /// were 15 KiB, and their lookups another 10, held by every waiting job.
+    /// functions with their synchronous logic in functions of its own, passing a reference. As
+    /// one function, these frames were 15 KiB, and their lookups another 10, held by every
+    /// waiting job.
     private func mirrorAlone(_ job: MirrorJob, forced: Bool) async -> Outcome {
         guard !Task.isCancelled else { return .interrupted }
         if job.fence?.isLost == true { return .handedOver }
@@ -214,7 +215,7 @@ struct JobRunner: Sendable {
                 expectedSize: ExpectedSize(exact: lookedUp.job.expectedSize, declared: lookedUp.job.declaredSize),
                 held: lookedUp.condition)
         } catch {
-            return await settle(error, of: lookedUp)
+            return await settleFailure(error, of: lookedUp)
         }
         return await settle(file, of: lookedUp)
     }
@@ -229,7 +230,7 @@ struct JobRunner: Sendable {
                 guard copy.missing, let newest = try await missingNewestBesideAnOlderVersion(of: job) else { return .settled(.alreadyPresent) }
                 job.relativePath = newest
             }
-            if let plan { return .settled(planned(job, held: copy.held, missing: copy.missing, plan: plan)) }
+            if let plan { return .settled(plannedOutcome(job, held: copy.held, missing: copy.missing, plan: plan)) }
             let lookedUp = try LookedUp(job: job, held: copy.held, missing: copy.missing, condition: condition(of: copy.held, for: job))
             if let fence = job.fence, fence.takenOver { try await detachPartial(of: job) }
             return .download(lookedUp)
@@ -256,7 +257,7 @@ struct JobRunner: Sendable {
 
     /// A dry run's job: heard as planned, nothing fetched.
     @inline(never)
-    private func planned(_ job: MirrorJob, held: MirroredFile?, missing: Bool, plan: @Sendable (PlannedFile) -> Void) -> Outcome {
+    private func plannedOutcome(_ job: MirrorJob, held: MirroredFile?, missing: Bool, plan: @Sendable (PlannedFile) -> Void) -> Outcome {
         guard held == nil else { return .plannedRecheck }
         guard planned.inserted(job.item) else { return .alreadyPresent }
         let file = PlannedFile(url: job.url, path: job.relativePath, bytes: job.expectedSize ?? job.declaredSize, missing: missing, source: source)
@@ -310,8 +311,8 @@ struct JobRunner: Sendable {
     }
 
     /// The outcome when the answer is a version the mirror has (not modified, or the bytes of
-    /// one it holds); nil when it is new. Apart from ``settle(_:of:)``, whose frame a job
-    /// holds through its commit, where most files are new.
+    /// one it holds); nil when it is new. Split out so that the frame of the caller, which a
+    /// job holds through its commit, stays small: most files are new.
     @inline(never)
     private func settleAsAVersionHeld(_ file: FetchedFile, of lookedUp: LookedUp) async -> Outcome? {
         let (job, held) = (lookedUp.job, lookedUp.held)
@@ -358,7 +359,7 @@ struct JobRunner: Sendable {
 
     /// What a download that failed leaves of the job.
     @inline(never)
-    private func settle(_ error: DownloadError, of lookedUp: LookedUp) async -> Outcome {
+    private func settleFailure(_ error: DownloadError, of lookedUp: LookedUp) async -> Outcome {
         let (job, held) = (lookedUp.job, lookedUp.held)
         // A 404 or 410 for a file the mirror holds means gone upstream: the copy stays, and
         // later runs stop asking. A URL a feed lists fails instead, so its mirrors are tried,

@@ -83,12 +83,15 @@ final class CurlTransfer {
         configure(configuration)
     }
 
-    /// libcurl's receive buffer for a body of `length` bytes (unknown: nil). Every transfer holds
-    /// one from its start to its end, paused ones too: at 128 KiB each, thumbnails of a few KiB
-    /// held megabytes. As large as the body, within libcurl's default (16 KiB, also for a body of
-    /// unknown length) and 128 KiB, where a large file's writes stop getting cheaper.
-    static func receiveBufferSize(forBodyOf length: Int64?) -> Int {
-        guard let length else { return 16 << 10 }
+    /// libcurl's receive buffer for `request`. libcurl before 8.7 gives each transfer one, held
+    /// from its start to its end (paused transfers too): at 128 KiB each, thumbnails of a few KiB
+    /// held megabytes. A file's is as large as its body is expected to be, within libcurl's
+    /// default (16 KiB, also for a body of unknown length) and 128 KiB, where a large file's
+    /// writes stop getting cheaper. An API page or feed (in memory, one or two at a time) gets
+    /// 128 KiB.
+    static func receiveBufferSize(for request: TransferRequest) -> Int {
+        guard case .file = request.destination else { return 128 << 10 }
+        guard let length = request.expectedBodyLength else { return 16 << 10 }
         return Int(min(max(length, 16 << 10), 128 << 10))
     }
 
@@ -119,7 +122,7 @@ final class CurlTransfer {
         setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         setLong(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
         setLong(CURLOPT_LOW_SPEED_TIME, configuration.lowSpeedSeconds)
-        setLong(CURLOPT_BUFFERSIZE, Self.receiveBufferSize(forBodyOf: request.expectedBodyLength))
+        setLong(CURLOPT_BUFFERSIZE, Self.receiveBufferSize(for: request))
         mirror_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
 
         var headerLines = request.headers.map { "\($0.name): \($0.value)" }

@@ -147,7 +147,8 @@ struct Downloader: Sendable {
             ifRange: resume?.validator,
             expectedEntityLength: resume?.record.totalLength,
             maxLength: expectedSize?.exact ?? maxFileSize)
-        request.expectedBodyLength = expectedSize?.shown.map { $0 - (resume?.offset ?? 0) }
+        let offset = resume?.offset ?? 0
+        request.expectedBodyLength = expectedSize?.shown.map { $0 > offset ? $0 - offset : 0 }
         request.hashesBody = held != nil
         request.beforeFirstPartialWrite = { head in recordValidators(of: head, url: url) }
         let response: TransferResponse

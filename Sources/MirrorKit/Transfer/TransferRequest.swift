@@ -32,8 +32,8 @@ struct TransferRequest: Sendable {
     /// For a file destination: the most bytes the whole file may have. A response that says it
     /// is larger is refused before a byte is written, one that grows past it is cut off there.
     var maxLength: Int64?
-    /// For a file destination: the bytes the body is expected to have, when known before asking
-    /// (sizes libcurl's receive buffer, which each transfer holds to its end).
+    /// For a file destination: the bytes the body is expected to have, when known before asking.
+    /// Sizes libcurl's receive buffer only: a body of another length arrives all the same.
     var expectedBodyLength: Int64?
     /// Looks at a 2xx body as it arrives and may end the transfer early.
     var inspector: (any BodyInspector)?

@@ -205,6 +205,21 @@ struct ResumableDownloadTests {
         }
     }
 
+    /// A length declared far below the bytes held (a feed's stale or absurd `length`) only sizes
+    /// a buffer: the partial resumes, and the difference must not overflow.
+    @Test func aDeclaredLengthFarBelowThePartialHeldResumes() async throws {
+        try await withDownloader { server, downloader, partials in
+            server.addMedia(path: "/stale.bin", size: 4000)
+            let url = server.baseURL + "/stale.bin"
+            let content = try #require(server.content(of: "/stale.bin"))
+            try TestSupport.write(content.prefix(2500), to: partials.partPath(for: url))
+            try partials.save(PartialRecord(url: url, etag: server.etag(of: "/stale.bin"), totalLength: 4000))
+            let file = try await downloader.fetch(url, expectedSize: ExpectedSize(declared: .min + 1))
+            #expect(file.bytesReceived == 1500)
+            #expect(TestSupport.digest(ofFile: file.path) == TestSupport.digest(content))
+        }
+    }
+
     @Test func aCompletePartialIsAcceptedOnA416() async throws {
         try await withDownloader { server, downloader, partials in
             server.addMedia(path: "/whole.bin", size: 4000)

@@ -27,11 +27,18 @@ struct TransferEngineTests {
     }
 
     @Test func sizesTheReceiveBufferByTheBodyExpected() {
-        #expect(CurlTransfer.receiveBufferSize(forBodyOf: nil) == 16 << 10)
-        #expect(CurlTransfer.receiveBufferSize(forBodyOf: 0) == 16 << 10)
-        #expect(CurlTransfer.receiveBufferSize(forBodyOf: 8 << 10) == 16 << 10)
-        #expect(CurlTransfer.receiveBufferSize(forBodyOf: 50_000) == 50_000)
-        #expect(CurlTransfer.receiveBufferSize(forBodyOf: 256 << 20) == 128 << 10)
+        func size(_ length: Int64?, inMemory: Bool = false) -> Int {
+            var request = TransferRequest(
+                url: "http://127.0.0.1/x", destination: inMemory ? .memory(limit: 1 << 20) : .file(path: "/nonexistent/x", offset: 0))
+            request.expectedBodyLength = length
+            return CurlTransfer.receiveBufferSize(for: request)
+        }
+        #expect(size(nil) == 16 << 10)
+        #expect(size(0) == 16 << 10)
+        #expect(size(8 << 10) == 16 << 10)
+        #expect(size(50_000) == 50_000)
+        #expect(size(256 << 20) == 128 << 10)
+        #expect(size(nil, inMemory: true) == 128 << 10)
     }
 
     /// The size expected only sizes the buffer: a body much larger (a stale feed length) arrives whole.
