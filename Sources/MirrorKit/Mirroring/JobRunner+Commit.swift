@@ -86,11 +86,10 @@ extension JobRunner {
         _ commit: FileCommit, _ giveName: @escaping @Sendable (OpenFile) throws(MirrorError) -> NameGiven
     ) async throws(MirrorError) -> (opened: OpenFile, named: NameGiven?) {
         let (directory, partials, isFenced) = (directory, partials, commit.job.fence != nil)
-        let sayNoRecord: @Sendable (String) -> Void = { [self] in sayOnceFileHasNoRecord($0) }
         return try await BlockingIO.run { () throws(MirrorError) in
             let opened = try directory.synced(commit.partName, in: partials.folder) { descriptor in
                 guard !PartialStore.attachForCommit(commit.record, toFile: descriptor) else { return }
-                sayNoRecord(commit.job.relativePath)
+                sayOnceFileHasNoRecord(commit.job.relativePath)
             }
             guard !isFenced else { return (opened, nil) }
             return (opened, try giveName(opened))

@@ -140,14 +140,14 @@ struct Downloader: Sendable {
             // for a run that takes the file.
             throw DownloadError(url: url, reason: .transfer(.fileTooLarge(limit: maxFileSize)))
         }
+        let offset = resume?.offset ?? 0
         var request = TransferRequest(
             url: url,
             headers: held?.requestHeaders ?? [],
-            destination: .file(location, offset: resume?.offset ?? 0),
+            destination: .file(location, offset: offset),
             ifRange: resume?.validator,
             expectedEntityLength: resume?.record.totalLength,
             maxLength: expectedSize?.exact ?? maxFileSize)
-        let offset = resume?.offset ?? 0
         request.expectedBodyLength = expectedSize?.shown.map { $0 > offset ? $0 - offset : 0 }
         request.hashesBody = held != nil
         request.beforeFirstPartialWrite = { head in recordValidators(of: head, url: url) }
