@@ -12,10 +12,11 @@ extension SchedulerCore {
     /// Starts, pauses and resumes until the transfers match the rules above.
     mutating func settle(into actions: inout [Action]) {
         // The storage of the last settling's tally, reused: settling runs for every event.
-        var tally = spareTally
-        spareTally = Tally()
+        // Swapped, not copied: a copy retains and releases each of its lists.
+        var tally = Tally()
+        swap(&tally, &spareTally)
         tally.reset(maxConcurrent: limits.maxConcurrent)
-        defer { spareTally = tally }
+        defer { swap(&tally, &spareTally) }
         // Read while `self` is being changed, so it must not capture `self`.
         let limit = HostLimits(maxPerHost: limits.maxPerHost, names: hosts.names, dynamic: hostLimit)
         for handle in withTransfer {

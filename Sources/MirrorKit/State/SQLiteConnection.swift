@@ -39,9 +39,11 @@ struct SQLiteError: Error, CustomStringConvertible {
 /// is an error for the caller, never a silent loss.
 final class SQLiteConnection {
     let handle: OpaquePointer
-    /// Prepared statements by their text: a file's bookkeeping runs the same few statements
-    /// thousands of times, and parsing them again each time was a visible share of a run.
-    private var statements: [String: OpaquePointer] = [:]
+    /// Prepared statements by their text, filed by its length: a file's bookkeeping runs the same
+    /// few statements thousands of times, and parsing them again each time was a visible share of
+    /// a run. Not a dictionary keyed by the text: hashing a statement of hundreds of bytes at
+    /// every call cost more than its lookup; two texts of one storage compare equal at once.
+    private var statements: [Int: [(sql: String, statement: OpaquePointer)]] = [:]
     /// The column names of each prepared statement, read once: a query run for every file
     /// would otherwise make a string per column per run. Read again once SQLite has prepared the
     /// statement anew (after a schema change, by this connection or another).
@@ -52,7 +54,9 @@ final class SQLiteConnection {
     }
 
     deinit {
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for sameLength in statements.values {
+            for (_, statement) in sameLength { sqlite3_finalize(statement) }
+        }
         sqlite3_close_v2(handle)
     }
 
@@ -143,10 +147,11 @@ final class SQLiteConnection {
     }
 
     private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
-        if let statement = statements[sql] { return statement }
+        let length = sql.utf8.count
+        if let known = statements[length]?.first(where: { $0.sql == sql }) { return known.statement }
         var statement: OpaquePointer?
         guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw lastError() }
-        statements[sql] = statement
+        statements[length, default: []].append((sql, statement))
         return statement
     }
 

@@ -43,13 +43,23 @@ extension StateDatabase: CrawlStore {
         }
     }
 
+    /// Entries looked up by one query: a page's (60 at most on Imgur), well under SQLite's limit
+    /// of 32,766 arguments.
+    private static let entriesPerQuery = 500
+
     package func knownEntries(_ entryIDs: [String], source: String) throws(MirrorError) -> [String: Int] {
+        // One query for a page's entries, not one each: the statement's run, not its seek into the
+        // key, was most of what a page's bookkeeping cost.
         var known: [String: Int] = [:]
-        for id in Set(entryIDs) {
-            let passes = try read(
-                "SELECT pass FROM listing_entries WHERE source = ?1 AND entry_id = ?2", [.text(source), .text(id)]
-            ) { row throws(SQLiteError) in Int(try row.integer("pass")) }
-            if let pass = passes.first { known[id] = pass }
+        let ids = Array(Set(entryIDs))
+        for start in stride(from: 0, to: ids.count, by: Self.entriesPerQuery) {
+            let chunk = ids[start..<min(start + Self.entriesPerQuery, ids.count)]
+            let list = (2..<(chunk.count + 2)).map { "?\($0)" }.joined(separator: ", ")
+            let rows = try read(
+                "SELECT entry_id, pass FROM listing_entries WHERE source = ?1 AND entry_id IN (\(list))",
+                [.text(source)] + chunk.map { .text($0) }
+            ) { row throws(SQLiteError) in (try row.text("entry_id"), Int(try row.integer("pass"))) }
+            for (id, pass) in rows { known[id] = pass }
         }
         return known
     }

@@ -110,6 +110,26 @@ struct StateDatabaseTests {
         }
     }
 
+    @Test func entriesShownBeforeAreFoundAmongManyAskedAtOnce() async throws {
+        try await TestSupport.withTemporaryDirectory { dir in
+            let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
+            let shown = (0..<1_100).map { "e\($0)" }
+            for (source, ids) in [("s", shown), ("t", ["other1", "other2"])] {
+                var cursor = CrawlCursor(source: source)
+                cursor.pass = source == "s" ? 3 : 1
+                _ = try await state.recordPage(
+                    ListedPage(newEntryIDs: ids, images: [], pendingAlbumIDs: [], cursor: cursor,
+                               lister: Lister(listing: source, owner: source, wants: [])),
+                    source: source)
+            }
+            // More than one query's worth, with entries never shown, another listing's, and repeats.
+            let asked = shown + (0..<200).map { "new\($0)" } + ["other1", "e7", "e1099"]
+            let known = try await state.knownEntries(asked.reversed(), source: "s")
+            #expect(known == Dictionary(uniqueKeysWithValues: shown.map { ($0, 3) }))
+            #expect(try await state.knownEntries([], source: "s").isEmpty)
+        }
+    }
+
     @Test func aPageIsRecordedWithItsCursorInOneStep() async throws {
         try await TestSupport.withTemporaryDirectory { dir in
             let state = try StateDatabase(directory: try MirrorDirectory(root: dir))
