@@ -51,7 +51,6 @@ final class JobSession: Sendable {
     /// for room cancels the session: the jobs under way stop, keeping their partials.
     func submit(_ job: MirrorJob, forced: Bool, then: (@Sendable (JobRunner.Outcome) async -> Void)? = nil) async {
         await waitForRoom()
-        let runner = runner
         // Before the job runs: the sweep that may follow at once must see it.
         runner.handled.insert(job.item)
         let taken = state.withLock { state -> Bool in
@@ -61,8 +60,10 @@ final class JobSession: Sendable {
             runner.observer.observe(.fileKnown)
             // Unstructured tasks, cancelled by hand: a task group removes each finished child from
             // a linked list (Swift 6.3), which costs seconds at tens of thousands of thumbnails.
+            // The task holds the session, not a copy of the runner, which would retain each of
+            // the runner's references for every job.
             let task = Task {
-                let outcome = await runner.mirrorFromAnySource(job, forced: forced)
+                let outcome = await self.runner.mirrorFromAnySource(job, forced: forced)
                 await then?(outcome)
                 self.ended(number, outcome)
             }

@@ -33,7 +33,7 @@ extension StateDatabase {
     /// meanwhile writes the group first, so it sees the row.
     package func record(_ file: MirroredFile) async throws(MirrorError) {
         let failure: MirrorError? = await withCheckedContinuation { reply in
-            waitingRecords.append((file, reply))
+            waitingRecords.append(WaitingRecord(file: file, reply: reply))
             if waitingRecords.count >= recordGrouping.limit {
                 writeWaitingRecords()
             } else if waitingRecords.count == 1 {
@@ -51,29 +51,42 @@ extension StateDatabase {
     /// Writes the rows waiting for their group, in one transaction, and tells each caller.
     func writeWaitingRecords() {
         guard !waitingRecords.isEmpty else { return }
-        let waiting = waitingRecords
+        let group = waitingRecords
         waitingRecords = []
         recordGroupsWritten += 1
         let now = Self.now()
-        if waiting.count > 1 {
+        if group.count > 1 {
             do throws(SQLiteError) {
                 try db.transaction { () throws(SQLiteError) in
-                    for (file, _) in waiting { try db.execute(Self.recordStatement, Self.recordArguments(file, now: now)) }
+                    for record in group { try db.execute(Self.recordStatement, Self.recordArguments(record.file, now: now)) }
                 }
-                for (_, reply) in waiting { reply.resume(returning: nil) }
+                for record in group { record.reply.resume(returning: nil) }
                 return
             } catch {
                 // A row the database refuses (a constraint, a trigger) must not fail the others:
                 // each is tried on its own, and only its caller hears of it.
             }
         }
-        for (file, reply) in waiting {
+        for record in group {
             do throws(SQLiteError) {
-                try db.execute(Self.recordStatement, Self.recordArguments(file, now: now))
-                reply.resume(returning: nil)
+                try db.execute(Self.recordStatement, Self.recordArguments(record.file, now: now))
+                record.reply.resume(returning: nil)
             } catch {
-                reply.resume(returning: .stateDatabase(path: path, problem: "\(error)"))
+                record.reply.resume(returning: .stateDatabase(path: path, problem: "\(error)"))
             }
         }
+    }
+}
+
+/// A finished file's row waiting for its group, and the caller waiting for the row. A class:
+/// every lookup meanwhile looks through the group (see ``StateDatabase/fate(of:url:)``), and a
+/// tuple of a file's twelve fields was copied, each field retained and released, at every look.
+final class WaitingRecord: Sendable {
+    let file: MirroredFile
+    let reply: CheckedContinuation<MirrorError?, Never>
+
+    init(file: MirroredFile, reply: CheckedContinuation<MirrorError?, Never>) {
+        self.file = file
+        self.reply = reply
     }
 }

@@ -14,7 +14,7 @@ import Glibc
 package actor StateDatabase: MirrorStore {
     let db: SQLiteConnection
     /// Files waiting for their row, and how to tell each caller it is written (see ``record(_:)``).
-    var waitingRecords: [(file: MirroredFile, reply: CheckedContinuation<MirrorError?, Never>)] = []
+    var waitingRecords: [WaitingRecord] = []
     /// How those rows are grouped into transactions.
     var recordGrouping = RecordGrouping()
     /// Groups written so far: a group's timer that finds the count moved on has nothing to do.
