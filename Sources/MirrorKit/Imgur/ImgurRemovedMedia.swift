@@ -7,7 +7,14 @@ enum ImgurRemovedMedia {
     static let placeholderETag = "\"d835884373f4d6c8f24742ceabe74946\""
 
     @Sendable static func isPlaceholder(_ response: TransferResponse) -> Bool {
-        response.etag == placeholderETag
-            || URLComponents(string: response.finalURL)?.path.hasSuffix("/removed.png") == true
+        response.etag == placeholderETag || namesPlaceholder(response.finalURL)
+    }
+
+    /// Whether the path of `url` (decoded) ends in `/removed.png`. Asked of every response a tag
+    /// mirror gets: a URL that neither names the file nor escapes a byte cannot, and is not
+    /// parsed (parsing it was most of what judging a response cost).
+    static func namesPlaceholder(_ url: String) -> Bool {
+        guard url.utf8.contains(UInt8(ascii: "%")) || url.contains("/removed.png") else { return false }
+        return URLComponents(string: url)?.path.hasSuffix("/removed.png") == true
     }
 }
