@@ -131,13 +131,14 @@ final class JobSession: Sendable {
         let (waiter, drained) = state.withLock { state in
             state.running[number] = nil
             state.settled += 1
-            let before = state.tally
+            // The counts, not a copy of the tally: a copy would make the next append to one of
+            // its lists copy the whole list, at every file.
+            let before = (downloaded: state.tally.downloaded, failed: state.tally.failures.count, removed: state.tally.removed.count)
             runner.record(outcome, in: &state.tally)
-            let tally = state.tally
             runner.observer.observe(.fileSettled(
-                tally.downloaded > before.downloaded ? .downloaded
-                    : tally.failures.count > before.failures.count ? .failed
-                    : tally.removed.count > before.removed.count ? .removed : .other))
+                state.tally.downloaded > before.downloaded ? .downloaded
+                    : state.tally.failures.count > before.failed ? .failed
+                    : state.tally.removed.count > before.removed ? .removed : .other))
             // The place the job leaves goes to the submitter waiting longest, reserved for it.
             let waiter = state.roomWaiters.isEmpty ? nil : state.roomWaiters.removeValue(forKey: state.roomWaiters.keys.min()!)
             if waiter != nil { state.reserved += 1 }

@@ -150,7 +150,10 @@ struct Downloader: Sendable {
             maxLength: expectedSize?.exact ?? maxFileSize)
         request.expectedBodyLength = expectedSize?.shown.map { $0 > offset ? $0 - offset : 0 }
         request.hashesBody = held != nil
-        request.beforeFirstPartialWrite = { head in recordValidators(of: head, url: url) }
+        // The closures hold what they use, not the downloader: a copy of it retains each of its
+        // references, twice an attempt.
+        let (partials, logger, health) = (partials, logger, health)
+        request.beforeFirstPartialWrite = { head in Self.recordValidators(of: head, url: url, in: partials, logger: logger) }
         let response: TransferResponse
         do {
             response = try await engine.perform(request, id: id, progress: progress, onBodyStart: { head in
@@ -159,7 +162,7 @@ struct Downloader: Sendable {
                 if (200..<300).contains(head.status) { receiving?(true) }
                 // A whole new file where bytes of another version were held: their record goes
                 // now, before any of the new bytes, even those that reach the disk whole at once.
-                if resume != nil, head.status == 200 { recordValidators(of: head, url: url) }
+                if resume != nil, head.status == 200 { Self.recordValidators(of: head, url: url, in: partials, logger: logger) }
             })
         } catch let error as TransferError {
             received += error.response?.bytesReceived ?? 0
@@ -299,7 +302,7 @@ struct Downloader: Sendable {
 
     /// Saves the validators of a response about to write the partial, before its first byte (a
     /// body written whole at once needs none: see ``TransferRequest/beforeFirstPartialWrite``).
-    private func recordValidators(of response: TransferResponse, url: String) {
+    private static func recordValidators(of response: TransferResponse, url: String, in partials: PartialStore, logger: Logger) {
         var record = PartialRecord(
             url: url, etag: response.etag, lastModified: response.lastModified, totalLength: response.entityLength)
         // A 206 that names no version answered the If-Range of the bytes held: they are still
