@@ -157,13 +157,28 @@ final class CancellationFlag: Sendable {
 }
 
 enum EngineCommand: Sendable {
-    struct Start: Sendable {
+    /// A class: the command passes through the mailbox and the loop by copy, and a copy of its
+    /// request and callbacks retained each of their references.
+    final class Start: Sendable {
         let id: TransferID
         let request: TransferRequest
         let progress: (@Sendable (TransferProgress) -> Void)?
         let onBodyStart: (@Sendable (TransferResponse) -> Void)?
         let continuation: CheckedContinuation<TransferResponse, any Error>
         let cancellation: CancellationFlag
+
+        init(
+            id: TransferID, request: TransferRequest, progress: (@Sendable (TransferProgress) -> Void)?,
+            onBodyStart: (@Sendable (TransferResponse) -> Void)?, continuation: CheckedContinuation<TransferResponse, any Error>,
+            cancellation: CancellationFlag
+        ) {
+            self.id = id
+            self.request = request
+            self.progress = progress
+            self.onBodyStart = onBodyStart
+            self.continuation = continuation
+            self.cancellation = cancellation
+        }
     }
 
     case start(Start)
