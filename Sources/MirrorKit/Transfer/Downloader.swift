@@ -2,36 +2,62 @@ import FoundationEssentials
 import Logging
 
 /// A downloaded file, complete and verified, waiting in the partial store to be committed.
+///
+/// Its fields live in one immutable box, replaced when one is set: the file passes by copy from
+/// the download through the scheduler's mail and answers to its job (some ten copies a file), and
+/// a copy of the fields themselves retained and released each of their strings every time.
+@dynamicMemberLookup
 package struct FetchedFile: Sendable, Equatable {
-    var url: String
-    var path: String
-    var length: Int64
-    /// Bytes this fetch received over the network (less than `length` after a resume).
-    var bytesReceived: Int64
-    /// The server's `Last-Modified` for the file, as sent.
-    var lastModified: String?
-    /// The server's ETag for the file, as sent.
-    var etag: String?
-    /// The file's MD5, when it was computed (an MD5 ETag checked, or hashing asked for).
-    var md5: String?
-    /// The server answered 304 to a conditional request: the copy held is current, and nothing
-    /// was downloaded (`path` and `length` mean nothing).
-    var isNotModified = false
-    /// The partial's name in the store's folder, when the fetch knows it: the commit need not
-    /// hash the URL again to find it.
-    var partName: String?
+    struct Fields: Sendable, Equatable {
+        var url: String
+        var path: String
+        var length: Int64
+        /// Bytes this fetch received over the network (less than `length` after a resume).
+        var bytesReceived: Int64
+        /// The server's `Last-Modified` for the file, as sent.
+        var lastModified: String?
+        /// The server's ETag for the file, as sent.
+        var etag: String?
+        /// The file's MD5, when it was computed (an MD5 ETag checked, or hashing asked for).
+        var md5: String?
+        /// The server answered 304 to a conditional request: the copy held is current, and nothing
+        /// was downloaded (`path` and `length` mean nothing).
+        var isNotModified = false
+        /// The partial's name in the store's folder, when the fetch knows it: the commit need not
+        /// hash the URL again to find it.
+        var partName: String?
+    }
+
+    private final class Box: Sendable {
+        let fields: Fields
+
+        init(_ fields: Fields) {
+            self.fields = fields
+        }
+    }
+
+    private var box: Box
 
     package init(
         url: String, path: String, length: Int64, bytesReceived: Int64, lastModified: String? = nil,
         etag: String? = nil, md5: String? = nil
     ) {
-        self.url = url
-        self.path = path
-        self.length = length
-        self.bytesReceived = bytesReceived
-        self.lastModified = lastModified
-        self.etag = etag
-        self.md5 = md5
+        box = Box(Fields(
+            url: url, path: path, length: length, bytesReceived: bytesReceived, lastModified: lastModified,
+            etag: etag, md5: md5))
+    }
+
+    subscript<Value>(dynamicMember field: WritableKeyPath<Fields, Value>) -> Value {
+        get { box.fields[keyPath: field] }
+        set {
+            var fields = box.fields
+            fields[keyPath: field] = newValue
+            box = Box(fields)
+        }
+    }
+
+    package static func == (lhs: FetchedFile, rhs: FetchedFile) -> Bool {
+        lhs.box === rhs.box || lhs.box.fields == rhs.box.fields
     }
 
     /// The answer to a conditional request that the held copy is current.
