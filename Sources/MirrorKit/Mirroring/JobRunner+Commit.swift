@@ -88,11 +88,11 @@ extension JobRunner {
         // What the blocking call needs, not the runner: a copy of the runner retains each of its
         // references, for every file.
         let (directory, partials, isFenced) = (directory, partials, commit.job.fence != nil)
-        let (noRecordSaid, logger) = (unrecordableFileSaid, logger)
+        let (unrecordableFileSaid, logger) = (unrecordableFileSaid, logger)
         return try await BlockingIO.run { () throws(MirrorError) in
             let opened = try directory.synced(commit.partName, in: partials.folder) { descriptor in
                 guard !PartialStore.attachForCommit(commit.record, toFile: descriptor) else { return }
-                Self.sayOnceFileHasNoRecord(commit.job.relativePath, flag: noRecordSaid, logger: logger)
+                Self.sayOnceFileHasNoRecord(commit.job.relativePath, once: unrecordableFileSaid, logger: logger)
             }
             guard !isFenced else { return (opened, nil) }
             return (opened, try giveName(opened))
@@ -202,8 +202,8 @@ extension JobRunner {
     /// A file named without its record (no extended attributes where the mirror is, or a record
     /// too long for one: a URL of kilobytes) is found by nothing if a kill comes before its row: the
     /// next run takes it for somebody else's file. Said once a run, not for every file of such a mirror.
-    private static func sayOnceFileHasNoRecord(_ relativePath: String, flag: OnceFlag, logger: Logger) {
-        guard flag.isFirst() else { return }
+    private static func sayOnceFileHasNoRecord(_ relativePath: String, once said: OnceFlag, logger: Logger) {
+        guard said.isFirst() else { return }
         logger.warning("""
             \(relativePath): cannot attach the record a run killed before recording the file would need \
             (the file system keeps no extended attributes there, or the URL is too long for one): \

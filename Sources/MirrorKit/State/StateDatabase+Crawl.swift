@@ -43,9 +43,11 @@ extension StateDatabase: CrawlStore {
         }
     }
 
-    /// Entries looked up by one query: a page's (60 at most on Imgur), well under SQLite's limit
-    /// of 32,766 arguments.
+    /// Entries looked up by one query, well under SQLite's limit of arguments (999 before 3.32).
     private static let entriesPerQuery = 500
+    /// The one other width of the query's list, a page's (60 at most on Imgur): a list is padded to
+    /// a width, so that a run prepares two statements rather than one for every length of list.
+    private static let entriesOfAPage = 64
 
     package func knownEntries(_ entryIDs: [String], source: String) throws(MirrorError) -> [String: Int] {
         // One query for a page's entries, not one each: the statement's run, not its seek into the
@@ -54,10 +56,13 @@ extension StateDatabase: CrawlStore {
         let ids = Array(Set(entryIDs))
         for start in stride(from: 0, to: ids.count, by: Self.entriesPerQuery) {
             let chunk = ids[start..<min(start + Self.entriesPerQuery, ids.count)]
-            let list = (2..<(chunk.count + 2)).map { "?\($0)" }.joined(separator: ", ")
+            let width = chunk.count <= Self.entriesOfAPage ? Self.entriesOfAPage : Self.entriesPerQuery
+            let list = (2..<(width + 2)).map { "?\($0)" }.joined(separator: ", ")
+            // NULL, the padding, is in no list.
+            let padding = [SQLiteValue](repeating: .null, count: width - chunk.count)
             let rows = try read(
                 "SELECT entry_id, pass FROM listing_entries WHERE source = ?1 AND entry_id IN (\(list))",
-                [.text(source)] + chunk.map { .text($0) }
+                [.text(source)] + chunk.map { .text($0) } + padding
             ) { row throws(SQLiteError) in (try row.text("entry_id"), Int(try row.integer("pass"))) }
             for (id, pass) in rows { known[id] = pass }
         }

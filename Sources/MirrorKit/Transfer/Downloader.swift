@@ -40,11 +40,11 @@ package struct FetchedFile: Sendable, Equatable {
 
     package init(
         url: String, path: String, length: Int64, bytesReceived: Int64, lastModified: String? = nil,
-        etag: String? = nil, md5: String? = nil
+        etag: String? = nil, md5: String? = nil, isNotModified: Bool = false, partName: String? = nil
     ) {
         box = Box(Fields(
             url: url, path: path, length: length, bytesReceived: bytesReceived, lastModified: lastModified,
-            etag: etag, md5: md5))
+            etag: etag, md5: md5, isNotModified: isNotModified, partName: partName))
     }
 
     subscript<Value>(dynamicMember field: WritableKeyPath<Fields, Value>) -> Value {
@@ -62,10 +62,13 @@ package struct FetchedFile: Sendable, Equatable {
 
     /// The answer to a conditional request that the held copy is current.
     static func notModified(_ url: String, etag: String?, lastModified: String?) -> FetchedFile {
-        var file = FetchedFile(url: url, path: "", length: 0, bytesReceived: 0, lastModified: lastModified, etag: etag)
-        file.isNotModified = true
-        return file
+        FetchedFile(url: url, path: "", length: 0, bytesReceived: 0, lastModified: lastModified, etag: etag, isNotModified: true)
     }
+}
+
+extension FetchedFile: CustomReflectable {
+    /// The fields, not the box: what a failed expectation or a log shows.
+    package var customMirror: Mirror { Mirror(reflecting: box.fields) }
 }
 
 /// Fetches one URL into the partial store, resuming what earlier attempts left, retrying what may
@@ -385,11 +388,10 @@ struct Downloader: Sendable {
         logger.debug(
             "fetched \(url) (\(length) bytes, \(received) over the network)",
             metadata: ["url": "\(url)", "bytes": "\(length)", "received": "\(received)"])
-        var file = FetchedFile(
+        return FetchedFile(
             url: url, path: path, length: length, bytesReceived: received,
-            lastModified: response.lastModified ?? record?.lastModified, etag: response.etag ?? record?.etag, md5: md5)
-        file.partName = location.name
-        return file
+            lastModified: response.lastModified ?? record?.lastModified, etag: response.etag ?? record?.etag, md5: md5,
+            partName: location.name)
     }
 
     /// An HTML page where media or an archive was expected: a login wall, an error page served

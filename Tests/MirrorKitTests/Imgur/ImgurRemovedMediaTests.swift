@@ -1,3 +1,4 @@
+import FoundationEssentials
 @testable import MirrorKit
 import Testing
 
@@ -13,8 +14,12 @@ import Testing
         ("https://i.imgur.com/abcde.png?next=/removed.png", false),
         ("https://i.imgur.com/abcde.png#/removed.png", false),
         ("https://i.imgur.com/x%20y.png", false),
+        ("https://i.imgur.com/a%2Fremoved.png", true),
+        ("https://i.imgur.com/REMOVED.PNG", false),
     ])
     func theRedirectToThePlaceholderIsToldByItsPath(url: String, isPlaceholder: Bool) {
         #expect(ImgurRemovedMedia.namesPlaceholder(url) == isPlaceholder)
+        // What the check answered before it searched the bytes first: the parsed path alone.
+        #expect(ImgurRemovedMedia.namesPlaceholder(url) == (URLComponents(string: url)?.path.hasSuffix("/removed.png") == true))
     }
 }

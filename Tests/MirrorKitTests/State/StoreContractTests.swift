@@ -287,6 +287,13 @@ struct StoreContractTests {
             // y and u went over to dogs.
             #expect(figures.entriesKnown == 3 && figures.imagesKnown == 2 && figures.imagesPending == 0)
             #expect(figures.albumsCached == 3 && figures.albumsPending == 0 && figures.albumsGone == 1)
+            // More entries than one query of the SQLite store asks for, with unknown ones among them.
+            let many = (0..<600).map { "many\($0)" }
+            _ = try await store.recordPage(
+                ListedPage(newEntryIDs: many, images: [], pendingAlbumIDs: [], cursor: cursor, lister: catsWant([])),
+                source: cursor.source)
+            #expect(try await store.knownEntries(many + ["x", "z", "never"], source: cursor.source)
+                == Dictionary(uniqueKeysWithValues: (many + ["x"]).map { ($0, 2) }))
         }
     }
 
