@@ -15,15 +15,16 @@ enum ImgurRemovedMedia {
     /// parsed (parsing it was most of what judging a response cost).
     static func namesPlaceholder(_ url: String) -> Bool {
         guard url.withUTF8Bytes(mayNamePlaceholder) else { return false }
-        return URLComponents(string: url)?.path.hasSuffix("/removed.png") == true
+        return URLComponents(string: url)?.path.hasSuffix(placeholderPath) == true
     }
 
-    private static let placeholderPath = Array("/removed.png".utf8)
+    private static let placeholderPath = "/removed.png"
+    private static let placeholderPathBytes = Array(placeholderPath.utf8)
 
     /// A byte search: `String.contains` compares by grapheme and cost more than the parse it saves.
     private static func mayNamePlaceholder(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         if bytes.contains(UInt8(ascii: "%")) { return true }
-        let needle = placeholderPath
+        let needle = placeholderPathBytes
         guard bytes.count >= needle.count else { return false }
         for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
             if bytes[start..<(start + needle.count)].elementsEqual(needle) { return true }

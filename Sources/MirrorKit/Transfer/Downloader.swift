@@ -3,29 +3,29 @@ import Logging
 
 /// A downloaded file, complete and verified, waiting in the partial store to be committed.
 ///
-/// Its fields live in one immutable box, replaced when one is set: the file passes by copy from
-/// the download through the scheduler's mail and answers to its job (some ten copies a file), and
-/// a copy of the fields themselves retained and released each of their strings every time.
+/// Its fields live in one immutable box: the file passes by copy from the download through the
+/// scheduler's mail and answers to its job (some ten copies a file), and a copy of the fields
+/// themselves retained and released each of their strings every time.
 @dynamicMemberLookup
 package struct FetchedFile: Sendable, Equatable {
     struct Fields: Sendable, Equatable {
-        var url: String
-        var path: String
-        var length: Int64
+        let url: String
+        let path: String
+        let length: Int64
         /// Bytes this fetch received over the network (less than `length` after a resume).
-        var bytesReceived: Int64
+        let bytesReceived: Int64
         /// The server's `Last-Modified` for the file, as sent.
-        var lastModified: String?
+        let lastModified: String?
         /// The server's ETag for the file, as sent.
-        var etag: String?
+        let etag: String?
         /// The file's MD5, when it was computed (an MD5 ETag checked, or hashing asked for).
-        var md5: String?
+        let md5: String?
         /// The server answered 304 to a conditional request: the copy held is current, and nothing
         /// was downloaded (`path` and `length` mean nothing).
-        var isNotModified = false
+        let isNotModified: Bool
         /// The partial's name in the store's folder, when the fetch knows it: the commit need not
         /// hash the URL again to find it.
-        var partName: String?
+        let partName: String?
     }
 
     private final class Box: Sendable {
@@ -36,7 +36,7 @@ package struct FetchedFile: Sendable, Equatable {
         }
     }
 
-    private var box: Box
+    private let box: Box
 
     package init(
         url: String, path: String, length: Int64, bytesReceived: Int64, lastModified: String? = nil,
@@ -47,13 +47,8 @@ package struct FetchedFile: Sendable, Equatable {
             etag: etag, md5: md5, isNotModified: isNotModified, partName: partName))
     }
 
-    subscript<Value>(dynamicMember field: WritableKeyPath<Fields, Value>) -> Value {
-        get { box.fields[keyPath: field] }
-        set {
-            var fields = box.fields
-            fields[keyPath: field] = newValue
-            box = Box(fields)
-        }
+    subscript<Value>(dynamicMember field: KeyPath<Fields, Value>) -> Value {
+        box.fields[keyPath: field]
     }
 
     package static func == (lhs: FetchedFile, rhs: FetchedFile) -> Bool {
